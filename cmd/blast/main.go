@@ -1,0 +1,140 @@
+// Command blast measures links: classic ttcp mode, iperf3-compatible
+// client/server mode, backend comparison, NIC inspection and diagnosis.
+//
+// main only dispatches: each command parses its flags into a Config of the
+// package that does the work, runs it, prints, and returns an exit status.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the run failed
+	exitUsage   = 2 // the command line is wrong
+)
+
+// env is what a command may touch of the process.
+type env struct {
+	ctx    context.Context
+	argv0  string // the name blast was invoked as ("blast", "ttcp")
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// command is one `blast NAME ...` subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(e *env, args []string) int
+}
+
+var commands = map[string]command{}
+
+func register(c command) { commands[c.name] = c }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	e := &env{ctx: ctx, argv0: filepath.Base(os.Args[0]), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
+	code := dispatch(e, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// dispatch picks the command: invoked as ttcp, or with ttcp's -t/-r, it is
+// classic ttcp mode; -c HOST and -s are iperf3's client and server;
+// otherwise the first argument names the command.
+func dispatch(e *env, args []string) int {
+	if e.argv0 == "ttcp" {
+		return commands["ttcp"].run(e, args)
+	}
+	if len(args) == 0 {
+		usage(e.stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				return c.run(e, []string{"--help"})
+			}
+		}
+		usage(e.stdout)
+		return exitOK
+	}
+	if c, ok := commands[args[0]]; ok {
+		return c.run(e, args[1:])
+	}
+	if mode := shortFlagMode(args); mode != "" {
+		if c, ok := commands[mode]; ok {
+			return c.run(e, args)
+		}
+	}
+	fmt.Fprintf(e.stderr, "blast: unknown command %q: run 'blast help' for the list\n", args[0])
+	return exitUsage
+}
+
+// shortFlagMode tells the mode a command line of bare flags asks for: ttcp
+// for -t or -r (alone or grouped, as in -ts), client for -c HOST before
+// them, server for -s without -t or -r.
+func shortFlagMode(args []string) string {
+	server := false
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if len(a) < 2 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		for _, r := range a[1:] {
+			switch r {
+			case 't', 'r':
+				return "ttcp"
+			case 'c':
+				return "client"
+			case 's':
+				server = true
+				continue
+			}
+			if !strings.ContainsRune("uDvT46", r) { // the rest is a value
+				break
+			}
+		}
+	}
+	if server {
+		return "server"
+	}
+	return ""
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, `blast: measure a link, compare ways of moving bytes, and find out why it is slow.
+
+Classic ttcp mode:
+  blast -r -s                 receive (sink) on port 5001
+  blast -t -s HOST            transmit a pattern to HOST
+  blast -t HOST < file        send a file; blast -r > file receives it
+
+Commands:
+`)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(w, "\nRun 'blast help COMMAND' for a command's flags and examples.\n")
+}
