@@ -1,0 +1,377 @@
+package netlab
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+type nsHandle = netns.NsHandle
+
+const (
+	netnsDir = "/run/netns"
+	prefix   = "blast-"
+)
+
+var labSeq atomic.Int64
+
+// New builds a lab. On error nothing of it is left behind.
+func New(topo Topology, opt Options) (lab *Lab, err error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("netlab: building a lab needs root (network namespaces and veth pairs)")
+	}
+	sweepStale()
+	seq := labSeq.Add(1)
+	lab = &Lab{Topology: topo, Options: opt}
+	defer func() {
+		if err != nil {
+			lab.Close()
+			lab = nil
+		}
+	}()
+	tag := fmt.Sprintf("%d-%d", os.Getpid(), seq)
+	newHost := func(role string) (*Host, error) {
+		name := prefix + tag + "-" + role
+		ns, err := newNamedNS(name)
+		if err != nil {
+			return nil, fmt.Errorf("netlab: create namespace %s: %w", name, err)
+		}
+		h := &Host{Name: name, lab: lab, ns: ns}
+		lab.hosts = append(lab.hosts, h)
+		return h, h.linkUp("lo")
+	}
+	// veth names must fit in 15 bytes: "bl" + pid/seq in hex + role.
+	vname := func(role string) string { return fmt.Sprintf("bl%x.%x%s", os.Getpid(), seq, role) }
+
+	if lab.A, err = newHost("a"); err != nil {
+		return lab, err
+	}
+	if lab.B, err = newHost("b"); err != nil {
+		return lab, err
+	}
+	switch topo {
+	case Direct:
+		if err = lab.join(lab.A, vname("a"), lab.B, vname("b"), 0, 1, 2); err != nil {
+			return lab, err
+		}
+	case Routed:
+		if lab.Router, err = newHost("r"); err != nil {
+			return lab, err
+		}
+		r := lab.Router
+		if err = lab.join(lab.A, vname("a"), r, vname("ra"), 1, 1, 254); err != nil {
+			return lab, err
+		}
+		if err = lab.join(r, vname("rb"), lab.B, vname("b"), 2, 254, 2); err != nil {
+			return lab, err
+		}
+		r.Iface, r.Addr4, r.Addr6 = vname("ra"), addr4(1, 254), addr6(1, 254)
+		if err = r.Do(enableForwarding); err != nil {
+			return lab, fmt.Errorf("netlab: router forwarding: %w", err)
+		}
+		if err = lab.A.route(2, addr4(1, 254), addr6(1, 254)); err != nil {
+			return lab, err
+		}
+		if err = lab.B.route(1, addr4(2, 254), addr6(2, 254)); err != nil {
+			return lab, err
+		}
+	default:
+		return lab, fmt.Errorf("netlab: unknown topology %d", topo)
+	}
+	return lab, nil
+}
+
+// addr4 is 198.18.<subnet>.<host>; addr6 is 2001:2:0:<subnet>::<host>.
+func addr4(subnet, host byte) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, subnet, host}) }
+func addr6(subnet, host byte) netip.Addr {
+	return netip.AddrFrom16([16]byte{0x20, 0x01, 0, 2, 0, 0, 0, subnet, 15: host})
+}
+
+// join links x and y with a veth pair on subnet, x getting host number hx
+// and y hy; A and B take the addresses as theirs.
+func (l *Lab) join(x *Host, xName string, y *Host, yName string, subnet, hx, hy byte) error {
+	hdl, err := netlink.NewHandleAt(x.ns)
+	if err != nil {
+		return fmt.Errorf("netlab: netlink in %s: %w", x.Name, err)
+	}
+	defer hdl.Close()
+	q := l.Options.Queues
+	if q < 1 {
+		q = 1
+	}
+	veth := &netlink.Veth{
+		LinkAttrs:       netlink.LinkAttrs{Name: xName, NumTxQueues: q, NumRxQueues: q},
+		PeerName:        yName,
+		PeerNamespace:   netlink.NsFd(int(y.ns)),
+		PeerNumTxQueues: uint32(q),
+		PeerNumRxQueues: uint32(q),
+	}
+	if err := hdl.LinkAdd(veth); err != nil {
+		return fmt.Errorf("netlab: add veth %s-%s: %w", xName, yName, err)
+	}
+	for _, e := range []struct {
+		h    *Host
+		name string
+		host byte
+	}{{x, xName, hx}, {y, yName, hy}} {
+		if err := e.h.configure(e.name, addr4(subnet, e.host), addr6(subnet, e.host), l.Options.RateMbit); err != nil {
+			return err
+		}
+		if e.h != l.Router {
+			e.h.Iface, e.h.Addr4, e.h.Addr6 = e.name, addr4(subnet, e.host), addr6(subnet, e.host)
+		}
+	}
+	return nil
+}
+
+// configure addresses and raises iface in h, with an optional rate limit.
+func (h *Host) configure(iface string, a4, a6 netip.Addr, rateMbit int) error {
+	hdl, err := netlink.NewHandleAt(h.ns)
+	if err != nil {
+		return fmt.Errorf("netlab: netlink in %s: %w", h.Name, err)
+	}
+	defer hdl.Close()
+	link, err := hdl.LinkByName(iface)
+	if err != nil {
+		return fmt.Errorf("netlab: find %s in %s: %w", iface, h.Name, err)
+	}
+	for _, a := range []struct {
+		ip   netip.Addr
+		bits int
+	}{{a4, 24}, {a6, 64}} {
+		addr := &netlink.Addr{IPNet: &net.IPNet{IP: a.ip.AsSlice(), Mask: net.CIDRMask(a.bits, a.ip.BitLen())}}
+		if a.ip.Is6() {
+			addr.Flags = unix.IFA_F_NODAD // usable at once, no 2 s of duplicate detection
+		}
+		if err := hdl.AddrAdd(link, addr); err != nil {
+			return fmt.Errorf("netlab: address %s on %s: %w", a.ip, iface, err)
+		}
+	}
+	if rateMbit > 0 {
+		if err := hdl.QdiscAdd(tbf(link.Attrs().Index, rateMbit)); err != nil {
+			return fmt.Errorf("netlab: rate limit %d Mbit/s on %s: %w", rateMbit, iface, err)
+		}
+	}
+	if err := hdl.LinkSetUp(link); err != nil {
+		return fmt.Errorf("netlab: bring up %s: %w", iface, err)
+	}
+	return nil
+}
+
+// tbf is a token bucket that holds a link to rateMbit: a burst of 1/250 s
+// of traffic (at least 64 KiB, so GSO-sized packets pass) and 50 ms of
+// queue.
+func tbf(ifindex, rateMbit int) *netlink.Tbf {
+	rate := uint64(rateMbit) * 1000 * 1000 / 8
+	burst := max(uint32(rate/250), 64<<10)
+	return &netlink.Tbf{
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: ifindex, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
+		Rate:       rate,
+		Limit:      uint32(rate/20) + burst,
+		Buffer:     netlink.Xmittime(rate, burst),
+	}
+}
+
+func (h *Host) linkUp(name string) error {
+	hdl, err := netlink.NewHandleAt(h.ns)
+	if err != nil {
+		return fmt.Errorf("netlab: netlink in %s: %w", h.Name, err)
+	}
+	defer hdl.Close()
+	link, err := hdl.LinkByName(name)
+	if err == nil {
+		err = hdl.LinkSetUp(link)
+	}
+	if err != nil {
+		return fmt.Errorf("netlab: bring up %s in %s: %w", name, h.Name, err)
+	}
+	return nil
+}
+
+// route sends traffic for the far subnet through gw4/gw6.
+func (h *Host) route(subnet byte, gw4, gw6 netip.Addr) error {
+	hdl, err := netlink.NewHandleAt(h.ns)
+	if err != nil {
+		return fmt.Errorf("netlab: netlink in %s: %w", h.Name, err)
+	}
+	defer hdl.Close()
+	for _, r := range []struct {
+		dst netip.Prefix
+		gw  netip.Addr
+	}{{netip.PrefixFrom(addr4(subnet, 0), 24), gw4}, {netip.PrefixFrom(addr6(subnet, 0), 64), gw6}} {
+		dst := &net.IPNet{IP: r.dst.Addr().AsSlice(), Mask: net.CIDRMask(r.dst.Bits(), r.dst.Addr().BitLen())}
+		if err := hdl.RouteAdd(&netlink.Route{Dst: dst, Gw: r.gw.AsSlice()}); err != nil {
+			return fmt.Errorf("netlab: route %s via %s in %s: %w", r.dst, r.gw, h.Name, err)
+		}
+	}
+	return nil
+}
+
+func enableForwarding() error {
+	for _, f := range []string{"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"} {
+		if err := os.WriteFile(f, []byte("1\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Do runs fn with the calling goroutine inside h's namespace: sockets fn
+// creates belong to h and keep working after Do returns, from any
+// goroutine. Goroutines fn starts do not inherit the namespace.
+func (h *Host) Do(fn func() error) error {
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("netlab: current namespace: %w", err)
+	}
+	defer orig.Close()
+	if err := netns.Set(h.ns); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("netlab: enter %s: %w", h.Name, err)
+	}
+	ferr := fn()
+	if err := netns.Set(orig); err != nil {
+		// Leave the thread locked: the runtime retires it with the
+		// goroutine instead of reusing a thread in the wrong namespace.
+		return errors.Join(ferr, fmt.Errorf("netlab: leave %s: %w", h.Name, err))
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
+
+// Cmd is a command that runs inside a lab host's namespace.
+type Cmd struct {
+	*exec.Cmd
+	host *Host
+}
+
+// Command prepares name with args to run inside h.
+func (h *Host) Command(name string, args ...string) *Cmd {
+	return &Cmd{Cmd: exec.Command(name, args...), host: h}
+}
+
+// Start starts the command inside the host's namespace; the lab kills it
+// at Close if it is still running.
+func (c *Cmd) Start() error {
+	if c.Cmd.SysProcAttr == nil {
+		c.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	}
+	if err := c.host.Do(c.Cmd.Start); err != nil {
+		return err
+	}
+	l := c.host.lab
+	l.mu.Lock()
+	l.cmds = append(l.cmds, c.Cmd)
+	l.mu.Unlock()
+	return nil
+}
+
+// Run starts the command and waits for it.
+func (c *Cmd) Run() error {
+	if err := c.Start(); err != nil {
+		return err
+	}
+	return c.Wait()
+}
+
+// Output runs the command and returns its standard output.
+func (c *Cmd) Output() ([]byte, error) {
+	var out strings.Builder
+	c.Stdout = &out
+	err := c.Run()
+	return []byte(out.String()), err
+}
+
+// CombinedOutput runs the command and returns its standard output and
+// standard error together.
+func (c *Cmd) CombinedOutput() ([]byte, error) {
+	var out strings.Builder
+	c.Stdout = &out
+	c.Stderr = &out
+	err := c.Run()
+	return []byte(out.String()), err
+}
+
+// Close kills the lab's commands that are still running and removes its
+// namespaces (and with them every veth, address, route and qdisc).
+func (l *Lab) Close() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	for _, c := range l.cmds {
+		if c.Process != nil && c.ProcessState == nil {
+			c.Process.Kill()
+		}
+	}
+	l.cmds = nil
+	l.mu.Unlock()
+	var errs []error
+	for _, h := range l.hosts {
+		h.ns.Close()
+		if err := netns.DeleteNamed(h.Name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("netlab: remove namespace %s: %w", h.Name, err))
+		}
+	}
+	l.hosts = nil
+	return errors.Join(errs...)
+}
+
+// newNamedNS creates a network namespace pinned at /run/netns/name without
+// moving the caller out of its own.
+func newNamedNS(name string) (nsHandle, error) {
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return netns.None(), err
+	}
+	defer orig.Close()
+	ns, err := netns.NewNamed(name)
+	if serr := netns.Set(orig); serr != nil {
+		if ns.IsOpen() {
+			ns.Close()
+			netns.DeleteNamed(name)
+		}
+		return netns.None(), errors.Join(err, serr) // thread stays locked: see Do
+	}
+	runtime.UnlockOSThread()
+	return ns, err
+}
+
+// sweepStale removes the namespaces of labs whose process is gone (a test
+// binary killed before its cleanup ran).
+func sweepStale() {
+	ents, _ := os.ReadDir(netnsDir)
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok {
+			continue
+		}
+		pidStr, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("/proc", pidStr)); err == nil {
+			continue // its owner still runs
+		}
+		netns.DeleteNamed(e.Name())
+		_ = pid
+	}
+}
