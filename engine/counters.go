@@ -13,6 +13,7 @@ type Counters struct {
 	datagrams atomic.Int64
 	calls     atomic.Int64
 	errors    atomic.Int64
+	idle      atomic.Int64
 	minIO     atomic.Int64
 	maxIO     atomic.Int64
 }
@@ -24,6 +25,9 @@ type Sample struct {
 	Datagrams int64 `json:"datagrams"`
 	Calls     int64 `json:"io_calls"`
 	Errors    int64 `json:"errors"`
+	// Idle counts the calls that moved nothing (the read that saw EOF,
+	// a sentinel); Calls - Errors - Idle calls moved data.
+	Idle int64 `json:"idle_calls"`
 	// MinIO and MaxIO are the smallest and largest byte counts moved by one
 	// successful I/O call; both are 0 before the first one.
 	MinIO int64 `json:"min_io"`
@@ -48,7 +52,10 @@ func (c *Counters) AddIO(n int, datagrams int) {
 }
 
 // AddCall records an I/O call that moved nothing (EOF, EAGAIN retry).
-func (c *Counters) AddCall() { c.calls.Add(1) }
+func (c *Counters) AddCall() {
+	c.calls.Add(1)
+	c.idle.Add(1)
+}
 
 // AddError records a failed I/O call.
 func (c *Counters) AddError() {
@@ -63,17 +70,21 @@ func (c *Counters) Snapshot() Sample {
 		Datagrams: c.datagrams.Load(),
 		Calls:     c.calls.Load(),
 		Errors:    c.errors.Load(),
+		Idle:      c.idle.Load(),
 		MinIO:     c.minIO.Load(),
 		MaxIO:     c.maxIO.Load(),
 	}
 }
 
+// DataCalls is the number of I/O calls that moved data.
+func (s Sample) DataCalls() int64 { return s.Calls - s.Errors - s.Idle }
+
 // AvgIO is the mean bytes per I/O call that moved data.
 func (s Sample) AvgIO() float64 {
-	if s.Calls == 0 {
-		return 0
+	if n := s.DataCalls(); n > 0 {
+		return float64(s.Bytes) / float64(n)
 	}
-	return float64(s.Bytes) / float64(s.Calls)
+	return 0
 }
 
 // Sub returns the counts accumulated between earlier and s (the min/max
@@ -84,6 +95,7 @@ func (s Sample) Sub(earlier Sample) Sample {
 	d.Datagrams -= earlier.Datagrams
 	d.Calls -= earlier.Calls
 	d.Errors -= earlier.Errors
+	d.Idle -= earlier.Idle
 	return d
 }
 
@@ -96,6 +108,7 @@ func Add(samples ...Sample) Sample {
 		t.Datagrams += s.Datagrams
 		t.Calls += s.Calls
 		t.Errors += s.Errors
+		t.Idle += s.Idle
 		if s.MinIO > 0 && s.MinIO < t.MinIO {
 			t.MinIO = s.MinIO
 		}

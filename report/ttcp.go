@@ -1,0 +1,196 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/blastnet/blast/engine"
+)
+
+// TTCPHeader is what the first line of a ttcp run says.
+type TTCPHeader struct {
+	Prefix   string // "ttcp-t", "blast-r", ...
+	Transmit bool
+	BufLen   int
+	NBuf     int
+	Align    int
+	Offset   int
+	Port     int
+	SockBuf  int // 0: not set
+	UDP      bool
+	Host     string // transmitter only
+}
+
+// Line renders the header exactly as ttcp prints it.
+func (h TTCPHeader) Line() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: buflen=%d, nbuf=%d, align=%d/%d, port=%d", h.Prefix, h.BufLen, h.NBuf, h.Align, h.Offset, h.Port)
+	if h.SockBuf != 0 {
+		fmt.Fprintf(&b, ", sockbufsize=%d", h.SockBuf)
+	}
+	proto := "tcp"
+	if h.UDP {
+		proto = "udp"
+	}
+	if h.Transmit {
+		fmt.Fprintf(&b, "  %s  -> %s", proto, h.Host)
+	} else {
+		fmt.Fprintf(&b, "  %s", proto)
+	}
+	return b.String()
+}
+
+// Rusage is the part of getrusage(2) ttcp prints, as the difference over
+// the timed section (MaxRSS is the peak, in KiB).
+type Rusage struct {
+	User, Sys      time.Duration
+	MaxRSS         int64
+	MajFlt, MinFlt int64
+	NVCSw, NIVCSw  int64
+	IXRSS, IDRSS   int64 // integral shared and unshared sizes (0 on Linux)
+}
+
+// TTCPResult is what a finished ttcp run reports.
+type TTCPResult struct {
+	Prefix   string
+	Transmit bool
+	Format   byte // k K m M g G
+	Verbose  bool
+	Bytes    int64
+	Real     time.Duration
+	Calls    int64 // every I/O call, sentinels included, as ttcp counts
+	Rusage   Rusage
+	// Data is the data path's counters (sentinels excluded).
+	Data    engine.Sample
+	UDP     bool
+	Backend string
+	Notes   []string // further blast lines, printed last
+}
+
+// Lines renders the classic summary lines, then blast's own.
+func (r TTCPResult) Lines() []string {
+	realt := r.Real.Seconds()
+	if realt <= 0 {
+		realt = 0.001
+	}
+	cput := (r.Rusage.User + r.Rusage.Sys).Seconds()
+	if cput <= 0 {
+		cput = 0.001
+	}
+	nbytes := float64(r.Bytes)
+	calls := float64(r.Calls)
+	var lines []string
+	add := func(format string, a ...any) {
+		lines = append(lines, r.Prefix+": "+fmt.Sprintf(format, a...))
+	}
+	add("%.0f bytes in %.2f real seconds = %s/sec +++", nbytes, realt, TTCPRate(r.Format, nbytes/realt))
+	if r.Verbose {
+		add("%.0f bytes in %.2f CPU seconds = %s/cpu sec", nbytes, cput, TTCPRate(r.Format, nbytes/cput))
+	}
+	msecPerCall := 0.0
+	if r.Calls > 0 {
+		msecPerCall = 1024 * realt / calls // sic: ttcp's 1024
+	}
+	add("%d I/O calls, msec/call = %.2f, calls/sec = %.2f", r.Calls, msecPerCall, calls/realt)
+	add("%s", r.Rusage.Format(r.Real))
+
+	// blast's lines.
+	op := "read"
+	if r.Transmit {
+		op = "write"
+	}
+	d := r.Data
+	add("bytes per %s: avg %.1f, min %d, max %d over %d %ss", op, d.AvgIO(), d.MinIO, d.MaxIO, d.DataCalls(), op)
+	if r.UDP {
+		verb := "received"
+		if r.Transmit {
+			verb = "sent"
+		}
+		add("%d datagrams %s", d.Datagrams, verb)
+	}
+	add("%s (backend %s)", SIRate(nbytes*8/realt), r.Backend)
+	for _, n := range r.Notes {
+		add("%s", n)
+	}
+	return lines
+}
+
+// TTCPRate formats a rate in bytes per second the way ttcp's -f does:
+// k, m, g are bits, K, M, G bytes, all with 1024-based prefixes.
+func TTCPRate(format byte, bytesPerSec float64) string {
+	switch format {
+	case 'G':
+		return fmt.Sprintf("%.2f GB", bytesPerSec/1024/1024/1024)
+	case 'M':
+		return fmt.Sprintf("%.2f MB", bytesPerSec/1024/1024)
+	case 'g':
+		return fmt.Sprintf("%.2f Gbit", bytesPerSec*8/1024/1024/1024)
+	case 'm':
+		return fmt.Sprintf("%.2f Mbit", bytesPerSec*8/1024/1024)
+	case 'k':
+		return fmt.Sprintf("%.2f Kbit", bytesPerSec*8/1024)
+	default: // 'K'
+		return fmt.Sprintf("%.2f KB", bytesPerSec/1024)
+	}
+}
+
+// SIRate formats bits per second with SI prefixes, as iperf3 does.
+func SIRate(bitsPerSec float64) string {
+	switch {
+	case bitsPerSec >= 1e9:
+		return fmt.Sprintf("%.2f Gbit/s", bitsPerSec/1e9)
+	case bitsPerSec >= 1e6:
+		return fmt.Sprintf("%.2f Mbit/s", bitsPerSec/1e6)
+	case bitsPerSec >= 1e3:
+		return fmt.Sprintf("%.2f Kbit/s", bitsPerSec/1e3)
+	}
+	return fmt.Sprintf("%.2f bit/s", bitsPerSec)
+}
+
+// Format renders ttcp's rusage line,
+// "%Uuser %Ssys %Ereal %P %Xi+%Dd %Mmaxrss %F+%Rpf %Ccsw", for a timed
+// section of real length.
+func (u Rusage) Format(real time.Duration) string {
+	t := int64(u.User/(10*time.Millisecond) + u.Sys/(10*time.Millisecond)) // centiseconds of CPU
+	ms := int64(real / (10 * time.Millisecond))                            // centiseconds of real time
+	den := ms
+	if den == 0 {
+		den = 1
+	}
+	perT := func(v int64) int64 {
+		if t == 0 {
+			return 0
+		}
+		return v / t
+	}
+	return fmt.Sprintf("%suser %ssys %sreal %d%% %di+%dd %dmaxrss %d+%dpf %d+%dcsw",
+		tenths(u.User), tenths(u.Sys), psecs(ms/100), t*100/den,
+		perT(u.IXRSS), perT(u.IDRSS), u.MaxRSS, u.MajFlt, u.MinFlt, u.NVCSw, u.NIVCSw)
+}
+
+// tenths prints seconds with one truncated decimal, as ttcp's %U and %S.
+func tenths(d time.Duration) string {
+	return fmt.Sprintf("%d.%01d", d/time.Second, (d%time.Second)/(100*time.Millisecond))
+}
+
+// psecs prints whole seconds as M:SS, or H:MM:SS from an hour up.
+func psecs(l int64) string {
+	if h := l / 3600; h > 0 {
+		m := (l % 3600) / 60
+		return fmt.Sprintf("%d:%d%d:%02d", h, m/10, m%10, l%60)
+	}
+	return fmt.Sprintf("%d:%02d", l/60, l%60)
+}
+
+// WriteLines writes lines to w, one per line.
+func WriteLines(w io.Writer, lines ...string) error {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
