@@ -1,0 +1,550 @@
+package nicinfo
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Severity ranks a finding.
+type Severity int
+
+// Severities, least to most serious.
+const (
+	Info Severity = iota
+	Warn
+	Error
+)
+
+func (s Severity) String() string {
+	switch s {
+	case Info:
+		return "INFO"
+	case Warn:
+		return "WARN"
+	case Error:
+		return "ERROR"
+	}
+	return "Severity(" + strconv.Itoa(int(s)) + ")"
+}
+
+// MarshalText makes severities read as words in JSON.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText parses INFO, WARN or ERROR.
+func (s *Severity) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "INFO":
+		*s = Info
+	case "WARN":
+		*s = Warn
+	case "ERROR":
+		*s = Error
+	default:
+		return fmt.Errorf("nicinfo: unknown severity %q", b)
+	}
+	return nil
+}
+
+// Finding is one rule that fired.
+type Finding struct {
+	Rule     string   `json:"rule"`
+	Severity Severity `json:"severity"`
+	// Iface is the interface the finding is about ("" for D7, which is about a path).
+	Iface   string `json:"iface,omitempty"`
+	Summary string `json:"summary"`
+	// Evidence is the counter values, ratios and states that made the rule fire.
+	Evidence string `json:"evidence"`
+	Fix      string `json:"fix"`
+}
+
+// Input is what the per-interface rules look at.
+type Input struct {
+	// Iface is the interface's state (required); at the end of the test when
+	// there was one.
+	Iface *Interface
+	// Delta is the counter change over the test; nil runs the state rules only
+	// (D1, D2, D8, D12).
+	Delta *Deltas
+	// GoodputBps is the measured goodput through this NIC in bit/s, 0 when
+	// unknown; D9 needs it.
+	GoodputBps float64
+	// NICBound says the NIC was the narrowest point of the path (D9 only applies
+	// then: a slow far end or a rate limit is not the NIC's fault).
+	NICBound bool
+}
+
+// Rule is one diagnosis rule.
+type Rule struct {
+	ID    string
+	Check func(Input) []Finding
+}
+
+// Rules are the per-interface rules D1-D6 and D8-D13 of notes/nic.md, in order.
+// D7 compares two results and is DiagnosePath.
+var Rules = []Rule{
+	{"D1", D1}, {"D2", D2}, {"D3", D3}, {"D4", D4}, {"D5", D5}, {"D6", D6},
+	{"D8", D8}, {"D9", D9}, {"D10", D10}, {"D11", D11}, {"D12", D12}, {"D13", D13},
+}
+
+// Diagnose runs every per-interface rule, most serious findings first (stable
+// in rule order otherwise). A counter reset adds a WARN finding "reset".
+func Diagnose(in Input) []Finding {
+	if in.Iface == nil {
+		return nil
+	}
+	var out []Finding
+	if in.Delta != nil && len(in.Delta.Resets) > 0 {
+		out = append(out, Finding{
+			Rule: "reset", Severity: Warn, Iface: in.Iface.Name,
+			Summary:  "counters went backwards during the test (driver reload or device reset): rules using them were skipped",
+			Evidence: strings.Join(in.Delta.Resets, ", "),
+			Fix:      "repeat the test; if it recurs, look for driver resets (tx timeouts) in the kernel log",
+		})
+	}
+	for _, r := range Rules {
+		out = append(out, r.Check(in)...)
+	}
+	slices.SortStableFunc(out, func(a, b Finding) int { return int(b.Severity) - int(a.Severity) })
+	return out
+}
+
+// ratioMinPackets: ratio rules need this many packets in the test.
+const ratioMinPackets = 1000
+
+func (in Input) carrierUp() bool { return in.Iface.Carrier != nil && *in.Iface.Carrier }
+
+// packets returns tx and rx packets of the test and whether ratio rules apply.
+func (in Input) packets() (txp, rxp uint64, ok bool) {
+	if in.Delta == nil {
+		return 0, 0, false
+	}
+	tx, okT := in.Delta.Counters["tx_packets"]
+	rx, okR := in.Delta.Counters["rx_packets"]
+	return tx, rx, okT && okR && tx+rx >= ratioMinPackets
+}
+
+// key returns a key counter delta; ok is false when it is absent or reset.
+func (in Input) key(name string) (uint64, bool) {
+	if in.Delta == nil {
+		return 0, false
+	}
+	v, ok := in.Delta.Key[name]
+	return v, ok
+}
+
+func (in Input) finding(rule string, sev Severity, summary, evidence, fix string) Finding {
+	return Finding{Rule: rule, Severity: sev, Iface: in.Iface.Name, Summary: summary, Evidence: evidence, Fix: fix}
+}
+
+func (in Input) linkWords() string {
+	l := in.Iface.Link
+	s := "speed " + speedWords(l.SpeedMbps) + ", duplex " + orUnknown(l.Duplex) + ", autoneg " + boolWords(l.Autoneg, "on", "off")
+	return s
+}
+
+// D1: carrier up, autoneg on, duplex half, and the partner advertises nothing.
+func D1(in Input) []Finding {
+	l := in.Iface.Link
+	if !in.carrierUp() || l.Autoneg == nil || !*l.Autoneg || l.Duplex != "half" || !l.ModesKnown || len(l.Partner) > 0 {
+		return nil
+	}
+	return []Finding{in.finding("D1", Error,
+		"duplex mismatch: the peer does not negotiate, so parallel detection chose half duplex",
+		in.linkWords()+", link partner advertises no modes",
+		"the far end is probably forced to "+speedWords(l.SpeedMbps)+"/full while this end autonegotiates: set both to autonegotiate, or force both to the same speed and duplex")}
+}
+
+// D2: half duplex on a link that could run full.
+func D2(in Input) []Finding {
+	l := in.Iface.Link
+	if l.Duplex != "half" || !in.carrierUp() {
+		return nil
+	}
+	fullCapable := false
+	for _, m := range l.Supported {
+		if strings.HasSuffix(m, "_Full") {
+			fullCapable = true
+		}
+	}
+	if !(fullCapable || (l.SpeedMbps != nil && *l.SpeedMbps >= 100)) {
+		return nil
+	}
+	sev := Warn
+	ev := in.linkWords()
+	if fullCapable {
+		ev += ", the NIC supports full duplex"
+	}
+	if len(D3(in)) > 0 || len(D5(in)) > 0 {
+		sev = Error
+		ev += "; with collision errors (D3/D5)"
+	}
+	return []Finding{in.finding("D2", sev,
+		"running half duplex on a link that can run full duplex",
+		ev,
+		"make both ends autonegotiate (ethtool -s "+in.Iface.Name+" autoneg on, and the same on the switch port); half duplex belongs to hubs")}
+}
+
+// D3: any late collision.
+func D3(in Input) []Finding {
+	late, ok := in.key(LateCollisions)
+	if !ok || late == 0 {
+		return nil
+	}
+	ev := fmt.Sprintf("Δ%s = %d", LateCollisions, late)
+	sev := Warn
+	if txp, _, ratioOK := in.packets(); ratioOK && txp > 0 {
+		r := float64(late) / float64(txp)
+		ev += fmt.Sprintf(" in %d tx packets (%.2g)", txp, r)
+		if r >= 1e-3 {
+			sev = Error
+		}
+	}
+	if late >= 100 {
+		sev = Error
+	}
+	if src := keySource(in.Iface, LateCollisions); src != "" {
+		ev += " [" + src + "]"
+	}
+	return []Finding{in.finding("D3", sev,
+		"late collisions: duplex mismatch with this end at half duplex, or a cable longer than 100 m",
+		ev,
+		"set both ends to autonegotiate (or force both to full duplex); if duplex matches, check the cable length and the patch panel")}
+}
+
+// D4: collisions while reporting full duplex.
+func D4(in Input) []Finding {
+	if in.Iface.Link.Duplex != "full" {
+		return nil
+	}
+	c, ok := in.key(Collisions)
+	if !ok || c == 0 {
+		return nil
+	}
+	return []Finding{in.finding("D4", Warn,
+		"collisions on a full-duplex link: the MAC behaves as half duplex, the reported duplex is wrong",
+		fmt.Sprintf("Δcollisions = %d, %s", c, in.linkWords()),
+		"check the driver's duplex setting (module options, ethtool -s) against the switch port; reload the driver or renegotiate (ethtool -r "+in.Iface.Name+")")}
+}
+
+// D5: heavy collisions at half duplex.
+func D5(in Input) []Finding {
+	if in.Iface.Link.Duplex != "half" {
+		return nil
+	}
+	c, ok := in.key(Collisions)
+	txp, _, ratioOK := in.packets()
+	if !ok || !ratioOK || txp == 0 {
+		return nil
+	}
+	r := float64(c) / float64(txp)
+	if r <= 0.05 {
+		return nil
+	}
+	return []Finding{in.finding("D5", Warn,
+		"heavy collisions at half duplex",
+		fmt.Sprintf("Δcollisions = %d in %d tx packets (%.1f%%)", c, txp, 100*r),
+		"if the far end is a switch, it is probably forced to full duplex: make both ends autonegotiate; on a real hub, move to a switch")}
+}
+
+// D6: receive-side frame errors.
+func D6(in Input) []Finding {
+	_, rxp, ratioOK := in.packets()
+	if !ratioOK || rxp == 0 {
+		return nil
+	}
+	var sum uint64
+	var parts []string
+	any := false
+	for _, k := range []string{FCSErrors, AlignErrors, Runts} {
+		if v, ok := in.key(k); ok {
+			any = true
+			sum += v
+			parts = append(parts, fmt.Sprintf("Δ%s = %d", k, v))
+		}
+	}
+	if !any {
+		return nil
+	}
+	r := float64(sum) / float64(rxp)
+	if r < 1e-4 {
+		return nil
+	}
+	sev := Warn
+	if r >= 1e-3 {
+		sev = Error
+	}
+	ev := strings.Join(parts, ", ") + fmt.Sprintf(" in %d rx packets (%.2g)", rxp, r)
+	l := in.Iface.Link
+	summary := "receive errors (FCS, alignment, runts): a bad cable, optic or interference"
+	fix := "replace the cable (or optic), check the patch panel and the distance, keep it away from power cables"
+	if l.Duplex == "full" && l.Autoneg != nil && !*l.Autoneg {
+		summary = "receive errors on a forced full-duplex link: the peer is probably at half duplex (duplex mismatch)"
+		fix = "this end is forced to full duplex and the peer, autonegotiating, fell back to half: set both ends to autonegotiate, or force both"
+		ev += ", " + in.linkWords()
+	}
+	return []Finding{in.finding("D6", sev, summary, ev, fix)}
+}
+
+// D8: running below the best speed both ends advertise.
+func D8(in Input) []Finding {
+	l := in.Iface.Link
+	if !in.carrierUp() || l.SpeedMbps == nil || !l.ModesKnown || l.Autoneg == nil || !*l.Autoneg {
+		return nil
+	}
+	cur := *l.SpeedMbps
+	if len(l.Partner) > 0 {
+		best := 0
+		for _, m := range l.Advertised {
+			if slices.Contains(l.Partner, m) {
+				best = max(best, modeSpeed(m))
+			}
+		}
+		if best <= cur {
+			return nil
+		}
+		return []Finding{in.finding("D8", Warn,
+			fmt.Sprintf("speed downshift: running %s although both ends advertise %s", speedWords(&cur), speedWords(&best)),
+			fmt.Sprintf("%s; common modes: %s", in.linkWords(), strings.Join(common(l.Advertised, l.Partner), " ")),
+			"1000BASE-T needs all four pairs: replace the cable (a broken pair makes the PHY downshift) or check the patch panel")}
+	}
+	if l.Duplex != "full" {
+		return nil // half duplex with a silent peer is D1
+	}
+	best := 0
+	for _, m := range l.Advertised {
+		best = max(best, modeSpeed(m))
+	}
+	if best <= cur {
+		return nil
+	}
+	return []Finding{in.finding("D8", Warn,
+		fmt.Sprintf("running %s although this end advertises up to %s, and the peer advertises nothing", speedWords(&cur), speedWords(&best)),
+		in.linkWords()+", no link-partner modes",
+		"the peer is probably forced to "+speedWords(&cur)+": set it to autonegotiate")}
+}
+
+// D9: goodput far below line rate with the NIC as the bottleneck.
+func D9(in Input) []Finding {
+	l := in.Iface.Link
+	if in.GoodputBps <= 0 || !in.NICBound || in.Iface.Virtual || l.SpeedMbps == nil || !in.carrierUp() {
+		return nil
+	}
+	ceiling := 0.94 * float64(*l.SpeedMbps) * 1e6
+	if in.GoodputBps >= 0.5*ceiling {
+		return nil
+	}
+	return []Finding{in.finding("D9", Warn,
+		"goodput far below line rate",
+		fmt.Sprintf("%.3g Mbit/s is %.0f%% of the %.3g Mbit/s a %s link carries", in.GoodputBps/1e6, 100*in.GoodputBps/ceiling, ceiling/1e6, speedWords(l.SpeedMbps)),
+		"look at the other findings (duplex, errors, drops); if none, check the far end and the TCP window")}
+}
+
+// D10: the link flapped during the test.
+func D10(in Input) []Finding {
+	if in.Delta == nil {
+		return nil
+	}
+	var parts []string
+	if c := in.Delta.CarrierChanges; c != nil && *c > 0 {
+		parts = append(parts, fmt.Sprintf("Δcarrier_changes = %d", *c))
+	}
+	if v, ok := in.key(LinkDownEvents); ok && v > 0 {
+		parts = append(parts, fmt.Sprintf("Δ%s = %d", LinkDownEvents, v))
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return []Finding{in.finding("D10", Error,
+		"the link went down during the test: this result is not valid",
+		strings.Join(parts, ", "),
+		"check the cable, connectors and the switch port's log; power saving (EEE) or a flapping autonegotiation can also bounce the link")}
+}
+
+// D11: the host dropped received frames.
+func D11(in Input) []Finding {
+	_, rxp, ratioOK := in.packets()
+	v, ok := in.key(HostDrops)
+	if !ratioOK || !ok || rxp == 0 || v == 0 {
+		return nil
+	}
+	r := float64(v) / float64(rxp)
+	if r < 1e-3 {
+		return nil
+	}
+	sev := Warn
+	if r >= 1e-2 {
+		sev = Error
+	}
+	ev := fmt.Sprintf("Δ%s = %d in %d rx packets (%.2g)", HostDrops, v, rxp, r)
+	if src := keySource(in.Iface, HostDrops); src != "" {
+		ev += " [" + src + "]"
+	}
+	return []Finding{in.finding("D11", sev,
+		"the host cannot keep up with receiving (not a wire problem)",
+		ev,
+		"grow the RX ring (ethtool -G "+in.Iface.Name+" rx N), spread interrupts over more queues/CPUs (ethtool -L, irqbalance), or lower the CPU load")}
+}
+
+// D12: no link although the interface is up.
+func D12(in Input) []Finding {
+	ifc := in.Iface
+	if ifc.AdminUp != nil && !*ifc.AdminUp {
+		return []Finding{in.finding("D12", Info,
+			"the interface is administratively down",
+			"IFF_UP not set, operstate "+orUnknown(ifc.OperState),
+			"ip link set "+ifc.Name+" up")}
+	}
+	if ifc.Carrier == nil || *ifc.Carrier || ifc.AdminUp == nil {
+		return nil
+	}
+	ev := "admin up, carrier 0, operstate " + orUnknown(ifc.OperState)
+	if ifc.OperState == "lowerlayerdown" && ifc.PeerIndex != nil {
+		return []Finding{in.finding("D12", Error,
+			"no carrier: the lower layer or the peer (ifindex "+strconv.Itoa(*ifc.PeerIndex)+") is down",
+			ev,
+			"bring the peer or the parent interface up")}
+	}
+	fix := "check the cable and the far end; a forced speed mismatch gives no link at all (not a slow one): set both ends to autonegotiate"
+	if ifc.Link.Autoneg != nil && *ifc.Link.Autoneg {
+		ev += ", autoneg on"
+	}
+	return []Finding{in.finding("D12", Error,
+		"no link: cable, far end down, or an autonegotiation failure / speed mismatch",
+		ev, fix)}
+}
+
+// D13: deferred transmissions on a full-duplex link.
+func D13(in Input) []Finding {
+	if in.Iface.Link.Duplex != "full" {
+		return nil
+	}
+	v, ok := in.key(Deferrals)
+	if !ok || v == 0 {
+		return nil
+	}
+	return []Finding{in.finding("D13", Info,
+		"deferred transmissions on a full-duplex link point to half-duplex operation",
+		fmt.Sprintf("Δ%s = %d", Deferrals, v),
+		"compare the duplex of both ends; a full-duplex MAC never defers")}
+}
+
+// Direction is one direction of a test over a path.
+type Direction struct {
+	// Bps is the goodput in bit/s.
+	Bps float64 `json:"bps"`
+	// RetransPct is TCP retransmitted segments per 100 sent; negative when unknown.
+	RetransPct float64 `json:"retrans_pct"`
+}
+
+// Path is two results over the same path, one per direction, with the findings
+// of both ends' interfaces over those tests.
+type Path struct {
+	Forward, Reverse Direction
+	// SamePath says both directions crossed the same interfaces.
+	SamePath bool
+	// Findings are the per-interface findings of both tests (from Diagnose).
+	Findings []Finding
+}
+
+// DiagnosePath is rule D7: one direction far slower than the other.
+func DiagnosePath(p Path) []Finding {
+	if !p.SamePath || p.Forward.Bps <= 0 || p.Reverse.Bps <= 0 {
+		return nil
+	}
+	fast, slow, slowName := p.Forward, p.Reverse, "reverse"
+	if slow.Bps > fast.Bps {
+		fast, slow, slowName = slow, fast, "forward"
+	}
+	ratio := fast.Bps / slow.Bps
+	if ratio < 10 {
+		return nil
+	}
+	var counterRules []string
+	for _, f := range p.Findings {
+		if (f.Rule == "D3" || f.Rule == "D6") && !slices.Contains(counterRules, f.Rule+" on "+f.Iface) {
+			counterRules = append(counterRules, f.Rule+" on "+f.Iface)
+		}
+	}
+	ev := fmt.Sprintf("forward %.3g Mbit/s, reverse %.3g Mbit/s: the %s direction is %.0f× slower", p.Forward.Bps/1e6, p.Reverse.Bps/1e6, slowName, ratio)
+	retrans := slow.RetransPct > 1 || fast.RetransPct > 1
+	if slow.RetransPct >= 0 {
+		ev += fmt.Sprintf(", %.1f%% retransmits in the slow direction", slow.RetransPct)
+	}
+	if len(counterRules) > 0 {
+		ev += "; with " + strings.Join(counterRules, ", ")
+	}
+	if len(counterRules) > 0 || retrans {
+		return []Finding{{Rule: "D7", Severity: Error,
+			Summary:  "asymmetric collapse: one direction is more than 10 times slower, with errors or retransmissions (the signature of a duplex mismatch)",
+			Evidence: ev,
+			Fix:      "data flowing from the full-duplex end to the half-duplex end collapses: find the end running half duplex and make both ends autonegotiate"}}
+	}
+	return []Finding{{Rule: "D7", Severity: Warn,
+		Summary:  "one direction is more than 10 times slower than the other",
+		Evidence: ev + "; no link errors counted",
+		Fix:      "compare the two ends: CPU, rate limits, shaping or a policer in one direction, window sizes"}}
+}
+
+// keySource says which raw counters a key counter came from.
+func keySource(ifc *Interface, name string) string {
+	if ifc.KeySources != nil {
+		return ifc.KeySources[name]
+	}
+	return ""
+}
+
+func common(a, b []string) []string {
+	var out []string
+	for _, m := range a {
+		if slices.Contains(b, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// modeSpeed returns the speed in Mb/s of a link-mode name ("1000baseT_Full"),
+// 0 for non-speed bits (Autoneg, TP, Pause, FEC).
+func modeSpeed(mode string) int {
+	i := strings.Index(mode, "base")
+	if i <= 0 {
+		return 0
+	}
+	v, err := strconv.Atoi(mode[:i])
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+func speedWords(mbps *int) string {
+	if mbps == nil {
+		return "unknown"
+	}
+	v := *mbps
+	switch {
+	case v >= 1000 && v%1000 == 0:
+		return strconv.Itoa(v/1000) + "G"
+	default:
+		return strconv.Itoa(v) + "M"
+	}
+}
+
+func boolWords(b *bool, yes, no string) string {
+	if b == nil {
+		return "unknown"
+	}
+	if *b {
+		return yes
+	}
+	return no
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}

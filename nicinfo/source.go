@@ -1,0 +1,523 @@
+package nicinfo
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// driverReader answers the questions sysfs cannot: the live ethtool/netlink reader
+// on Linux, or the JSON files of a captured tree.
+type driverReader interface {
+	// Query asks everything; failures are recorded in DriverData.Errors.
+	Query(name string) *DriverData
+	// Stats returns the driver name and its "ethtool -S" counters.
+	Stats(name string) (driver string, stats map[string]uint64, err error)
+	Close() error
+}
+
+// Source reads interfaces from one system: the live kernel (Open) or a captured
+// tree (Load). A Source is safe for concurrent use.
+type Source struct {
+	sys  fs.FS
+	udev fs.FS
+	drv  driverReader
+	// desc says what the source is, for messages ("/sys", "capture /tmp/x").
+	desc string
+}
+
+// Config says where Open reads from. Zero values select the live system.
+type Config struct {
+	// SysRoot is the sysfs mount (the directory holding class/net); default /sys.
+	SysRoot string
+	// UdevRoot is udev's database directory (holding n<ifindex>); default
+	// /run/udev/data. A missing directory only means no udev facts.
+	UdevRoot string
+	// NoDriver skips ethtool and netlink: sysfs and udev only.
+	NoDriver bool
+}
+
+// NewSource builds a Source from file systems: sys is rooted at a sysfs tree
+// (holding class/net), udev at a udev database (may be nil). It reads no ethtool
+// answers; use Open or Load for those.
+func NewSource(sys, udev fs.FS) *Source {
+	return &Source{sys: sys, udev: udev, desc: "fs"}
+}
+
+// Close releases the ethtool socket of a live source.
+func (s *Source) Close() error {
+	if s.drv == nil {
+		return nil
+	}
+	return s.drv.Close()
+}
+
+// String describes the source.
+func (s *Source) String() string { return s.desc }
+
+// Names lists the interfaces, sorted by ifindex.
+func (s *Source) Names() ([]string, error) {
+	ents, err := fs.ReadDir(s.sys, "class/net")
+	if err != nil {
+		return nil, fmt.Errorf("nicinfo: list interfaces in %s: %w", s.desc, err)
+	}
+	type ni struct {
+		name string
+		idx  int
+	}
+	var l []ni
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") || e.Name() == "bonding_masters" {
+			continue
+		}
+		idx, _ := readInt(s.sys, "class/net/"+e.Name()+"/ifindex")
+		l = append(l, ni{e.Name(), idx})
+	}
+	sort.Slice(l, func(i, j int) bool {
+		if l[i].idx != l[j].idx {
+			return l[i].idx < l[j].idx
+		}
+		return l[i].name < l[j].name
+	})
+	names := make([]string, len(l))
+	for i, x := range l {
+		names[i] = x.name
+	}
+	return names, nil
+}
+
+// All inspects every interface, in ifindex order.
+func (s *Source) All() ([]*Interface, error) {
+	names, err := s.Names()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Interface, 0, len(names))
+	for _, n := range names {
+		ifc, err := s.Inspect(n)
+		if err != nil {
+			if errors.Is(err, ErrNoInterface) {
+				continue // vanished while listing
+			}
+			return nil, err
+		}
+		out = append(out, ifc)
+	}
+	return out, nil
+}
+
+// Inspect reads the full report of one interface.
+func (s *Source) Inspect(name string) (*Interface, error) {
+	base, err := s.ifaceDir(name)
+	if err != nil {
+		return nil, err
+	}
+	ifc := &Interface{Name: name}
+	fail := func(attr string, err error) {
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		if ifc.Errors == nil {
+			ifc.Errors = make(map[string]string)
+		}
+		ifc.Errors[attr] = errText(err)
+	}
+	cls := "class/net/" + name
+
+	if v, err := readInt(s.sys, cls+"/ifindex"); err == nil {
+		ifc.Index = v
+	} else {
+		fail("ifindex", err)
+	}
+	ifc.Type = s.intAttr(cls+"/type", fail)
+	if v := s.intAttr(cls+"/iflink", fail); v != nil && *v != ifc.Index && *v != 0 {
+		ifc.PeerIndex = v
+	}
+	if v, err := readAttr(s.sys, cls+"/address"); err == nil {
+		ifc.MAC = v
+	} else {
+		fail("address", err)
+	}
+	if v := s.intAttr(cls+"/addr_assign_type", fail); v != nil {
+		ifc.MACAssign = macAssignWords(*v)
+	}
+	ifc.MTU = s.intAttr(cls+"/mtu", fail)
+	if v, err := readAttr(s.sys, cls+"/operstate"); err == nil {
+		ifc.OperState = v
+	} else {
+		fail("operstate", err)
+	}
+	if v, err := readAttr(s.sys, cls+"/flags"); err == nil {
+		if f, err := strconv.ParseUint(strings.TrimPrefix(v, "0x"), 16, 32); err == nil {
+			up := f&iffUp != 0
+			ifc.AdminUp = &up
+		}
+	} else {
+		fail("flags", err)
+	}
+	if v := s.intAttr(cls+"/carrier", fail); v != nil {
+		c := *v == 1
+		ifc.Carrier = &c
+	}
+	ifc.CarrierChanges = s.uintAttr(cls+"/carrier_changes", fail)
+	ifc.CarrierUp = s.uintAttr(cls+"/carrier_up_count", fail)
+	ifc.CarrierDown = s.uintAttr(cls+"/carrier_down_count", fail)
+
+	// Speed and duplex from sysfs; ethtool link settings override them below.
+	if v := s.intAttr(cls+"/speed", fail); v != nil && *v > 0 && *v != int(^uint32(0)>>1) {
+		ifc.Link.SpeedMbps = v
+		ifc.Link.Source = "sysfs"
+	}
+	if v, err := readAttr(s.sys, cls+"/duplex"); err == nil {
+		if v == "full" || v == "half" {
+			ifc.Link.Duplex = v
+			ifc.Link.Source = "sysfs"
+		}
+	} else {
+		fail("duplex", err)
+	}
+
+	// Queues.
+	if ents, err := fs.ReadDir(s.sys, cls+"/queues"); err == nil {
+		var rx, tx int
+		for _, e := range ents {
+			switch {
+			case strings.HasPrefix(e.Name(), "rx-"):
+				rx++
+			case strings.HasPrefix(e.Name(), "tx-"):
+				tx++
+			}
+		}
+		ifc.Queues.RX, ifc.Queues.TX = &rx, &tx
+	}
+
+	// Counters.
+	ctr, err := readStats(s.sys, cls+"/statistics")
+	fail("statistics", err)
+	ifc.Counters = ctr
+
+	s.readDevice(ifc, base, cls, fail)
+
+	// udev and naming.
+	var udev map[string]string
+	if s.udev != nil && ifc.Index > 0 {
+		udev, err = readUdev(s.udev, ifc.Index)
+		fail("udev", err)
+	}
+	at := s.intAttr(cls+"/name_assign_type", fail)
+	ifc.Naming = describeNaming(name, at, udev)
+
+	if s.drv != nil {
+		mergeDriver(ifc, s.drv.Query(name))
+	}
+	ifc.Key, ifc.KeySources = keyCounters(ifc.Driver, ifc.Counters, ifc.DriverStats)
+	return ifc, nil
+}
+
+// ifaceDir returns the real directory of the interface inside the tree.
+func (s *Source) ifaceDir(name string) (string, error) {
+	if name == "" || strings.ContainsAny(name, "/") || name == "." || name == ".." {
+		return "", fmt.Errorf("nicinfo: interface %q: %w", name, ErrNoInterface)
+	}
+	cls := "class/net/" + name
+	if _, err := fs.Stat(s.sys, cls); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("nicinfo: interface %q in %s: %w", name, s.desc, ErrNoInterface)
+		}
+		return "", fmt.Errorf("nicinfo: stat %s: %w", cls, err)
+	}
+	if t, err := fs.ReadLink(s.sys, cls); err == nil {
+		real := path.Join("class/net", t)
+		if fs.ValidPath(real) {
+			return real, nil
+		}
+	}
+	return cls, nil
+}
+
+func (s *Source) readDevice(ifc *Interface, real, cls string, fail func(string, error)) {
+	ifc.Virtual = strings.HasPrefix(real, "devices/virtual/")
+	t, err := fs.ReadLink(s.sys, cls+"/device")
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			fail("device", err)
+		}
+		ifc.Virtual = true
+		return
+	}
+	dev := path.Join(real, t)
+	if !fs.ValidPath(dev) {
+		return
+	}
+	if d, err := fs.ReadLink(s.sys, dev+"/driver"); err == nil {
+		ifc.Driver = path.Base(d)
+	}
+	if b, err := fs.ReadLink(s.sys, dev+"/subsystem"); err == nil {
+		ifc.Bus = path.Base(b)
+	}
+	pciDir := ""
+	if ifc.Bus == "pci" {
+		pciDir = dev
+	} else if parent := path.Dir(dev); parent != "." {
+		if b, err := fs.ReadLink(s.sys, parent+"/subsystem"); err == nil && path.Base(b) == "pci" {
+			pciDir = parent
+		}
+	}
+	if pciDir != "" {
+		id := &PCIID{Address: path.Base(pciDir)}
+		id.Vendor, _ = readAttr(s.sys, pciDir+"/vendor")
+		id.Device, _ = readAttr(s.sys, pciDir+"/device")
+		id.SubsystemVendor, _ = readAttr(s.sys, pciDir+"/subsystem_vendor")
+		id.SubsystemDevice, _ = readAttr(s.sys, pciDir+"/subsystem_device")
+		id.Class, _ = readAttr(s.sys, pciDir+"/class")
+		if id.Vendor != "" || id.Device != "" {
+			ifc.PCI = id
+			ifc.BusInfo = id.Address
+		}
+	}
+	if ifc.BusInfo == "" {
+		ifc.BusInfo = path.Base(dev)
+	}
+}
+
+func (s *Source) intAttr(p string, fail func(string, error)) *int {
+	v, err := readInt(s.sys, p)
+	if err != nil {
+		fail(path.Base(p), err)
+		return nil
+	}
+	return &v
+}
+
+func (s *Source) uintAttr(p string, fail func(string, error)) *uint64 {
+	str, err := readAttr(s.sys, p)
+	if err != nil {
+		fail(path.Base(p), err)
+		return nil
+	}
+	v, err := strconv.ParseUint(str, 10, 64)
+	if err != nil {
+		fail(path.Base(p), err)
+		return nil
+	}
+	return &v
+}
+
+// Snapshot reads the counters of one interface: the generic statistics, the
+// driver's -S counters and carrier_changes. It is meant to be cheap enough to
+// take right before and after a test.
+func (s *Source) Snapshot(name string) (*Snapshot, error) {
+	if _, err := s.ifaceDir(name); err != nil {
+		return nil, err
+	}
+	cls := "class/net/" + name
+	snap := &Snapshot{Name: name, Time: time.Now()}
+	var err error
+	if snap.Index, err = readInt(s.sys, cls+"/ifindex"); err != nil {
+		return nil, fmt.Errorf("nicinfo: snapshot %s: read ifindex: %w", name, err)
+	}
+	if snap.Counters, err = readStats(s.sys, cls+"/statistics"); err != nil {
+		return nil, fmt.Errorf("nicinfo: snapshot %s: %w", name, err)
+	}
+	if v, err := readAttr(s.sys, cls+"/carrier_changes"); err == nil {
+		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+			snap.CarrierChanges = &n
+		}
+	}
+	if d, err := fs.ReadLink(s.sys, cls+"/device/driver"); err == nil {
+		snap.Driver = path.Base(d)
+	}
+	if s.drv != nil {
+		drv, st, err := s.drv.Stats(name)
+		if err == nil {
+			snap.DriverStats = st
+		}
+		if drv != "" {
+			snap.Driver = drv
+		}
+	}
+	return snap, nil
+}
+
+func readAttr(fsys fs.FS, p string) (string, error) {
+	b, err := fs.ReadFile(fsys, p)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func readInt(fsys fs.FS, p string) (int, error) {
+	s, err := readAttr(fsys, p)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("nicinfo: parse %s: %w", p, err)
+	}
+	return v, nil
+}
+
+// readStats reads every file of a statistics directory; unreadable files are
+// left out (absent, never zero).
+func readStats(fsys fs.FS, dir string) (map[string]uint64, error) {
+	ents, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", dir, err)
+	}
+	m := make(map[string]uint64, len(ents))
+	for _, e := range ents {
+		s, err := readAttr(fsys, dir+"/"+e.Name())
+		if err != nil {
+			continue
+		}
+		if v, err := strconv.ParseUint(s, 10, 64); err == nil {
+			m[e.Name()] = v
+		}
+	}
+	return m, nil
+}
+
+// readUdev reads the E: properties of /run/udev/data/n<ifindex>.
+func readUdev(fsys fs.FS, index int) (map[string]string, error) {
+	b, err := fs.ReadFile(fsys, "n"+strconv.Itoa(index))
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]string)
+	for _, line := range strings.Split(string(b), "\n") {
+		kv, ok := strings.CutPrefix(line, "E:")
+		if !ok {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && (strings.HasPrefix(k, "ID_NET_") || k == "ID_PATH" || k == "ID_VENDOR_FROM_DATABASE" || k == "ID_MODEL_FROM_DATABASE") {
+			m[k] = v
+		}
+	}
+	return m, nil
+}
+
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func macAssignWords(t int) string {
+	switch t {
+	case 0:
+		return "permanent"
+	case 1:
+		return "random"
+	case 2:
+		return "stolen"
+	case 3:
+		return "set"
+	}
+	return "type " + strconv.Itoa(t)
+}
+
+// iffUp is IFF_UP from <net/if.h>.
+const iffUp = 0x1
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// mergeDriver folds the driver's answers into the report; the driver wins over
+// sysfs for speed and duplex when it knows them.
+func mergeDriver(ifc *Interface, d *DriverData) {
+	if d == nil {
+		return
+	}
+	for k, v := range d.Errors {
+		if ifc.Errors == nil {
+			ifc.Errors = make(map[string]string)
+		}
+		ifc.Errors[k] = v
+	}
+	if d.Info != nil {
+		if d.Info.Driver != "" {
+			ifc.Driver = d.Info.Driver
+		}
+		ifc.DriverVersion = d.Info.Version
+		ifc.Firmware = d.Info.Firmware
+		if d.Info.BusInfo != "" {
+			ifc.BusInfo = d.Info.BusInfo
+		}
+	}
+	ifc.PermMAC = d.PermAddr
+	if l := d.Link; l != nil {
+		if l.Speed != 0 && l.Speed != ^uint32(0) {
+			sp := int(l.Speed)
+			ifc.Link.SpeedMbps = &sp
+			ifc.Link.Source = "ethtool"
+		}
+		switch l.Duplex {
+		case 0:
+			ifc.Link.Duplex = "half"
+			ifc.Link.Source = "ethtool"
+		case 1:
+			ifc.Link.Duplex = "full"
+			ifc.Link.Source = "ethtool"
+		}
+		an := l.Autoneg == 1
+		ifc.Link.Autoneg = &an
+		ifc.Link.Port = portName(l.Port)
+		ifc.Link.Supported = nonNil(l.Supported)
+		ifc.Link.Advertised = nonNil(l.Advertise)
+		ifc.Link.Partner = nonNil(l.Partner)
+		ifc.Link.ModesKnown = true
+	}
+	ifc.Link.Detected = d.Detected
+	ifc.Rings = d.Ring
+	ifc.Queues.Channels = d.Channels
+	if d.Features != nil {
+		ifc.Offloads = make(map[string]bool)
+		for _, k := range keyOffloads {
+			if v, ok := d.Features[k]; ok {
+				ifc.Offloads[k] = v
+			}
+		}
+	}
+	ifc.DriverStats = d.Stats
+	if len(d.AltNames) > 0 {
+		ifc.AltNames = d.AltNames
+	}
+	ifc.XDP = d.XDP
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// keyOffloads are the features worth showing; the capture keeps all of them.
+var keyOffloads = []string{
+	"rx-checksum", "tx-checksum-ip-generic", "tx-checksum-ipv4", "tx-checksum-ipv6",
+	"tx-scatter-gather", "tx-tcp-segmentation", "tx-tcp6-segmentation",
+	"tx-generic-segmentation", "tx-udp-segmentation", "rx-gro", "rx-gro-hw",
+	"rx-lro", "rx-hashing", "rx-vlan-hw-parse", "tx-vlan-hw-insert",
+}
+
+// open is the shared part of Load and Open.
+func dirFS(dir string) (fs.FS, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", dir)
+	}
+	return os.DirFS(dir), nil
+}
