@@ -45,13 +45,16 @@ var sysfsErrAttrs = []string{"speed", "duplex", "carrier", "name_assign_type", "
 // Capture writes the interfaces of s (sysfs subtree, udev entries and driver
 // answers) under dir, which must not exist or be empty, so that Load(dir) reads
 // them back. It is how a support bundle is made.
-func (s *Source) Capture(dir string) error {
+// With names, only those interfaces are captured.
+func (s *Source) Capture(dir string, names ...string) error {
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		return fmt.Errorf("nicinfo: capture to %s: directory not empty", dir)
 	}
-	names, err := s.Names()
-	if err != nil {
-		return err
+	if len(names) == 0 {
+		var err error
+		if names, err = s.Names(); err != nil {
+			return err
+		}
 	}
 	for _, n := range names {
 		if err := s.captureOne(dir, n); err != nil {
@@ -111,9 +114,16 @@ func (s *Source) captureOne(dir, name string) error {
 					return err
 				}
 			case "queues":
+				// The queue directories with one small file each, so that
+				// the count survives tools (git) that drop empty directories.
 				qs, _ := fs.ReadDir(s.sys, cls+"/queues")
 				for _, q := range qs {
-					if err := os.MkdirAll(filepath.Join(sysDir, filepath.FromSlash(p+"/"+q.Name())), 0o755); err != nil {
+					f := "rps_cpus"
+					if strings.HasPrefix(q.Name(), "tx-") {
+						f = "tx_maxrate"
+					}
+					b, _ := fs.ReadFile(s.sys, cls+"/queues/"+q.Name()+"/"+f)
+					if err := writeFile(sysDir, p+"/"+q.Name()+"/"+f, b); err != nil {
 						return err
 					}
 				}
@@ -251,6 +261,9 @@ func Load(dir string) (*Source, error) {
 	s := &Source{sys: sys, desc: "capture " + dir, drv: &capturedDriver{dir: filepath.Join(dir, "ethtool")}}
 	if udev, err := dirFS(filepath.Join(dir, "udev")); err == nil {
 		s.udev = udev
+	}
+	if m, err := ReadManifest(dir); err == nil {
+		s.at = m.Captured
 	}
 	return s, nil
 }

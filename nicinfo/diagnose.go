@@ -400,7 +400,7 @@ func D12(in Input) []Finding {
 		return nil
 	}
 	ev := "admin up, carrier 0, operstate " + orUnknown(ifc.OperState)
-	if ifc.OperState == "lowerlayerdown" && ifc.PeerIndex != nil {
+	if ifc.PeerIndex != nil && (ifc.OperState == "lowerlayerdown" || ifc.Driver == "veth") {
 		return []Finding{in.finding("D12", Error,
 			"no carrier: the lower layer or the peer (ifindex "+strconv.Itoa(*ifc.PeerIndex)+") is down",
 			ev,

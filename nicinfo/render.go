@@ -202,9 +202,18 @@ func WriteReport(w io.Writer, i *Interface) error {
 		return err
 	}
 	if len(i.Errors) > 0 {
-		fmt.Fprintln(w, "  unreadable:")
+		// Group by reason: "operation not supported: channels, ring".
+		byReason := map[string][]string{}
 		for _, k := range slices.Sorted(maps.Keys(i.Errors)) {
-			fmt.Fprintf(w, "    %s: %s\n", k, i.Errors[k])
+			r := i.Errors[k]
+			if _, after, ok := strings.Cut(r, "SIOCETHTOOL: "); ok {
+				r = after
+			}
+			byReason[r] = append(byReason[r], k)
+		}
+		fmt.Fprintln(w, "  not available:")
+		for _, r := range slices.Sorted(maps.Keys(byReason)) {
+			fmt.Fprintf(w, "    %s: %s\n", r, strings.Join(byReason[r], ", "))
 		}
 	}
 	return nil
@@ -231,11 +240,22 @@ func writeCounters(w io.Writer, title string, m map[string]uint64) error {
 		note = fmt.Sprintf(", %d zero not shown (-J lists all)", len(keys)-len(shown))
 	}
 	fmt.Fprintf(w, "  %s: %d%s\n", title, len(keys), note)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	for _, k := range shown {
-		fmt.Fprintf(tw, "    %s\t%d\t\n", k, m[k])
+	return writeAligned(w, shown, func(k string) string { return strconv.FormatUint(m[k], 10) })
+}
+
+// writeAligned writes "    name   value" lines, names left, values right.
+func writeAligned(w io.Writer, keys []string, val func(string) string) error {
+	nw, vw := 0, 0
+	for _, k := range keys {
+		nw = max(nw, len(k))
+		vw = max(vw, len(val(k)))
 	}
-	return tw.Flush()
+	for _, k := range keys {
+		if _, err := fmt.Fprintf(w, "    %-*s  %*s\n", nw, k, vw, val(k)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func modesCell(m []string) string {
@@ -255,8 +275,9 @@ func intCell(p *int) string {
 // WriteDelta writes the nonzero counter changes and any resets.
 func WriteDelta(w io.Writer, d *Deltas) error {
 	fmt.Fprintf(w, "%s: counter changes over %s\n", d.Name, d.Interval.Round(1e6))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	nz := d.NonZero()
+	vals := map[string]string{}
+	var labels []string
 	for _, k := range nz {
 		src, name, _ := strings.Cut(k, "/")
 		v := d.Counters[name]
@@ -265,12 +286,14 @@ func WriteDelta(w io.Writer, d *Deltas) error {
 			v = d.DriverStats[name]
 			label += " (-S)"
 		}
-		fmt.Fprintf(tw, "    %s\t+%d\t\n", label, v)
+		labels = append(labels, label)
+		vals[label] = "+" + strconv.FormatUint(v, 10)
 	}
 	if c := d.CarrierChanges; c != nil && *c > 0 {
-		fmt.Fprintf(tw, "    carrier_changes\t+%d\t\n", *c)
+		labels = append(labels, "carrier_changes")
+		vals["carrier_changes"] = "+" + strconv.FormatUint(*c, 10)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := writeAligned(w, labels, func(k string) string { return vals[k] }); err != nil {
 		return err
 	}
 	if len(nz) == 0 {

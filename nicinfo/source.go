@@ -30,6 +30,8 @@ type Source struct {
 	drv  driverReader
 	// desc says what the source is, for messages ("/sys", "capture /tmp/x").
 	desc string
+	// at is the capture time of a loaded tree; snapshots of it carry this time.
+	at time.Time
 }
 
 // Config says where Open reads from. Zero values select the live system.
@@ -318,6 +320,9 @@ func (s *Source) Snapshot(name string) (*Snapshot, error) {
 	}
 	cls := "class/net/" + name
 	snap := &Snapshot{Name: name, Time: time.Now()}
+	if !s.at.IsZero() {
+		snap.Time = s.at
+	}
 	var err error
 	if snap.Index, err = readInt(s.sys, cls+"/ifindex"); err != nil {
 		return nil, fmt.Errorf("nicinfo: snapshot %s: read ifindex: %w", name, err)

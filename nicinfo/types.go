@@ -83,9 +83,9 @@ type Link struct {
 	Port    string `json:"port,omitempty"`
 	// Supported, Advertised and Partner are kernel link-mode names
 	// ("1000baseT_Full"); nil when unknown, empty when known to be empty.
-	Supported  []string `json:"supported,omitempty"`
-	Advertised []string `json:"advertised,omitempty"`
-	Partner    []string `json:"partner,omitempty"`
+	Supported  []string `json:"supported"`
+	Advertised []string `json:"advertised"`
+	Partner    []string `json:"partner"`
 	// ModesKnown is true when the three lists above were read (GLINKSETTINGS).
 	ModesKnown bool `json:"modes_known"`
 	// Detected is the driver's link-detected flag (ETHTOOL_GLINK).

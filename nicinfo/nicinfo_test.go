@@ -1,0 +1,531 @@
+package nicinfo
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+func ptr[T any](v T) *T { return &v }
+
+func mustInspect(t testing.TB, s *Source, name string) *Interface {
+	t.Helper()
+	ifc, err := s.Inspect(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ifc
+}
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+func ruleSev(fs []Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Rule+" "+f.Severity.String())
+	}
+	return out
+}
+
+// golden compares got with testdata/golden/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s differs (-want +got); rerun with -update if intended:\n%s", p, diff)
+	}
+}
+
+// analysis is what `blast nic --sysfs before --after after IFACE -J` shows.
+type analysis struct {
+	Interface *Interface `json:"interface"`
+	Delta     *Deltas    `json:"delta,omitempty"`
+	Findings  []Finding  `json:"findings"`
+}
+
+// analyze loads a fixture scenario the way the CLI does.
+func analyze(t *testing.T, dir, iface string) analysis {
+	t.Helper()
+	before, err := Load(filepath.Join(dir, "before"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a analysis
+	afterDir := filepath.Join(dir, "after")
+	if _, err := os.Stat(afterDir); err != nil {
+		a.Interface = mustInspect(t, before, iface)
+		a.Findings = Diagnose(Input{Iface: a.Interface})
+		return a
+	}
+	after, err := Load(afterDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s0, err := before.Snapshot(iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := after.Snapshot(iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Delta, err = Delta(s0, s1); err != nil {
+		t.Fatal(err)
+	}
+	a.Interface = mustInspect(t, after, iface)
+	a.Findings = Diagnose(Input{Iface: a.Interface, Delta: a.Delta})
+	return a
+}
+
+func (a analysis) text(t *testing.T) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteReport(&b, a.Interface); err != nil {
+		t.Fatal(err)
+	}
+	b.WriteString("\n")
+	if a.Delta != nil {
+		if err := WriteDelta(&b, a.Delta); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("\n")
+	}
+	if err := WriteFindings(&b, a.Findings); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+var scenarios = []struct {
+	dir, iface string
+	want       []string // rule and severity of every finding, in Diagnose's order
+	check      func(t *testing.T, a analysis)
+}{
+	{"e1000-100half-latecoll", "enp0s11", []string{"D1 ERROR", "D2 ERROR", "D3 ERROR", "D5 WARN"}, func(t *testing.T, a analysis) {
+		wantKey(t, a.Delta.Key, LateCollisions, 377)
+		wantKey(t, a.Delta.Key, Deferrals, 9000)
+		if a.Interface.KeySources[LateCollisions] != "tx_abort_late_coll (-S)" {
+			t.Errorf("late collisions from %q, want the driver's tx_abort_late_coll", a.Interface.KeySources[LateCollisions])
+		}
+		wantEvidence(t, a.Findings, "D3", "Δlate_collisions = 377 in 60000 tx packets")
+		wantEvidence(t, a.Findings, "D1", "link partner advertises no modes")
+	}},
+	{"e1000e-full-crc", "enp2s0", []string{"D6 ERROR"}, func(t *testing.T, a analysis) {
+		wantKey(t, a.Delta.Key, FCSErrors, 812)
+		wantKey(t, a.Delta.Key, AlignErrors, 95)
+		wantKey(t, a.Delta.Key, Runts, 40)
+		if !strings.Contains(a.Findings[0].Summary, "peer is probably at half duplex") {
+			t.Errorf("D6 does not point at the duplex mismatch: %q", a.Findings[0].Summary)
+		}
+	}},
+	{"tulip-enumerated", "eth1", nil, func(t *testing.T, a analysis) {
+		if a.Interface.Link.SpeedMbps != nil || a.Interface.Link.Duplex != "" || a.Interface.Link.ModesKnown {
+			t.Errorf("tulip link = %+v, want everything unknown", a.Interface.Link)
+		}
+		if a.Interface.Errors["speed"] != "invalid argument" {
+			t.Errorf("speed error = %q, want the recorded EINVAL", a.Interface.Errors["speed"])
+		}
+		if a.Interface.DriverStats != nil {
+			t.Errorf("tulip has no -S, got %v", a.Interface.DriverStats)
+		}
+		if a.Interface.Naming.Kind != "enumerated" || a.Interface.Naming.Stable {
+			t.Errorf("naming = %+v, want enumerated, unstable", a.Interface.Naming)
+		}
+	}},
+	{"3c59x-halfdup", "eth0", []string{"D2 ERROR", "D5 WARN"}, func(t *testing.T, a analysis) {
+		wantKey(t, a.Delta.Key, Deferrals, 8000)
+		if _, ok := a.Delta.Key[Runts]; ok {
+			t.Errorf("3c59x has no runt counter, got one")
+		}
+	}},
+	{"down-cable", "enp3s0", []string{"D10 ERROR", "D12 ERROR"}, nil},
+	{"admin-down", "enp3s0", []string{"D12 INFO"}, func(t *testing.T, a analysis) {
+		if a.Interface.Carrier != nil {
+			t.Errorf("carrier = %v, want unknown (EINVAL)", *a.Interface.Carrier)
+		}
+	}},
+	{"gig-downshift", "enp1s0", []string{"D8 WARN"}, func(t *testing.T, a analysis) {
+		wantEvidence(t, a.Findings, "D8", "1000baseT_Full")
+	}},
+	{"mlx5-big", "ens1f0np0", []string{"D11 WARN"}, func(t *testing.T, a analysis) {
+		if n := len(a.Interface.DriverStats); n < 20000 {
+			t.Errorf("mlx5 -S has %d keys, want >= 20000", n)
+		}
+		wantKey(t, a.Delta.Key, HostDrops, 5000)
+		if nz := a.Delta.NonZero(); len(nz) > 20 {
+			t.Errorf("%d nonzero deltas, want only the few that moved", len(nz))
+		}
+	}},
+	{"counter-reset", "enp4s0", []string{"reset WARN"}, func(t *testing.T, a analysis) {
+		want := []string{"counters/rx_packets", "counters/tx_packets", "counters/tx_window_errors",
+			"driver/rx_packets", "driver/tx_abort_late_coll", "driver/tx_packets", "key/late_collisions"}
+		if diff := cmp.Diff(want, a.Delta.Resets); diff != "" {
+			t.Errorf("resets (-want +got):\n%s", diff)
+		}
+		if _, ok := a.Delta.Counters["tx_packets"]; ok {
+			t.Errorf("a reset counter must not have a delta")
+		}
+	}},
+	{"virtio", "eth0", nil, func(t *testing.T, a analysis) {
+		if a.Interface.Driver != "virtio_net" || a.Interface.Link.SpeedMbps != nil {
+			t.Errorf("virtio: driver %q speed %v, want virtio_net, unknown", a.Interface.Driver, a.Interface.Link.SpeedMbps)
+		}
+		if a.Interface.PCI == nil || a.Interface.PCI.Vendor != "0x1af4" {
+			t.Errorf("virtio PCI parent = %+v, want vendor 0x1af4", a.Interface.PCI)
+		}
+		if f := Diagnose(Input{Iface: a.Interface, GoodputBps: 1e6, NICBound: true}); len(f) != 0 {
+			t.Errorf("line-rate rule fired without a known speed: %+v", f)
+		}
+	}},
+	{"veth-peerdown", "vethpd0", []string{"D12 ERROR"}, func(t *testing.T, a analysis) {
+		if a.Interface.Link.SpeedMbps == nil || *a.Interface.Link.SpeedMbps != 10000 || a.Interface.OperState != "down" {
+			t.Errorf("veth peer down: speed %v operstate %q, want 10000 down", a.Interface.Link.SpeedMbps, a.Interface.OperState)
+		}
+	}},
+}
+
+func wantKey(t *testing.T, m map[string]uint64, k string, v uint64) {
+	t.Helper()
+	got, ok := m[k]
+	if !ok || got != v {
+		t.Errorf("key counter %s = %d (present %v), want %d", k, got, ok, v)
+	}
+}
+
+func wantEvidence(t *testing.T, fs []Finding, rule, sub string) {
+	t.Helper()
+	for _, f := range fs {
+		if f.Rule == rule {
+			if !strings.Contains(f.Evidence, sub) {
+				t.Errorf("%s evidence %q lacks %q", rule, f.Evidence, sub)
+			}
+			return
+		}
+	}
+	t.Errorf("no %s finding", rule)
+}
+
+func TestScenarios(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.dir, func(t *testing.T) {
+			a := analyze(t, filepath.Join("testdata", sc.dir), sc.iface)
+			if diff := cmp.Diff(sc.want, ruleSev(a.Findings)); diff != "" {
+				t.Errorf("findings (-want +got):\n%s\n%s", diff, a.text(t))
+			}
+			if sc.check != nil {
+				sc.check(t, a)
+			}
+			golden(t, sc.dir+".txt", a.text(t))
+			js, err := json.MarshalIndent(a, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sc.dir == "mlx5-big" {
+				return // 20 000 counters: the text golden is enough
+			}
+			golden(t, sc.dir+".json", append(js, '\n'))
+		})
+	}
+}
+
+// TestJSONRoundTrip checks that the JSON of a report decodes to the same value,
+// so `blast nic -J` output can be read back.
+func TestJSONRoundTrip(t *testing.T) {
+	a := analyze(t, filepath.Join("testdata", "e1000-100half-latecoll"), "enp0s11")
+	js, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back analysis
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(a, back); diff != "" {
+		t.Errorf("JSON round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestTable(t *testing.T) {
+	var all []*Interface
+	for _, sc := range scenarios {
+		dir := filepath.Join("testdata", sc.dir, "before")
+		s, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ifcs, err := s.All()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range ifcs {
+			if i.Name == sc.iface {
+				all = append(all, i)
+			}
+		}
+	}
+	if len(all) != len(scenarios) {
+		t.Fatalf("found %d of %d scenario interfaces", len(all), len(scenarios))
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, all); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range all {
+		b.WriteString(Summary(i) + "\n")
+	}
+	golden(t, "table.txt", b.Bytes())
+}
+
+// TestCaptureRoundTrip re-captures a fixture and checks nothing is lost.
+func TestCaptureRoundTrip(t *testing.T) {
+	for _, sc := range []struct{ dir, iface string }{{"e1000-100half-latecoll", "enp0s11"}, {"tulip-enumerated", "eth1"}, {"virtio", "eth0"}} {
+		t.Run(sc.dir, func(t *testing.T) {
+			src, err := Load(filepath.Join("testdata", sc.dir, "before"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := mustInspect(t, src, sc.iface)
+			out := t.TempDir()
+			if err := src.Capture(out); err != nil {
+				t.Fatal(err)
+			}
+			again, err := Load(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, mustInspect(t, again, sc.iface)); diff != "" {
+				t.Errorf("after capture and load (-want +got):\n%s", diff)
+			}
+			if err := src.Capture(out); err == nil {
+				t.Errorf("capture into a non-empty directory succeeded")
+			}
+		})
+	}
+}
+
+func TestAdvise(t *testing.T) {
+	tulip := analyze(t, filepath.Join("testdata", "tulip-enumerated"), "eth1").Interface
+	a, err := Advise(tulip, "lan0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteAdvice(&b, a); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "advise-tulip.txt", b.Bytes())
+
+	for _, tc := range []struct {
+		name    string
+		ifc     *Interface
+		newName string
+		match   string // "" = error expected
+	}{
+		{"perm mac", tulip, "lan0", "PermanentMACAddress=00:00:f8:21:33:44"},
+		{"ethN refused", tulip, "eth7", ""},
+		{"too long", tulip, "averyveryverylongname", ""},
+		{"slash", tulip, "a/b", ""},
+		{"hardware mac", &Interface{Name: "x", MAC: "02:00:00:00:00:01", MACAssign: "permanent"}, "lan1", "MACAddress=02:00:00:00:00:01"},
+		{"random mac, pci path", &Interface{Name: "x", MAC: "02:00:00:00:00:01", MACAssign: "random", PCI: &PCIID{Address: "0000:02:00.0"}}, "lan1", "Path=pci-0000:02:00.0"},
+		{"virtual", &Interface{Name: "veth0", MAC: "02:00:00:00:00:01", MACAssign: "random"}, "lan1", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := Advise(tc.ifc, tc.newName)
+			if tc.match == "" {
+				if err == nil {
+					t.Errorf("Advise(%q) = %+v, want an error", tc.newName, a)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Match != tc.match || !strings.Contains(a.LinkFile, tc.match) || !strings.Contains(a.LinkFile, "Name="+tc.newName) {
+				t.Errorf("match %q, link file:\n%s\nwant %q", a.Match, a.LinkFile, tc.match)
+			}
+		})
+	}
+}
+
+func TestDelta(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	snap := func(at time.Duration, gen, drv map[string]uint64, cc uint64) *Snapshot {
+		return &Snapshot{Name: "x", Index: 2, Driver: "e1000e", Time: t0.Add(at), Counters: gen, DriverStats: drv, CarrierChanges: &cc}
+	}
+	for _, tc := range []struct {
+		name          string
+		before, after *Snapshot
+		want          *Deltas
+	}{
+		{"plain",
+			snap(0, map[string]uint64{"rx_packets": 10, "collisions": 1}, map[string]uint64{"tx_abort_late_coll": 3}, 2),
+			snap(time.Second, map[string]uint64{"rx_packets": 25, "collisions": 4, "new": 9}, map[string]uint64{"tx_abort_late_coll": 5}, 2),
+			&Deltas{Name: "x", Interval: time.Second,
+				Counters: map[string]uint64{"rx_packets": 15, "collisions": 3}, DriverStats: map[string]uint64{"tx_abort_late_coll": 2},
+				Key: map[string]uint64{Collisions: 3, LateCollisions: 2}, CarrierChanges: ptr(uint64(0))}},
+		{"reset propagates to the key counter",
+			snap(0, map[string]uint64{"tx_window_errors": 7}, map[string]uint64{"tx_abort_late_coll": 7}, 5),
+			snap(time.Second, map[string]uint64{"tx_window_errors": 1}, map[string]uint64{"tx_abort_late_coll": 1}, 1),
+			&Deltas{Name: "x", Interval: time.Second, Counters: map[string]uint64{}, DriverStats: map[string]uint64{},
+				Resets: []string{"carrier_changes", "counters/tx_window_errors", "driver/tx_abort_late_coll", "key/late_collisions"}}},
+		{"no driver stats: absent, not zero",
+			snap(0, map[string]uint64{"rx_crc_errors": 1}, nil, 0),
+			snap(time.Second, map[string]uint64{"rx_crc_errors": 4}, nil, 1),
+			&Deltas{Name: "x", Interval: time.Second, Counters: map[string]uint64{"rx_crc_errors": 3},
+				Key: map[string]uint64{FCSErrors: 3}, CarrierChanges: ptr(uint64(1))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Delta(tc.before, tc.after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	other := snap(0, nil, nil, 0)
+	other.Index = 9
+	if _, err := Delta(snap(0, nil, nil, 0), other); err == nil {
+		t.Errorf("delta across a recreated interface succeeded")
+	}
+}
+
+func TestMaskModes(t *testing.T) {
+	words := []uint32{1<<5 | 1<<6, 0, 1 << (92 - 64), 1<<(103-96) | 1<<31}
+	want := []string{"1000baseT_Full", "Autoneg", "10baseT1L_Full", "200000baseCR_Full", "bit127"}
+	if diff := cmp.Diff(want, maskModes(words)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got := maskModes(nil); got == nil || len(got) != 0 {
+		t.Errorf("maskModes(nil) = %#v, want empty and non-nil (known to be empty)", got)
+	}
+}
+
+func TestModeSpeed(t *testing.T) {
+	for mode, want := range map[string]int{"1000baseT_Full": 1000, "100000baseCR4_Full": 100000, "Autoneg": 0, "FEC_RS": 0, "10baseT1S_P2MP_Half": 10} {
+		if got := modeSpeed(mode); got != want {
+			t.Errorf("modeSpeed(%q) = %d, want %d", mode, got, want)
+		}
+	}
+}
+
+func TestNaming(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		assign *int
+		udev   map[string]string
+		kind   string
+		stable bool
+		words  string
+	}{
+		{"eth0", ptr(1), nil, "enumerated", false, "probe order"},
+		{"lo", ptr(2), nil, "predictable", true, "stable"},
+		{"veth1", ptr(3), nil, "user", true, "userspace"},
+		{"enp3s0", ptr(4), map[string]string{"ID_NET_NAME_PATH": "enp3s0"}, "renamed", true, "bus path"},
+		{"lan0", ptr(4), map[string]string{"ID_NET_NAME": "lan0", "ID_NET_LINK_FILE": "/etc/systemd/network/10-lan0.link"}, "renamed", true, "10-lan0.link"},
+		{"ifb0", nil, nil, "unknown", false, "did not record"},
+	} {
+		n := describeNaming(tc.name, tc.assign, tc.udev)
+		if n.Kind != tc.kind || n.Stable != tc.stable || !strings.Contains(n.Words, tc.words) {
+			t.Errorf("%s: %+v, want kind %s stable %v words containing %q", tc.name, n, tc.kind, tc.stable, tc.words)
+		}
+	}
+}
+
+// TestRuleThresholds exercises the ratio thresholds of the rules around their edges.
+func TestRuleThresholds(t *testing.T) {
+	half := &Interface{Name: "x", Carrier: ptr(true), AdminUp: ptr(true), Link: Link{SpeedMbps: ptr(100), Duplex: "half", Autoneg: ptr(true), ModesKnown: true, Partner: []string{"100baseT_Half"}}}
+	full := &Interface{Name: "x", Carrier: ptr(true), AdminUp: ptr(true), Link: Link{SpeedMbps: ptr(1000), Duplex: "full", Autoneg: ptr(true)}}
+	d := func(tx, rx uint64, key map[string]uint64) *Deltas {
+		return &Deltas{Counters: map[string]uint64{"tx_packets": tx, "rx_packets": rx}, Key: key}
+	}
+	for _, tc := range []struct {
+		name string
+		in   Input
+		want []string
+	}{
+		{"one late collision is a warning", Input{Iface: full, Delta: d(100000, 0, map[string]uint64{LateCollisions: 1})}, []string{"D3 WARN"}},
+		{"late ratio 1e-3 is an error", Input{Iface: full, Delta: d(10000, 0, map[string]uint64{LateCollisions: 10})}, []string{"D3 ERROR"}},
+		{"100 late collisions is an error even without a ratio", Input{Iface: full, Delta: d(10, 10, map[string]uint64{LateCollisions: 100})}, []string{"D3 ERROR"}},
+		{"few packets: no ratio rules", Input{Iface: full, Delta: d(100, 100, map[string]uint64{FCSErrors: 50, HostDrops: 50})}, nil},
+		{"fcs 1e-4 warns", Input{Iface: full, Delta: d(0, 100000, map[string]uint64{FCSErrors: 10})}, []string{"D6 WARN"}},
+		{"fcs just below 1e-4 is quiet", Input{Iface: full, Delta: d(0, 100000, map[string]uint64{FCSErrors: 9})}, nil},
+		{"host drops 1e-2 is an error", Input{Iface: full, Delta: d(0, 10000, map[string]uint64{HostDrops: 100})}, []string{"D11 ERROR"}},
+		{"collisions on full duplex", Input{Iface: full, Delta: d(10, 10, map[string]uint64{Collisions: 1})}, []string{"D4 WARN"}},
+		{"deferrals on full duplex", Input{Iface: full, Delta: d(10, 10, map[string]uint64{Deferrals: 3})}, []string{"D13 INFO"}},
+		{"half duplex, 5% collisions is not heavy", Input{Iface: half, Delta: d(10000, 0, map[string]uint64{Collisions: 500})}, []string{"D2 WARN"}},
+		{"half duplex, 6% collisions", Input{Iface: half, Delta: d(10000, 0, map[string]uint64{Collisions: 600})}, []string{"D2 ERROR", "D5 WARN"}},
+		{"goodput far below line rate", Input{Iface: full, GoodputBps: 400e6, NICBound: true}, []string{"D9 WARN"}},
+		{"goodput fine", Input{Iface: full, GoodputBps: 900e6, NICBound: true}, nil},
+		{"goodput low but not the NIC", Input{Iface: full, GoodputBps: 100e6}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, ruleSev(Diagnose(tc.in))); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDiagnosePath(t *testing.T) {
+	d3 := []Finding{{Rule: "D3", Iface: "eth0"}}
+	for _, tc := range []struct {
+		name string
+		p    Path
+		want []string
+	}{
+		{"seed: 7.8 MB/s vs 250 KB/s with late collisions", Path{Forward: Direction{Bps: 62.4e6, RetransPct: -1}, Reverse: Direction{Bps: 2e6, RetransPct: -1}, SamePath: true, Findings: d3}, []string{"D7 ERROR"}},
+		{"asymmetric with retransmits", Path{Forward: Direction{Bps: 2e6, RetransPct: 5}, Reverse: Direction{Bps: 90e6}, SamePath: true}, []string{"D7 ERROR"}},
+		{"asymmetric, clean counters", Path{Forward: Direction{Bps: 2e6, RetransPct: 0}, Reverse: Direction{Bps: 90e6, RetransPct: 0}, SamePath: true}, []string{"D7 WARN"}},
+		{"9x is not enough", Path{Forward: Direction{Bps: 10e6}, Reverse: Direction{Bps: 90e6}, SamePath: true, Findings: d3}, nil},
+		{"different paths", Path{Forward: Direction{Bps: 1e6}, Reverse: Direction{Bps: 90e6}, Findings: d3}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, ruleSev(DiagnosePath(tc.p))); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNoInterface(t *testing.T) {
+	s, err := Load(filepath.Join("testdata", "tulip-enumerated", "before"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"eth9", "", "../x", ".."} {
+		if _, err := s.Inspect(n); !errors.Is(err, ErrNoInterface) {
+			t.Errorf("Inspect(%q) = %v, want ErrNoInterface", n, err)
+		}
+		if _, err := s.Snapshot(n); !errors.Is(err, ErrNoInterface) {
+			t.Errorf("Snapshot(%q) = %v, want ErrNoInterface", n, err)
+		}
+	}
+	if _, err := Load(t.TempDir()); err == nil {
+		t.Errorf("Load of an empty directory succeeded")
+	}
+}
