@@ -401,6 +401,7 @@ func TestInterfaceForGateway(t *testing.T) {
 func BenchmarkSnapshotVeth(b *testing.B) {
 	v := newVeth(b)
 	s := openLive(b)
+	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.Snapshot(v.Name); err != nil {
 			b.Fatal(err)

@@ -35,13 +35,13 @@ func describeNaming(name string, assign *int, udev map[string]string) Naming {
 	}
 	if t == 4 && udev != nil {
 		for _, p := range []struct{ key, words string }{
-			{"ID_NET_NAME_ONBOARD", "the firmware's onboard index"},
-			{"ID_NET_NAME_SLOT", "the PCIe hotplug slot number"},
-			{"ID_NET_NAME_PATH", "the bus path (moves if the card moves)"},
-			{"ID_NET_NAME_MAC", "the MAC address"},
+			{"ID_NET_NAME_ONBOARD", "the firmware's onboard index: stable across boots"},
+			{"ID_NET_NAME_SLOT", "the PCIe hotplug slot number: stable while the card stays in its slot"},
+			{"ID_NET_NAME_PATH", "the bus path: stable while the card stays in its slot and the firmware does not renumber buses"},
+			{"ID_NET_NAME_MAC", "the MAC address: stable while the card is not replaced"},
 		} {
 			if udev[p.key] == name {
-				n.Words = fmt.Sprintf("predictable name from %s (udev %s): stable across boots", p.words, p.key)
+				n.Words = fmt.Sprintf("predictable, set by udev (%s) from %s", p.key, p.words)
 				break
 			}
 		}

@@ -181,7 +181,7 @@ var scenarios = []struct {
 	}},
 	{"counter-reset", "enp4s0", []string{"reset WARN"}, func(t *testing.T, a analysis) {
 		want := []string{"counters/rx_packets", "counters/tx_packets", "counters/tx_window_errors",
-			"driver/rx_packets", "driver/tx_abort_late_coll", "driver/tx_packets", "key/late_collisions"}
+			"driver/rx_packets", "driver/tx_abort_late_coll", "driver/tx_packets", "driver/tx_window_errors", "key/late_collisions"}
 		if diff := cmp.Diff(want, a.Delta.Resets); diff != "" {
 			t.Errorf("resets (-want +got):\n%s", diff)
 		}

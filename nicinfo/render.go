@@ -55,8 +55,12 @@ func Summary(i *Interface) string {
 	if i.BusInfo != "" {
 		fmt.Fprintf(&b, " at %s", i.BusInfo)
 	}
-	fmt.Fprintf(&b, ", %s/%s autoneg %s, link %s", speedWords(i.Link.SpeedMbps), orUnknown(i.Link.Duplex),
-		boolWords(i.Link.Autoneg, "on", "off"), LinkState(i))
+	if i.Link.SpeedMbps == nil && i.Link.Duplex == "" {
+		b.WriteString(", speed/duplex unknown")
+	} else {
+		fmt.Fprintf(&b, ", %s/%s", speedWords(i.Link.SpeedMbps), orUnknown(i.Link.Duplex))
+	}
+	fmt.Fprintf(&b, " autoneg %s, link %s", boolWords(i.Link.Autoneg, "on", "off"), LinkState(i))
 	if i.MTU != nil {
 		fmt.Fprintf(&b, ", mtu %d", *i.MTU)
 	}
