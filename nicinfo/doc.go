@@ -11,7 +11,7 @@
 //   - an attribute that cannot be read is unknown (a nil pointer, an empty string or
 //     a missing map key), never zero; the read error is kept in Interface.Errors;
 //   - a counter the driver does not expose is absent, never zero;
-//   - snapshots are cheap (sysfs statistics plus one ethtool -S), and Diff flags
+//   - snapshots are cheap (sysfs statistics plus one ethtool -S), and Delta flags
 //     counters that went backwards instead of reporting huge deltas;
 //   - the rules D1 to D13 of notes/nic.md turn a report and a delta into findings
 //     with a severity, the evidence and the fix in words;

@@ -233,21 +233,18 @@ func TestLiveVeth(t *testing.T) {
 func TestLiveVethCounters(t *testing.T) {
 	v := newVeth(t)
 	s := openLive(t)
-	before, err := s.Snapshot(v.Name)
+	w, err := s.Watch(v.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	peer0 := v.peerRxPackets(t)
 	const n, size = 300, 1000
 	v.sendFrames(t, n, size)
-	after, err := s.Snapshot(v.Name)
+	res, err := w.Stop(0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := Delta(before, after)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := res.Delta
 	if got := d.Counters["tx_packets"]; got < n {
 		t.Errorf("Δtx_packets = %d, want >= %d", got, n)
 	}
@@ -263,8 +260,8 @@ func TestLiveVethCounters(t *testing.T) {
 	if d.DriverStats == nil {
 		t.Errorf("no -S deltas for veth")
 	}
-	if f := Diagnose(Input{Iface: mustInspect(t, s, v.Name), Delta: d}); len(f) != 0 {
-		t.Errorf("healthy veth under traffic has findings: %+v", f)
+	if len(res.Findings) != 0 {
+		t.Errorf("healthy veth under traffic has findings: %+v", res.Findings)
 	}
 }
 

@@ -60,11 +60,7 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 // analysis is what `blast nic --sysfs before --after after IFACE -J` shows.
-type analysis struct {
-	Interface *Interface `json:"interface"`
-	Delta     *Deltas    `json:"delta,omitempty"`
-	Findings  []Finding  `json:"findings"`
-}
+type analysis = Result
 
 // analyze loads a fixture scenario the way the CLI does.
 func analyze(t *testing.T, dir, iface string) analysis {
@@ -73,47 +69,23 @@ func analyze(t *testing.T, dir, iface string) analysis {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var a analysis
-	afterDir := filepath.Join(dir, "after")
-	if _, err := os.Stat(afterDir); err != nil {
-		a.Interface = mustInspect(t, before, iface)
-		a.Findings = Diagnose(Input{Iface: a.Interface})
-		return a
+	var after *Source
+	if _, err := os.Stat(filepath.Join(dir, "after")); err == nil {
+		if after, err = Load(filepath.Join(dir, "after")); err != nil {
+			t.Fatal(err)
+		}
 	}
-	after, err := Load(afterDir)
+	r, err := Analyze(before, after, iface)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s0, err := before.Snapshot(iface)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s1, err := after.Snapshot(iface)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Delta, err = Delta(s0, s1); err != nil {
-		t.Fatal(err)
-	}
-	a.Interface = mustInspect(t, after, iface)
-	a.Findings = Diagnose(Input{Iface: a.Interface, Delta: a.Delta})
-	return a
+	return *r
 }
 
 func (a analysis) text(t *testing.T) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := WriteReport(&b, a.Interface); err != nil {
-		t.Fatal(err)
-	}
-	b.WriteString("\n")
-	if a.Delta != nil {
-		if err := WriteDelta(&b, a.Delta); err != nil {
-			t.Fatal(err)
-		}
-		b.WriteString("\n")
-	}
-	if err := WriteFindings(&b, a.Findings); err != nil {
+	if err := WriteResult(&b, &a); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -239,6 +211,11 @@ func TestScenarios(t *testing.T) {
 				sc.check(t, a)
 			}
 			golden(t, sc.dir+".txt", a.text(t))
+			var brief bytes.Buffer
+			if err := WriteBrief(&brief, "blast-t: ", &a); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, sc.dir+".brief", brief.Bytes())
 			js, err := json.MarshalIndent(a, "", "  ")
 			if err != nil {
 				t.Fatal(err)

@@ -48,7 +48,7 @@ func speedCell(mbps *int) string {
 }
 
 // Summary is the one-line NIC description printed with every result:
-// "eth0: e1000 100M/half autoneg on, link up, name enumerated (may change between boots)".
+// "eth0: e1000 at 0000:00:0b.0, 100M/half, autoneg on, link up, mtu 1500, name enumerated".
 func Summary(i *Interface) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s", i.Name, orDash(i.Driver))
@@ -60,7 +60,7 @@ func Summary(i *Interface) string {
 	} else {
 		fmt.Fprintf(&b, ", %s/%s", speedWords(i.Link.SpeedMbps), orUnknown(i.Link.Duplex))
 	}
-	fmt.Fprintf(&b, " autoneg %s, link %s", boolWords(i.Link.Autoneg, "on", "off"), LinkState(i))
+	fmt.Fprintf(&b, ", autoneg %s, link %s", boolWords(i.Link.Autoneg, "on", "off"), LinkState(i))
 	if i.MTU != nil {
 		fmt.Fprintf(&b, ", mtu %d", *i.MTU)
 	}
