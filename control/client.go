@@ -1,0 +1,478 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/engine/sockets"
+)
+
+// Config is one client test. The zero value of an optional field means
+// iperf3's default; Defaults fills them in.
+type Config struct {
+	Host   string
+	Port   int    // 5201
+	Family string // "", "4" or "6"
+
+	Duration time.Duration // -t (whole seconds on the wire); 10 s by default
+	Bytes    int64         // -n: end after this many bytes
+	Blocks   int64         // -k: end after this many blocks
+	Parallel int           // -P streams (per direction)
+	Reverse  bool          // -R: the server sends
+	Bidir    bool          // --bidir: both send
+	Interval time.Duration // -i; 0 turns interval reports off
+	Omit     time.Duration // -O (whole seconds on the wire)
+
+	Window     int    // -w: SO_SNDBUF and SO_RCVBUF on both ends
+	MSS        int    // -M
+	NoDelay    bool   // -N
+	Congestion string // -C
+	TOS        int    // -S / --dscp<<2
+	BlockLen   int    // -l
+	ZeroCopy   bool   // -Z: ask for the sendfile backend on both ends
+	Backend    string // --backend (readwrite by default)
+
+	Title           string // -T
+	GetServerOutput bool   // --get-server-output
+	ConnectTimeout  time.Duration
+
+	// OnStart is called once the streams are connected; OnInterval after
+	// every interval. Both run on the test's goroutines: keep them quick.
+	OnStart    func(*Result)
+	OnInterval func(*Result, *Interval)
+}
+
+// Validate reports the first thing wrong with c, in words naming the fix.
+func (c *Config) Validate() error {
+	switch {
+	case c.Host == "":
+		return errors.New("no server: give the host to connect to")
+	case c.Port < 1 || c.Port > 65535:
+		return fmt.Errorf("port %d: must be 1 to 65535", c.Port)
+	case c.Family != "" && c.Family != "4" && c.Family != "6":
+		return fmt.Errorf("address family %q: use -4 or -6", c.Family)
+	case c.Duration < 0 || c.Duration > MaxTime*time.Second:
+		return fmt.Errorf("duration %v: must be 0 to %d s", c.Duration, MaxTime)
+	case c.Duration%time.Second != 0:
+		return fmt.Errorf("duration %v: iperf3's protocol carries whole seconds; use -t 1 or more", c.Duration)
+	case c.Omit < 0 || c.Omit > MaxOmit*time.Second || c.Omit%time.Second != 0:
+		return fmt.Errorf("omit %v: must be whole seconds from 0 to %d", c.Omit, MaxOmit)
+	case c.Bytes < 0 || c.Blocks < 0:
+		return errors.New("-n and -k must not be negative")
+	case c.Bytes > 0 && c.Blocks > 0:
+		return errors.New("-n and -k both given: choose one end condition")
+	case c.Parallel < 1 || c.Parallel > MaxStreams:
+		return fmt.Errorf("-P %d: must be 1 to %d", c.Parallel, MaxStreams)
+	case c.Reverse && c.Bidir:
+		return errors.New("-R and --bidir both given: --bidir already sends both ways")
+	case c.Interval < 0 || (c.Interval > 0 && c.Interval < 100*time.Millisecond) || c.Interval > 60*time.Second:
+		return fmt.Errorf("-i %v: must be 0 (off) or 0.1 to 60 seconds", c.Interval)
+	case c.Window < 0 || c.Window > 512<<20:
+		return fmt.Errorf("-w %d: must be at most 512M", c.Window)
+	case c.MSS < 0 || c.MSS > MaxMSS:
+		return fmt.Errorf("-M %d: must be at most %d", c.MSS, MaxMSS)
+	case c.TOS < 0 || c.TOS > 255:
+		return fmt.Errorf("TOS %d: must be 0 to 255", c.TOS)
+	case c.BlockLen < 1 || c.BlockLen > 1<<20:
+		return fmt.Errorf("-l %d: must be 1 to 1M for TCP", c.BlockLen)
+	case c.ZeroCopy && c.Backend != "" && c.Backend != "sendfile":
+		return fmt.Errorf("-Z and --backend %s both given: -Z means --backend sendfile", c.Backend)
+	}
+	return nil
+}
+
+// Defaults fills in iperf3's defaults for unset fields.
+func (c *Config) Defaults() {
+	if c.Port == 0 {
+		c.Port = DefaultPort
+	}
+	if c.Parallel == 0 {
+		c.Parallel = 1
+	}
+	if c.BlockLen == 0 {
+		c.BlockLen = DefaultTCPBlock
+	}
+	if c.Backend == "" {
+		c.Backend = engine.DefaultBackend
+		if c.ZeroCopy {
+			c.Backend = "sendfile"
+		}
+	}
+}
+
+func (c *Config) network() string {
+	return "tcp" + c.Family
+}
+
+func (c *Config) params() Params {
+	p := Params{
+		TCP:           true,
+		Omit:          Int(c.Omit / time.Second),
+		Time:          Int(c.Duration / time.Second),
+		Num:           Int(c.Bytes),
+		BlockCount:    Int(c.Blocks),
+		MSS:           Int(c.MSS),
+		NoDelay:       Flag(c.NoDelay),
+		Parallel:      Int(c.Parallel),
+		Reverse:       Flag(c.Reverse),
+		Bidirectional: Flag(c.Bidir),
+		Window:        Int(c.Window),
+		Len:           Int(c.BlockLen),
+		TOS:           Int(c.TOS),
+		Title:         c.Title,
+		Congestion:    c.Congestion,
+		ClientVersion: "3.12",
+		Blast:         &BlastParams{Version: Version, Backend: c.Backend},
+	}
+	if c.Bytes > 0 || c.Blocks > 0 {
+		p.Time = 0 // iperf3 drops the default duration when a byte or block count is given
+	}
+	if c.GetServerOutput {
+		p.GetServerOutput = 1
+	}
+	if c.ZeroCopy {
+		p.ZeroCopy = 1
+	}
+	return p
+}
+
+// stateMsg is one state read off the control connection.
+type stateMsg struct {
+	s   State
+	err error
+}
+
+// readStateAsync reads one state (and SERVER_ERROR's details) in the
+// background.
+func readStateAsync(c net.Conn) <-chan stateMsg {
+	ch := make(chan stateMsg, 1)
+	go func() {
+		s, err := ReadState(c)
+		if err == nil && s == ServerError {
+			err = readServerError(c)
+		}
+		ch <- stateMsg{s, err}
+	}()
+	return ch
+}
+
+// peerStateError turns an unexpected state into an error.
+func peerStateError(m stateMsg, waiting string) error {
+	switch {
+	case m.err != nil && errors.Is(m.err, io.EOF):
+		return fmt.Errorf("the server closed the control connection while %s (is it still running?)", waiting)
+	case m.err != nil:
+		var se ServerErrorCode
+		if errors.As(m.err, &se) {
+			return se
+		}
+		return fmt.Errorf("control connection, while %s: %w", waiting, m.err)
+	case m.s == AccessDenied:
+		return ErrBusy
+	case m.s == ServerTerminate:
+		return errors.New("the server has terminated the test")
+	}
+	return fmt.Errorf("unexpected %v from the server while %s", m.s, waiting)
+}
+
+// Run runs one test against the server and returns what it measured. On a
+// failure after the streams started, the Result holds the partial
+// measurements and its Err the failure (also returned).
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	backend, err := engine.Usable(cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
+	cl := &client{cfg: cfg, backend: backend}
+	res, err := cl.run(ctx)
+	if res != nil && err != nil {
+		res.Err = err
+	}
+	return res, err
+}
+
+type client struct {
+	cfg     Config
+	backend engine.Backend
+	ctrl    net.Conn
+	cookie  [CookieSize]byte
+	res     *Result
+	sess    *session
+}
+
+func (cl *client) dialer() *net.Dialer {
+	return &net.Dialer{Timeout: cl.cfg.ConnectTimeout}
+}
+
+func (cl *client) run(ctx context.Context) (*Result, error) {
+	cfg := &cl.cfg
+	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+	ctrl, err := cl.dialer().DialContext(ctx, cfg.network(), addr)
+	if err != nil {
+		return nil, dialError(addr, err)
+	}
+	cl.ctrl = ctrl
+	defer ctrl.Close()
+	stopWatch := engine.WatchContext(ctx, ctrl)
+	defer stopWatch()
+
+	cl.cookie = NewCookie()
+	params := cfg.params()
+	res := &Result{Role: "client", Version: Version, SystemInfo: systemInfo(), Time: time.Now(),
+		Host: cfg.Host, Cookie: cookieString(cl.cookie), Params: params, SockBufSize: cfg.Window,
+		Backend: cl.backend.Name(), TCPMSSDefault: mssOf(ctrl)}
+	if a, ok := ctrl.RemoteAddr().(*net.TCPAddr); ok {
+		res.Peer = unmap(a.AddrPort())
+	}
+	cl.res = res
+	cl.sess = &session{res: res, backend: cl.backend, interval: cfg.Interval, omit: cfg.Omit, onInterval: cfg.OnInterval}
+	if _, err := ctrl.Write(cl.cookie[:]); err != nil {
+		return nil, fmt.Errorf("send cookie to %s: %w", addr, err)
+	}
+	cpu := startCPU()
+
+	for {
+		m := <-readStateAsync(ctrl)
+		if m.err != nil || m.s < 0 {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, peerStateError(m, "setting up the test")
+		}
+		switch m.s {
+		case ParamExchange:
+			if err := WriteJSON(ctrl, &params); err != nil {
+				return nil, fmt.Errorf("send parameters: %w", err)
+			}
+		case CreateStreams:
+			if err := cl.connectStreams(ctx, addr); err != nil {
+				cl.sess.closeAll()
+				return nil, err
+			}
+			if cfg.OnStart != nil {
+				cfg.OnStart(res)
+			}
+		case TestStart:
+		case TestRunning:
+			return cl.running(ctx, cpu)
+		default:
+			return nil, peerStateError(m, "setting up the test")
+		}
+	}
+}
+
+func dialError(addr string, err error) error {
+	var errno syscall.Errno
+	switch {
+	case errors.As(err, &errno) && errno == syscall.ECONNREFUSED:
+		return fmt.Errorf("connect to %s: connection refused: is a server running there (blast server, or iperf3 -s)? %w", addr, err)
+	case isTimeout(err):
+		return fmt.Errorf("connect to %s: timed out: check the address and any firewall, or raise --connect-timeout: %w", addr, err)
+	}
+	return fmt.Errorf("connect to %s: %w", addr, err)
+}
+
+// connectStreams opens the data streams: with --bidir the sending ones
+// first, then the receiving ones, as iperf3 does.
+func (cl *client) connectStreams(ctx context.Context, addr string) error {
+	cfg := &cl.cfg
+	tos := -1
+	if cfg.TOS > 0 {
+		tos = cfg.TOS
+	}
+	so := sockets.Options{SndBuf: cfg.Window, RcvBuf: cfg.Window, TOS: tos, NoDelay: cfg.NoDelay}
+	to := tcpOptions{MSS: cfg.MSS, Congestion: cfg.Congestion}
+	soCtl := so.Control()
+	d := cl.dialer()
+	d.Control = func(network, address string, c syscall.RawConn) error {
+		if err := soCtl(network, address, c); err != nil {
+			return err
+		}
+		var terr error
+		if err := c.Control(func(fd uintptr) { terr = to.apply(int(fd)) }); err != nil {
+			return err
+		}
+		return terr
+	}
+	n := cfg.Parallel
+	if cfg.Bidir {
+		n *= 2
+	}
+	for i := 0; i < n; i++ {
+		c, err := d.DialContext(ctx, cfg.network(), addr)
+		if err != nil {
+			return fmt.Errorf("open stream %d of %d: %w", i+1, n, err)
+		}
+		sender := !cfg.Reverse
+		if cfg.Bidir {
+			sender = i < cfg.Parallel
+		}
+		st := newStream(StreamID(i), c, sender)
+		cl.sess.streams = append(cl.sess.streams, st)
+		if _, err := c.Write(cl.cookie[:]); err != nil {
+			return fmt.Errorf("open stream %d of %d: send cookie: %w", i+1, n, err)
+		}
+	}
+	first := cl.sess.streams[0].conn.(syscall.Conn)
+	cl.res.SndBufActual, _ = sockets.BufSize(first, true)
+	cl.res.RcvBufActual, _ = sockets.BufSize(first, false)
+	cl.res.Congestion = congestionOf(cl.sess.streams[0].conn)
+	cl.sess.announce()
+	return nil
+}
+
+// running drives the test from TEST_RUNNING to the end.
+func (cl *client) running(ctx context.Context, cpu cpuMeter) (*Result, error) {
+	cfg, sess, res, ctrl := &cl.cfg, cl.sess, cl.res, cl.ctrl
+	limit := res.Params.byteLimit()
+	dataCtx, cancelData := context.WithCancel(context.Background())
+	defer cancelData()
+	if limit == 0 && cfg.Duration > 0 {
+		sess.endAt = time.Now().Add(cfg.Omit + cfg.Duration)
+	}
+	sess.run(dataCtx, res.Params.blockLen(), senderLimit(limit))
+	defer sess.closeAll()
+
+	var timeUp <-chan time.Time
+	if limit == 0 && cfg.Duration > 0 {
+		t := time.NewTimer(cfg.Omit + cfg.Duration)
+		defer t.Stop()
+		timeUp = t.C
+	}
+	var poll <-chan time.Time
+	if limit > 0 {
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		poll = t.C
+	}
+	streamErr, stopWatch := sess.watchErrors()
+	defer stopWatch()
+	ctrlMsg := readStateAsync(ctrl)
+
+	var fail error
+wait:
+	for {
+		select {
+		case <-timeUp:
+			break wait
+		case <-poll:
+			if sess.omitDone() && cl.bytesDone(limit) {
+				break wait
+			}
+		case m := <-ctrlMsg:
+			fail = peerStateError(m, "the test was running")
+			break wait
+		case err := <-streamErr:
+			fail = fmt.Errorf("data stream failed (the server may be gone): %w", err)
+			break wait
+		case <-ctx.Done():
+			fail = errors.New("interrupted")
+			break wait
+		}
+	}
+
+	sess.stopTicker()
+	sess.stop(true)
+	if fail != nil {
+		if ctx.Err() != nil {
+			WriteState(ctrl, ClientTerminate)
+		}
+		sess.stop(false)
+		sess.finish(time.Now())
+		res.CPU = cpu.read()
+		return res, fail
+	}
+	sess.waitAcked(time.Second)
+	res.CPU = cpu.read()
+	if err := WriteState(ctrl, TestEnd); err != nil {
+		sess.stop(false)
+		sess.finish(time.Now())
+		return res, fmt.Errorf("send TEST_END: %w", err)
+	}
+	// The server closes its streams on TEST_END: read to their end, so
+	// every byte it sent is counted.
+	sess.wait(false, 2*time.Second)
+	sess.stop(false)
+	sess.finish(time.Now())
+
+	for {
+		var m stateMsg
+		select {
+		case m = <-ctrlMsg:
+		case <-ctx.Done():
+			WriteState(ctrl, ClientTerminate)
+			return res, errors.New("interrupted")
+		}
+		if m.err != nil || m.s < 0 {
+			return res, peerStateError(m, "ending the test")
+		}
+		switch m.s {
+		case ExchangeResults:
+			mine := sess.results(res.CPU, res.Congestion, res.Backend)
+			if err := WriteJSON(ctrl, mine); err != nil {
+				return res, fmt.Errorf("send results: %w", err)
+			}
+			b, err := ReadFrame(ctrl, MaxResultsJSON)
+			if err != nil {
+				return res, fmt.Errorf("read the server's results: %w", err)
+			}
+			pr, err := decodeResults(b)
+			if err != nil {
+				return res, fmt.Errorf("the server's results: %w", err)
+			}
+			if err := sess.merge(pr); err != nil {
+				return res, err
+			}
+		case DisplayResults:
+			WriteState(ctrl, IperfDone)
+			return res, nil
+		case IperfDone:
+			return res, nil
+		default:
+			return res, peerStateError(m, "ending the test")
+		}
+		ctrlMsg = readStateAsync(ctrl)
+	}
+}
+
+// senderLimit is the byte budget the client's senders share.
+func senderLimit(limit int64) int64 { return limit }
+
+// bytesDone tells whether a byte- or block-limited test has reached its
+// count: this side's senders are done, or its receivers got it all.
+func (cl *client) bytesDone(limit int64) bool {
+	sess := cl.sess
+	senders, sendersDone := 0, 0
+	sess.each(true, func(st *stream) {
+		senders++
+		select {
+		case <-st.done:
+			sendersDone++
+		default:
+		}
+	})
+	if senders > 0 && senders == sendersDone {
+		return true
+	}
+	hasRecv := false
+	sess.each(false, func(*stream) { hasRecv = true })
+	return hasRecv && sess.total(false) >= limit
+}
+
+// omitDone reports whether the omit period is over.
+func (s *session) omitDone() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.omitting
+}

@@ -1,0 +1,231 @@
+package control
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/blastnet/blast/engine"
+)
+
+// Int is a JSON integer as iperf3's cJSON writes it: usually digits, but
+// any number (1e+09, 3.0) decodes, rounded toward zero; true is 1, false
+// and null are 0.
+type Int int64
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (n *Int) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch string(b) {
+	case "null", "false":
+		*n = 0
+		return nil
+	case "true":
+		*n = 1
+		return nil
+	}
+	if i, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+		*n = Int(i)
+		return nil
+	}
+	// cJSON builds print -1 as 18446744073709551615 when it went through
+	// an unsigned type: keep the two's complement meaning.
+	if u, err := strconv.ParseUint(string(b), 10, 64); err == nil {
+		*n = Int(int64(u))
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || math.IsNaN(f) || math.Abs(f) > math.MaxInt64 {
+		return fmt.Errorf("not an integer: %.40s", b)
+	}
+	*n = Int(f)
+	return nil
+}
+
+// Flag is one of iperf3's presence flags ("reverse": true): iperf3 tests
+// only that the key is there, so any value but false, 0 and null sets it.
+type Flag bool
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (f *Flag) UnmarshalJSON(b []byte) error {
+	switch string(bytes.TrimSpace(b)) {
+	case "false", "null", "0":
+		*f = false
+	default:
+		*f = true
+	}
+	return nil
+}
+
+// Params are the test parameters the client sends after PARAM_EXCHANGE,
+// under iperf3's key names (send_parameters in iperf_api.c). Zero values
+// are left out, as iperf3 does; the protocol flag, omit, time, num,
+// blockcount and parallel are always sent.
+type Params struct {
+	TCP              Flag   `json:"tcp,omitempty"`
+	UDP              Flag   `json:"udp,omitempty"`
+	SCTP             Flag   `json:"sctp,omitempty"`
+	Omit             Int    `json:"omit"`
+	ServerAffinity   *Int   `json:"server_affinity,omitempty"`
+	Time             Int    `json:"time"`
+	Num              Int    `json:"num"`
+	BlockCount       Int    `json:"blockcount"`
+	MSS              Int    `json:"MSS,omitempty"`
+	NoDelay          Flag   `json:"nodelay,omitempty"`
+	Parallel         Int    `json:"parallel"`
+	Reverse          Flag   `json:"reverse,omitempty"`
+	Bidirectional    Flag   `json:"bidirectional,omitempty"`
+	Window           Int    `json:"window,omitempty"`
+	Len              Int    `json:"len,omitempty"`
+	Bandwidth        Int    `json:"bandwidth,omitempty"`
+	FQRate           Int    `json:"fqrate,omitempty"`
+	PacingTimer      Int    `json:"pacing_timer,omitempty"`
+	Burst            Int    `json:"burst,omitempty"`
+	TOS              Int    `json:"TOS,omitempty"`
+	FlowLabel        Int    `json:"flowlabel,omitempty"`
+	Title            string `json:"title,omitempty"`
+	ExtraData        string `json:"extra_data,omitempty"`
+	Congestion       string `json:"congestion,omitempty"`
+	CongestionUsed   string `json:"congestion_used,omitempty"`
+	GetServerOutput  Int    `json:"get_server_output,omitempty"`
+	UDPCounters64    Int    `json:"udp_counters_64bit,omitempty"`
+	RepeatingPayload Int    `json:"repeating_payload,omitempty"`
+	ZeroCopy         Int    `json:"zerocopy,omitempty"`
+	DontFragment     Int    `json:"dont_fragment,omitempty"`
+	SkipRxCopy       Int    `json:"skip_rx_copy,omitempty"`
+	MPTCP            Flag   `json:"mptcp,omitempty"`
+	AuthToken        string `json:"authtoken,omitempty"`
+	ClientVersion    string `json:"client_version,omitempty"`
+
+	// Blast is present when the client is blast.
+	Blast *BlastParams `json:"blast,omitempty"`
+}
+
+// BlastParams are the blast-only parameters; iperf3 ignores them.
+type BlastParams struct {
+	Version string `json:"version"`
+	// Backend is what the client asks the server to move bytes with
+	// ("" = the server's default).
+	Backend string `json:"backend,omitempty"`
+}
+
+// Validate checks p the way iperf3's server does and returns the iperf3
+// error number to send back with SERVER_ERROR, or 0.
+func (p *Params) Validate() (ierrno int32, err error) {
+	switch {
+	case bool(p.UDP || p.SCTP):
+		return 13, fmt.Errorf("only TCP tests are implemented (UDP and SCTP are not)")
+	case p.Parallel < 1 || p.Parallel > MaxStreams:
+		return 6, fmt.Errorf("parallel streams %d: must be 1 to %d", p.Parallel, MaxStreams)
+	case p.Time < 0 || p.Time > MaxTime:
+		return 5, fmt.Errorf("duration %d s: must be 0 to %d", p.Time, MaxTime)
+	case p.Omit < 0 || p.Omit > MaxOmit:
+		return 12, fmt.Errorf("omit %d s: must be 0 to %d", p.Omit, MaxOmit)
+	case p.Len < 0 || p.Len > 1<<20:
+		return 7, fmt.Errorf("block size %d: must be at most 1 MiB", p.Len)
+	case p.MSS < 0 || p.MSS > MaxMSS:
+		return 10, fmt.Errorf("MSS %d: must be at most %d", p.MSS, MaxMSS)
+	case p.Window < 0 || p.Window > 512<<20:
+		return 8, fmt.Errorf("window %d: must be at most 512 MiB", p.Window)
+	case p.Num < 0 || p.BlockCount < 0:
+		return 16, fmt.Errorf("byte or block count must not be negative")
+	case bool(p.Reverse && p.Bidirectional):
+		return 25, fmt.Errorf("a test cannot be both reverse and bidirectional")
+	case p.TOS < 0 || p.TOS > 255:
+		return 21, fmt.Errorf("TOS %d: must be 0 to 255", p.TOS)
+	}
+	return 0, nil
+}
+
+// blockLen is the block size the parameters ask for.
+func (p *Params) blockLen() int {
+	if p.Len > 0 {
+		return int(p.Len)
+	}
+	return DefaultTCPBlock
+}
+
+// byteLimit is the total the test ends at (0: time-limited).
+func (p *Params) byteLimit() int64 {
+	if p.Num > 0 {
+		return int64(p.Num)
+	}
+	if p.BlockCount > 0 {
+		return int64(p.BlockCount) * int64(p.blockLen())
+	}
+	return 0
+}
+
+// Results are what each side sends the other after EXCHANGE_RESULTS
+// (send_results in iperf_api.c).
+type Results struct {
+	CPUUtilTotal         float64         `json:"cpu_util_total"`
+	CPUUtilUser          float64         `json:"cpu_util_user"`
+	CPUUtilSystem        float64         `json:"cpu_util_system"`
+	SenderHasRetransmits Int             `json:"sender_has_retransmits"`
+	CongestionUsed       string          `json:"congestion_used,omitempty"`
+	ServerOutputJSON     json.RawMessage `json:"server_output_json,omitempty"`
+	ServerOutputText     string          `json:"server_output_text,omitempty"`
+	Streams              []StreamResults `json:"streams"`
+	Blast                *BlastResults   `json:"blast,omitempty"`
+}
+
+// StreamResults are one stream's totals on one side.
+type StreamResults struct {
+	ID          Int     `json:"id"`
+	Bytes       Int     `json:"bytes"`
+	Retransmits Int     `json:"retransmits"`
+	Jitter      float64 `json:"jitter"`
+	Errors      Int     `json:"errors"`
+	Packets     Int     `json:"packets"`
+	StartTime   float64 `json:"start_time"`
+	EndTime     float64 `json:"end_time"`
+}
+
+// BlastResults are the blast-only results of one side.
+type BlastResults struct {
+	Version string `json:"version"`
+	// Backend is the backend that actually moved the bytes.
+	Backend string `json:"backend"`
+	// Streams holds per-stream I/O counters, in the order of Results.Streams.
+	Streams []BlastStream `json:"streams,omitempty"`
+	// Note says anything the peer should show (a requested backend that
+	// could not run, for one).
+	Note string `json:"note,omitempty"`
+}
+
+// BlastStream is one stream's I/O counters on one side.
+type BlastStream struct {
+	ID Int           `json:"id"`
+	IO engine.Sample `json:"io"`
+}
+
+// check reports what is missing from results a peer sent, as iperf3's
+// get_results does.
+func (r *Results) check() error {
+	if r.Streams == nil {
+		return fmt.Errorf("results without streams")
+	}
+	return nil
+}
+
+// decodeResults parses results and makes sure the keys iperf3 insists on
+// are there.
+func decodeResults(b []byte) (*Results, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"cpu_util_total", "cpu_util_user", "cpu_util_system", "sender_has_retransmits", "streams"} {
+		if _, ok := raw[k]; !ok {
+			return nil, fmt.Errorf("results lack %q", k)
+		}
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	return &r, r.check()
+}

@@ -1,0 +1,151 @@
+package control
+
+import (
+	"encoding/json"
+	"net/netip"
+	"time"
+
+	"github.com/blastnet/blast/engine"
+)
+
+// Version is what blast calls itself on the wire and in results.
+const Version = "blast 0.1 (iperf3 3.x protocol)"
+
+// Result is everything one side of a test knows when it ends: its own
+// measurements, and the peer's totals as exchanged. Every renderer reads
+// only this.
+type Result struct {
+	Role       string // "client" or "server"
+	Version    string
+	SystemInfo string
+	Time       time.Time // when the control connection was made
+
+	// Peer is the host:port connected to (client) or accepted from
+	// (server, the control connection's remote address).
+	Peer   netip.AddrPort
+	Host   string // the host name as given (client)
+	Cookie string
+
+	Params        Params // as sent (client) or received (server)
+	TCPMSSDefault int
+	SockBufSize   int // -w as asked (0: autotuning)
+	SndBufActual  int // what the kernel granted on the first stream
+	RcvBufActual  int
+
+	// Streams in id order.
+	Streams []*StreamResult
+	// Intervals in time order; the last one may be short.
+	Intervals []*Interval
+
+	CPU, RemoteCPU CPUUtil
+	// HasRetransmits / RemoteHasRetransmits: the side sent and can read
+	// retransmits (iperf3's sender_has_retransmits == 1).
+	HasRetransmits, RemoteHasRetransmits bool
+	Congestion, RemoteCongestion         string
+
+	// Backend actually used here and by the peer ("" if the peer is not
+	// blast).
+	Backend, RemoteBackend string
+	RemoteVersion          string
+	Notes                  []string
+
+	ServerOutputText string
+	ServerOutputJSON json.RawMessage
+
+	// Err is set when the test failed; what was measured up to then is
+	// still in the Result.
+	Err error
+}
+
+// Reverse reports whether the server sends (-R).
+func (r *Result) Reverse() bool { return bool(r.Params.Reverse) }
+
+// Bidir reports whether both sides send (--bidir).
+func (r *Result) Bidir() bool { return bool(r.Params.Bidirectional) }
+
+// NumStreams is the -P figure (streams per direction).
+func (r *Result) NumStreams() int {
+	if r.Params.Parallel < 1 {
+		return 1
+	}
+	return int(r.Params.Parallel)
+}
+
+// StreamResult is one stream's totals, seen from this side, plus the
+// peer's totals for the same stream.
+type StreamResult struct {
+	ID     int
+	Socket int // this side's descriptor number (iperf3 labels lines with it)
+	// Sender is true when this side sends on the stream.
+	Sender        bool
+	Local, Remote netip.AddrPort
+
+	// Bytes this side moved after the omit period, and the seconds from
+	// the start of the measured period to the end.
+	Bytes   int64
+	Seconds float64
+	// PeerBytes and PeerSeconds are the peer's figures (-1: not received).
+	PeerBytes   int64
+	PeerSeconds float64
+	// Retransmits by the sending side (-1: not known).
+	Retransmits int64
+	// TCP_INFO summary of a sending stream on this side.
+	MaxSndCwnd, MaxSndWnd, MinRTT, MaxRTT, MeanRTT int64
+
+	IO     engine.Sample  // this side's I/O counters
+	PeerIO *engine.Sample // the peer's, if it is blast
+}
+
+// SentBytes and ReceivedBytes give the sender's and receiver's view of the
+// stream whichever side this is, with the seconds each measured over.
+func (s *StreamResult) SentBytes() (int64, float64) {
+	if s.Sender {
+		return s.Bytes, s.Seconds
+	}
+	return s.PeerBytes, s.PeerSeconds
+}
+
+// ReceivedBytes: see SentBytes.
+func (s *StreamResult) ReceivedBytes() (int64, float64) {
+	if !s.Sender {
+		return s.Bytes, s.Seconds
+	}
+	return s.PeerBytes, s.PeerSeconds
+}
+
+// Interval is one reporting interval.
+type Interval struct {
+	Streams []StreamInterval
+	Omitted bool
+}
+
+// StreamInterval is one stream during one interval. Start and End are
+// seconds since the start of the test (of the measured period after the
+// omit period ends).
+type StreamInterval struct {
+	ID      int
+	Socket  int
+	Sender  bool
+	Start   float64
+	End     float64
+	Bytes   int64
+	Omitted bool
+	// TCP is set for sending streams when TCP_INFO could be read;
+	// Retransmits is the count in this interval.
+	TCP         *TCPInfo
+	Retransmits int64
+	IO          engine.Sample // I/O calls in this interval
+}
+
+// Seconds is the length of the interval.
+func (s StreamInterval) Seconds() float64 { return s.End - s.Start }
+
+// sumGroups splits streams by direction: streams whose data goes from the
+// client to the server first, then those going the other way (iperf3's
+// "sum" and "sum_bidir_reverse" in bidirectional tests).
+func (r *Result) upstream(sender bool) bool {
+	if r.Role == "client" {
+		return sender
+	}
+	return !sender
+}

@@ -1,0 +1,522 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/engine/sockets"
+)
+
+// ServerConfig is a blast server.
+type ServerConfig struct {
+	Bind       string // -B: the address to listen on ("" = all)
+	Port       int    // 5201
+	Family     string // "", "4" or "6"
+	OneOff     bool   // -1: serve one test, then return
+	MaxClients int    // tests at the same time (8); more are told ACCESS_DENIED
+	Backend    string // the backend to move bytes with (readwrite)
+	// Interval of the server's own interval reports (what
+	// --get-server-output returns); 0 turns them off.
+	Interval time.Duration
+	// JSONOutput makes --get-server-output return JSON instead of text.
+	JSONOutput bool
+	// StreamTimeout bounds how long a client may take to open its streams
+	// and to send its cookie (10 s).
+	StreamTimeout time.Duration
+
+	// Log gets one line per test; nil discards them.
+	Log io.Writer
+	// OnResult is called with every finished (or failed) test.
+	OnResult func(*Result)
+}
+
+// Defaults fills in unset fields.
+func (c *ServerConfig) Defaults() {
+	if c.Port == 0 {
+		c.Port = DefaultPort
+	}
+	if c.MaxClients == 0 {
+		c.MaxClients = 8
+	}
+	if c.Backend == "" {
+		c.Backend = engine.DefaultBackend
+	}
+	if c.StreamTimeout == 0 {
+		c.StreamTimeout = 10 * time.Second
+	}
+}
+
+// Validate reports the first thing wrong with c.
+func (c *ServerConfig) Validate() error {
+	switch {
+	case c.Port < 0 || c.Port > 65535:
+		return fmt.Errorf("port %d: must be 1 to 65535 (0 picks a free one)", c.Port)
+	case c.MaxClients < 1:
+		return fmt.Errorf("--max-clients %d: must be at least 1", c.MaxClients)
+	case c.Family != "" && c.Family != "4" && c.Family != "6":
+		return fmt.Errorf("address family %q: use -4 or -6", c.Family)
+	}
+	return nil
+}
+
+// Server accepts iperf3 clients (and blast clients) on one port, several
+// tests at a time.
+type Server struct {
+	cfg     ServerConfig
+	ln      net.Listener
+	backend engine.Backend
+
+	mu      sync.Mutex
+	active  int
+	started int // tests accepted so far
+	waiting map[[CookieSize]byte]chan<- dataConn
+	wg      sync.WaitGroup
+	oneDone chan struct{}
+}
+
+type dataConn struct {
+	c   net.Conn
+	seq uint64 // accept order
+}
+
+// Listen opens the server's port.
+func Listen(cfg ServerConfig) (*Server, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := engine.Usable(cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port))
+	ln, err := net.Listen("tcp"+cfg.Family, addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("listen on %s: the port is in use (another server?): pick another with -p: %w", addr, err)
+		}
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return &Server{cfg: cfg, ln: ln, backend: b, waiting: map[[CookieSize]byte]chan<- dataConn{}, oneDone: make(chan struct{})}, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Close stops accepting connections.
+func (s *Server) Close() error { return s.ln.Close() }
+
+// Serve accepts tests until ctx is done (running tests are told
+// SERVER_TERMINATE) or, with OneOff, until the first test ends.
+func (s *Server) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-s.oneDone:
+		}
+		s.ln.Close()
+	}()
+	var seq uint64
+	var err error
+	for {
+		var c net.Conn
+		c, err = s.ln.Accept()
+		if err != nil {
+			break
+		}
+		seq++
+		s.wg.Add(1)
+		go func(c net.Conn, seq uint64) {
+			defer s.wg.Done()
+			s.route(ctx, c, seq)
+		}(c, seq)
+	}
+	s.wg.Wait()
+	select {
+	case <-s.oneDone:
+		return nil
+	default:
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// route reads the cookie every connection opens with: a data stream of a
+// test being set up goes to that test, anything else starts a test.
+func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
+	var cookie [CookieSize]byte
+	c.SetReadDeadline(time.Now().Add(s.cfg.StreamTimeout))
+	if _, err := io.ReadFull(c, cookie[:]); err != nil {
+		c.Close()
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	s.mu.Lock()
+	if ch, ok := s.waiting[cookie]; ok {
+		// Sent under the lock, so nothing arrives after the test stops
+		// waiting; a stream beyond what the test asked for is closed.
+		select {
+		case ch <- dataConn{c, seq}:
+		default:
+			c.Close()
+		}
+		s.mu.Unlock()
+		return
+	}
+	if s.active >= s.cfg.MaxClients || (s.cfg.OneOff && s.started > 0) {
+		s.mu.Unlock()
+		WriteState(c, AccessDenied)
+		s.logf("%s: refused: busy (%d tests running, --max-clients %d)", c.RemoteAddr(), s.activeCount(), s.cfg.MaxClients)
+		c.Close()
+		return
+	}
+	s.active++
+	s.started++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.active--
+		s.mu.Unlock()
+		if s.cfg.OneOff {
+			close(s.oneDone)
+		}
+	}()
+	res := s.serveTest(ctx, c, cookie)
+	s.logResult(res)
+	if s.cfg.OnResult != nil {
+		s.cfg.OnResult(res)
+	}
+}
+
+func (s *Server) activeCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.active
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.cfg.Log != nil {
+		fmt.Fprintf(s.cfg.Log, "%s %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
+	}
+}
+
+// serveTest runs one test on its control connection.
+func (s *Server) serveTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte) *Result {
+	defer ctrl.Close()
+	if tc, ok := ctrl.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	res := &Result{Role: "server", Version: Version, SystemInfo: systemInfo(), Time: time.Now(),
+		Cookie: cookieString(cookie), Backend: s.backend.Name()}
+	if a, ok := ctrl.RemoteAddr().(*net.TCPAddr); ok {
+		res.Peer = unmap(a.AddrPort())
+	}
+	res.Err = s.runTest(ctx, ctrl, cookie, res)
+	return res
+}
+
+func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, res *Result) error {
+	stopWatch := engine.WatchContext(ctx, ctrl)
+	defer stopWatch()
+	if err := WriteState(ctrl, ParamExchange); err != nil {
+		return fmt.Errorf("send PARAM_EXCHANGE: %w", err)
+	}
+	ctrl.SetReadDeadline(time.Now().Add(s.cfg.StreamTimeout))
+	b, err := ReadFrame(ctrl, MaxParamsJSON)
+	if err != nil {
+		writeServerError(ctrl, 114, 0)
+		return fmt.Errorf("read parameters: %w", err)
+	}
+	var p Params
+	if err := json.Unmarshal(b, &p); err != nil {
+		writeServerError(ctrl, 114, 0)
+		return fmt.Errorf("parameters: %w", err)
+	}
+	if p.Parallel == 0 {
+		p.Parallel = 1
+	}
+	res.Params = p
+	if code, err := p.Validate(); err != nil {
+		writeServerError(ctrl, code, 0)
+		return fmt.Errorf("parameters refused: %w", err)
+	}
+	backend := s.backend
+	if p.Blast != nil && p.Blast.Backend != "" && p.Blast.Backend != backend.Name() {
+		b, err := engine.Usable(p.Blast.Backend)
+		if err != nil {
+			writeServerError(ctrl, 201, 0)
+			return fmt.Errorf("the client asked for backend %s: %w", p.Blast.Backend, err)
+		}
+		backend = b
+	} else if p.ZeroCopy != 0 && p.Blast == nil {
+		if b, err := engine.Usable("sendfile"); err == nil {
+			backend = b
+		} else {
+			res.Notes = append(res.Notes, "iperf3 -Z asked for zero-copy sends; sendfile is not available here, so "+backend.Name()+" moved the bytes")
+		}
+	}
+	res.Backend = backend.Name()
+	res.SockBufSize = int(p.Window)
+
+	// Streams: register the cookie, then let the client connect.
+	n := int(p.Parallel)
+	if p.Bidirectional {
+		n *= 2
+	}
+	ch := make(chan dataConn, n)
+	s.mu.Lock()
+	s.waiting[cookie] = ch
+	s.mu.Unlock()
+	unregister := func() {
+		s.mu.Lock()
+		delete(s.waiting, cookie)
+		s.mu.Unlock()
+	}
+	if err := WriteState(ctrl, CreateStreams); err != nil {
+		unregister()
+		return fmt.Errorf("send CREATE_STREAMS: %w", err)
+	}
+	conns, err := s.collect(ctx, ch, n)
+	unregister()
+	// A stream that raced the unregistering is closed, not leaked.
+	for len(ch) > 0 {
+		(<-ch).c.Close()
+	}
+	sess := &session{res: res, backend: backend, interval: s.cfg.Interval, omit: time.Duration(p.Omit) * time.Second}
+	for i, dc := range conns {
+		sender := bool(p.Reverse)
+		if p.Bidirectional {
+			sender = i >= int(p.Parallel) // the client's senders come first
+		}
+		sess.streams = append(sess.streams, newStream(StreamID(i), dc.c, sender))
+	}
+	defer sess.closeAll()
+	if err != nil {
+		writeServerError(ctrl, 204, 0)
+		return err
+	}
+	sess.announce()
+	if err := s.setOptions(sess, &p, res); err != nil {
+		writeServerError(ctrl, 124, 0)
+		return err
+	}
+	ctrl.SetReadDeadline(time.Time{})
+
+	// Run.
+	if err := WriteState(ctrl, TestStart); err != nil {
+		return fmt.Errorf("send TEST_START: %w", err)
+	}
+	if err := WriteState(ctrl, TestRunning); err != nil {
+		return fmt.Errorf("send TEST_RUNNING: %w", err)
+	}
+	cpu := startCPU()
+	dataCtx, cancelData := context.WithCancel(context.Background())
+	defer cancelData()
+	sess.run(dataCtx, p.blockLen(), p.byteLimit())
+	if p.Time > 0 {
+		// A client that vanishes without closing must not hold the slot
+		// for ever: iperf3 gives it 40 s of grace after the test time.
+		ctrl.SetReadDeadline(time.Now().Add(time.Duration(p.Time+p.Omit)*time.Second + 40*time.Second))
+	}
+	var m stateMsg
+	select {
+	case m = <-readStateAsync(ctrl):
+	case <-ctx.Done():
+		m = stateMsg{err: ctx.Err()}
+	}
+	sess.stopTicker()
+	sess.stop(true)
+	res.CPU = cpu.read()
+	if m.err != nil || m.s != TestEnd {
+		sess.stop(false)
+		sess.finish(time.Now())
+		switch {
+		case ctx.Err() != nil:
+			WriteState(ctrl, ServerTerminate)
+			return errors.New("the server is shutting down")
+		case m.err == nil && m.s == ClientTerminate:
+			return errors.New("the client has terminated the test")
+		case m.err != nil && (errors.Is(m.err, io.EOF) || errors.Is(m.err, syscall.ECONNRESET)):
+			return errors.New("the client is gone (it closed the control connection mid-test)")
+		case m.err != nil:
+			return fmt.Errorf("control connection: %w", m.err)
+		}
+		return fmt.Errorf("unexpected %v from the client", m.s)
+	}
+	sess.drain(20*time.Millisecond, time.Second)
+	sess.finish(time.Now())
+	sess.closeAll()
+
+	// Results.
+	ctrl.SetDeadline(time.Now().Add(30 * time.Second))
+	if err := WriteState(ctrl, ExchangeResults); err != nil {
+		return fmt.Errorf("send EXCHANGE_RESULTS: %w", err)
+	}
+	b, err = ReadFrame(ctrl, MaxResultsJSON)
+	if err != nil {
+		return fmt.Errorf("read the client's results: %w", err)
+	}
+	pr, err := decodeResults(b)
+	if err != nil {
+		return fmt.Errorf("the client's results: %w", err)
+	}
+	if err := sess.merge(pr); err != nil {
+		return err
+	}
+	mine := sess.results(res.CPU, res.Congestion, res.Backend)
+	if len(res.Notes) > 0 {
+		mine.Blast.Note = res.Notes[0]
+	}
+	if p.GetServerOutput != 0 {
+		if s.cfg.JSONOutput {
+			if j, err := JSONBytes(res); err == nil {
+				mine.ServerOutputJSON = j
+			}
+		} else {
+			mine.ServerOutputText = TextString(res)
+		}
+	}
+	if err := WriteJSON(ctrl, mine); err != nil {
+		return fmt.Errorf("send results: %w", err)
+	}
+	if err := WriteState(ctrl, DisplayResults); err != nil {
+		return fmt.Errorf("send DISPLAY_RESULTS: %w", err)
+	}
+	// iperf3 clients answer IPERF_DONE; a missing answer is no failure.
+	ctrl.SetReadDeadline(time.Now().Add(5 * time.Second))
+	ReadState(ctrl)
+	return nil
+}
+
+// collect waits for n data connections and orders them as they were
+// accepted, which is the order the client opened them in.
+func (s *Server) collect(ctx context.Context, ch <-chan dataConn, n int) ([]dataConn, error) {
+	var got []dataConn
+	t := time.NewTimer(s.cfg.StreamTimeout)
+	defer t.Stop()
+	for len(got) < n {
+		select {
+		case dc := <-ch:
+			got = append(got, dc)
+		case <-t.C:
+			return got, fmt.Errorf("the client opened %d of %d streams within %v", len(got), n, s.cfg.StreamTimeout)
+		case <-ctx.Done():
+			return got, ctx.Err()
+		}
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].seq < got[j].seq })
+	return got, nil
+}
+
+// setOptions applies the client's socket options to the accepted streams.
+// The server shares one listener among tests, so a window set here does
+// not reach the SYN's window scale the way iperf3's per-test listener does.
+func (s *Server) setOptions(sess *session, p *Params, res *Result) error {
+	tos := -1
+	if p.TOS > 0 {
+		tos = int(p.TOS)
+	}
+	so := sockets.Options{SndBuf: int(p.Window), RcvBuf: int(p.Window), TOS: tos, NoDelay: bool(p.NoDelay)}
+	to := tcpOptions{Congestion: p.Congestion}
+	ctl := so.Control()
+	for _, st := range sess.streams {
+		rc, err := fdOf(st.conn)
+		if err != nil {
+			return err
+		}
+		network := "tcp4"
+		if st.local.Addr().Is6() {
+			network = "tcp6"
+		}
+		if err := ctl(network, "", rc); err != nil {
+			return fmt.Errorf("stream %d: %w", st.id, err)
+		}
+		if err := to.applyConn(st.conn); err != nil {
+			return fmt.Errorf("stream %d: %w", st.id, err)
+		}
+	}
+	if len(sess.streams) > 0 {
+		first := sess.streams[0].conn.(syscall.Conn)
+		res.SndBufActual, _ = sockets.BufSize(first, true)
+		res.RcvBufActual, _ = sockets.BufSize(first, false)
+		res.Congestion = congestionOf(sess.streams[0].conn)
+		res.TCPMSSDefault = mssOf(sess.streams[0].conn)
+	}
+	return nil
+}
+
+// logResult writes the one line per test: who, what, result.
+func (s *Server) logResult(r *Result) {
+	if s.cfg.Log == nil {
+		return
+	}
+	what := fmt.Sprintf("tcp -P %d", r.NumStreams())
+	switch {
+	case r.Bidir():
+		what += " --bidir"
+	case r.Reverse():
+		what += " -R"
+	}
+	switch {
+	case r.Params.Num > 0:
+		what += fmt.Sprintf(" -n %d", r.Params.Num)
+	case r.Params.BlockCount > 0:
+		what += fmt.Sprintf(" -k %d", r.Params.BlockCount)
+	default:
+		what += fmt.Sprintf(" -t %d", r.Params.Time)
+	}
+	what += " backend " + r.Backend
+	var parts []string
+	for _, up := range []bool{true, false} {
+		var bytes int64
+		var secs float64
+		n := 0
+		for _, st := range r.Streams {
+			if r.upstream(st.Sender) != up {
+				continue
+			}
+			b, sec := st.ReceivedBytes()
+			if b < 0 {
+				b, sec = st.Bytes, st.Seconds
+			}
+			bytes += b
+			secs = max(secs, sec)
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		dir := "client->server"
+		if !up {
+			dir = "server->client"
+		}
+		rate := 0.0
+		if secs > 0 {
+			rate = float64(bytes) / secs
+		}
+		parts = append(parts, fmt.Sprintf("%s %sytes %sits/sec", dir, unitBytes(float64(bytes)), unitBits(rate)))
+	}
+	outcome := "ok"
+	if r.Err != nil {
+		outcome = "failed: " + r.Err.Error()
+	}
+	line := fmt.Sprintf("%s: %s", r.Peer, what)
+	for _, p := range parts {
+		line += ", " + p
+	}
+	s.logf("%s: %s", line, outcome)
+}

@@ -1,0 +1,543 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/blastnet/blast/engine"
+)
+
+// stream is one data connection of a running test.
+type stream struct {
+	id            int
+	conn          net.Conn
+	fd            int
+	sender        bool
+	local, remote netip.AddrPort
+	stats         engine.Counters
+	spec          engine.Spec
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // what Send/Recv returned, nil on a normal end
+
+	// Sampling state, guarded by session.mu.
+	base, last                     engine.Sample
+	retransBase, lastRetrans       int64
+	haveTCP                        bool
+	maxCwnd, maxWnd, minRTT, maxRT int64
+	sumRTT, nRTT                   int64
+}
+
+func newStream(id int, c net.Conn, sender bool) *stream {
+	s := &stream{id: id, conn: c, fd: socketFD(c), sender: sender, done: make(chan struct{})}
+	if a, ok := c.LocalAddr().(*net.TCPAddr); ok {
+		s.local = unmap(a.AddrPort())
+	}
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		s.remote = unmap(a.AddrPort())
+	}
+	return s
+}
+
+func fdOf(c net.Conn) (syscall.RawConn, error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil, fmt.Errorf("%T has no file descriptor", c)
+	}
+	return sc.SyscallConn()
+}
+
+func unmap(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// session runs the data streams of one test on one side and samples them.
+type session struct {
+	res        *Result
+	streams    []*stream
+	backend    engine.Backend
+	interval   time.Duration
+	omit       time.Duration
+	onInterval func(*Result, *Interval)
+	// endAt is when a time-limited test will end (zero: not known): no
+	// interval is closed just before it, the closing sample covers it.
+	endAt time.Time
+
+	mu       sync.Mutex
+	t0       time.Time // data started
+	start    time.Time // measured period started (t0 + omit)
+	lastTick time.Time
+	omitting bool
+	finished bool
+	cpu      cpuMeter
+
+	tickStop chan struct{}
+	tickDone chan struct{}
+}
+
+// splitBytes shares a byte budget over n senders so the total is exact.
+func splitBytes(total int64, n, i int) int64 {
+	if total <= 0 {
+		return 0
+	}
+	share := total / int64(n)
+	if int64(i) < total%int64(n) {
+		share++
+	}
+	return share
+}
+
+// run starts one goroutine per stream and the interval reporter.
+// byteLimit is the total the senders of this side move (0: until
+// stopped); blockLen the size of each write and read.
+func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
+	now := time.Now()
+	s.mu.Lock()
+	s.t0, s.start, s.lastTick = now, now, now
+	s.omitting = s.omit > 0
+	s.mu.Unlock()
+
+	senders := 0
+	for _, st := range s.streams {
+		if st.sender {
+			senders++
+		}
+	}
+	si := 0
+	for _, st := range s.streams {
+		st.spec = engine.Spec{Protocol: engine.TCP, BufLen: blockLen}
+		if st.sender {
+			st.spec.Bytes = splitBytes(byteLimit, senders, si)
+			si++
+			if byteLimit > 0 && st.spec.Bytes == 0 {
+				close(st.done) // nothing to send on this one
+				continue
+			}
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		st.cancel = cancel
+		go func(st *stream) {
+			defer close(st.done)
+			f := &engine.Flow{Conn: st.conn, Spec: &st.spec, Stats: &st.stats}
+			var err error
+			if st.sender {
+				err = s.backend.Send(sctx, f)
+			} else {
+				err = s.backend.Recv(sctx, f)
+			}
+			if sctx.Err() != nil && (errors.Is(err, context.Canceled) || isTimeout(err)) {
+				err = nil // we stopped it
+			}
+			st.err = err
+		}(st)
+	}
+
+	s.tickStop = make(chan struct{})
+	s.tickDone = make(chan struct{})
+	go s.ticker()
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// ticker reports intervals and ends the omit period.
+func (s *session) ticker() {
+	defer close(s.tickDone)
+	for {
+		s.mu.Lock()
+		var next time.Time
+		if s.interval > 0 {
+			next = s.lastTick.Add(s.interval)
+		}
+		if s.omitting {
+			if oe := s.t0.Add(s.omit); next.IsZero() || oe.Before(next) {
+				next = oe
+			}
+		}
+		if !s.endAt.IsZero() && !next.IsZero() && next.After(s.endAt.Add(-s.interval/10)) && !s.omitting {
+			next = time.Time{}
+		}
+		s.mu.Unlock()
+		if next.IsZero() {
+			<-s.tickStop
+			return
+		}
+		t := time.NewTimer(time.Until(next))
+		select {
+		case <-s.tickStop:
+			t.Stop()
+			return
+		case now := <-t.C:
+			s.mu.Lock()
+			if s.omitting && !now.Before(s.t0.Add(s.omit)) {
+				s.sampleLocked(now, false)
+				s.endOmitLocked(now)
+			} else {
+				s.sampleLocked(now, false)
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// endOmitLocked starts the measured period: what was counted so far is
+// forgotten, as iperf_reset_stats does.
+func (s *session) endOmitLocked(now time.Time) {
+	s.omitting = false
+	s.start = now
+	s.lastTick = now
+	for _, st := range s.streams {
+		st.base = st.stats.Snapshot()
+		st.last = st.base
+		if ti, ok := readTCPInfo(st.conn); ok {
+			st.retransBase = ti.TotalRetrans
+			st.lastRetrans = ti.TotalRetrans
+		}
+		st.maxCwnd, st.maxWnd, st.minRTT, st.maxRT, st.sumRTT, st.nRTT = 0, 0, 0, 0, 0, 0
+	}
+}
+
+// sampleLocked closes the interval that ends at now. final is the
+// closing sample of the test, which iperf3 drops when it is very short and
+// moved nothing.
+func (s *session) sampleLocked(now time.Time, final bool) {
+	iv := &Interval{Omitted: s.omitting}
+	startSec := s.lastTick.Sub(s.start).Seconds()
+	endSec := now.Sub(s.start).Seconds()
+	if s.omitting {
+		startSec = s.lastTick.Sub(s.t0).Seconds()
+		endSec = now.Sub(s.t0).Seconds()
+	}
+	moved := false
+	for _, st := range s.streams {
+		cur := st.stats.Snapshot()
+		d := cur.Sub(st.last)
+		si := StreamInterval{ID: st.id, Socket: st.fd, Sender: st.sender, Start: startSec, End: endSec,
+			Bytes: d.Bytes, Omitted: s.omitting, IO: d, Retransmits: -1}
+		if d.Bytes > 0 {
+			moved = true
+		}
+		if ti, ok := readTCPInfo(st.conn); ok {
+			st.haveTCP = true // retransmits before the first sample count in it
+			if st.sender {
+				t := ti
+				si.TCP = &t
+				si.Retransmits = ti.TotalRetrans - st.lastRetrans
+				st.lastRetrans = ti.TotalRetrans
+				st.maxCwnd = max(st.maxCwnd, ti.SndCwnd)
+				st.maxWnd = max(st.maxWnd, ti.SndWnd)
+				st.maxRT = max(st.maxRT, ti.RTT)
+				if st.minRTT == 0 || ti.RTT < st.minRTT {
+					st.minRTT = ti.RTT
+				}
+				st.sumRTT += ti.RTT
+				st.nRTT++
+			}
+		}
+		st.last = cur
+		iv.Streams = append(iv.Streams, si)
+	}
+	length := now.Sub(s.lastTick)
+	s.lastTick = now
+	if final && (s.interval == 0 || (length < s.interval/10 && !moved)) {
+		return
+	}
+	s.res.Intervals = append(s.res.Intervals, iv)
+	if s.onInterval != nil {
+		s.onInterval(s.res, iv)
+	}
+}
+
+// stopTicker stops interval reports (the test is ending).
+func (s *session) stopTicker() {
+	if s.tickStop == nil {
+		return
+	}
+	select {
+	case <-s.tickStop:
+	default:
+		close(s.tickStop)
+	}
+	<-s.tickDone
+}
+
+// each calls fn on the streams of one direction.
+func (s *session) each(sender bool, fn func(*stream)) {
+	for _, st := range s.streams {
+		if st.sender == sender {
+			fn(st)
+		}
+	}
+}
+
+// stop cancels the streams of one direction and waits for them.
+func (s *session) stop(sender bool) {
+	s.each(sender, func(st *stream) {
+		if st.cancel != nil {
+			st.cancel()
+		}
+	})
+	s.each(sender, func(st *stream) { <-st.done })
+}
+
+// wait waits up to d for the streams of one direction to end by
+// themselves, and reports whether they all did.
+func (s *session) wait(sender bool, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	ok := true
+	s.each(sender, func(st *stream) {
+		if !ok {
+			return
+		}
+		select {
+		case <-st.done:
+		case <-t.C:
+			ok = false
+		}
+	})
+	return ok
+}
+
+// waitAcked waits up to d until the peer has acknowledged everything the
+// sending streams wrote, so that the receiver has the bytes before the
+// test ends.
+func (s *session) waitAcked(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		left := 0
+		s.each(true, func(st *stream) {
+			if n, err := queued(st.conn, false); err == nil {
+				left += n
+			}
+		})
+		if left == 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// drain lets the receiving streams read what is already on its way, then
+// stops them: it waits until no bytes are queued and none arrived for
+// quiet, or until max has passed.
+func (s *session) drain(quiet, maxWait time.Duration) {
+	deadline := time.Now().Add(maxWait)
+	var lastTotal int64 = -1
+	still := time.Now()
+	for time.Now().Before(deadline) {
+		var total int64
+		inq := 0
+		live := false
+		s.each(false, func(st *stream) {
+			total += st.stats.Snapshot().Bytes
+			if n, err := queued(st.conn, true); err == nil {
+				inq += n
+			}
+			select {
+			case <-st.done:
+			default:
+				live = true
+			}
+		})
+		if !live {
+			break
+		}
+		if total != lastTotal || inq > 0 {
+			lastTotal = total
+			still = time.Now()
+		} else if time.Since(still) >= quiet {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	s.stop(false)
+}
+
+// finish takes the closing sample and fills the Result's streams. Call it
+// once every stream goroutine is over.
+func (s *session) finish(now time.Time) {
+	s.stopTicker()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.finished {
+		return
+	}
+	s.finished = true
+	if s.t0.IsZero() { // never started
+		return
+	}
+	if s.omitting {
+		// The test ended inside the omit period: nothing was measured.
+		s.sampleLocked(now, true)
+		s.endOmitLocked(now)
+	} else {
+		s.sampleLocked(now, true)
+	}
+	secs := now.Sub(s.start).Seconds()
+	s.res.Streams = nil
+	for _, st := range s.streams {
+		cur := st.stats.Snapshot()
+		d := cur.Sub(st.base)
+		sr := &StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender, Local: st.local, Remote: st.remote,
+			Bytes: d.Bytes, Seconds: secs, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1, IO: cur}
+		if st.sender && st.haveTCP {
+			sr.Retransmits = st.lastRetrans - st.retransBase
+			sr.MaxSndCwnd, sr.MaxSndWnd, sr.MinRTT, sr.MaxRTT = st.maxCwnd, st.maxWnd, st.minRTT, st.maxRT
+			if st.nRTT > 0 {
+				sr.MeanRTT = st.sumRTT / st.nRTT
+			}
+		}
+		s.res.Streams = append(s.res.Streams, sr)
+	}
+	for _, st := range s.streams {
+		if st.sender && st.haveTCP {
+			s.res.HasRetransmits = true
+		}
+	}
+}
+
+// firstErr returns the first error a stream ended with.
+func (s *session) firstErr() error {
+	for _, st := range s.streams {
+		select {
+		case <-st.done:
+			if st.err != nil {
+				return st.err
+			}
+		default:
+		}
+	}
+	return nil
+}
+
+// failed returns a channel closed when any stream ends with an error, and
+// a stop function for the watcher.
+func (s *session) watchErrors() (<-chan error, func()) {
+	ch := make(chan error, 1)
+	quit := make(chan struct{})
+	go func() {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				if err := s.firstErr(); err != nil {
+					ch <- err
+					return
+				}
+			}
+		}
+	}()
+	return ch, func() { close(quit) }
+}
+
+// announce lists the connected streams in the Result before the test
+// runs, so the start of the output can name them.
+func (s *session) announce() {
+	s.res.Streams = nil
+	for _, st := range s.streams {
+		s.res.Streams = append(s.res.Streams, &StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender,
+			Local: st.local, Remote: st.remote, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1})
+	}
+}
+
+// closeAll closes every data connection.
+func (s *session) closeAll() {
+	for _, st := range s.streams {
+		st.conn.Close()
+	}
+}
+
+// sentTotal and receivedTotal sum this side's counters by direction.
+func (s *session) total(sender bool) int64 {
+	var t int64
+	s.each(sender, func(st *stream) { t += st.stats.Snapshot().Bytes })
+	return t
+}
+
+// results packages this side's totals for the peer.
+func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
+	r := &Results{
+		CPUUtilTotal: cpu.Total, CPUUtilUser: cpu.User, CPUUtilSystem: cpu.System,
+		CongestionUsed: congestion,
+		Streams:        []StreamResults{},
+		Blast:          &BlastResults{Version: Version, Backend: backend},
+	}
+	hasSender := false
+	for _, st := range s.streams {
+		if st.sender {
+			hasSender = true
+		}
+	}
+	switch {
+	case !hasSender:
+		r.SenderHasRetransmits = -1
+	case s.res.HasRetransmits:
+		r.SenderHasRetransmits = 1
+	}
+	for _, sr := range s.res.Streams {
+		retr := Int(-1)
+		if sr.Sender && sr.Retransmits >= 0 {
+			retr = Int(sr.Retransmits)
+		}
+		r.Streams = append(r.Streams, StreamResults{ID: Int(sr.ID), Bytes: Int(sr.Bytes), Retransmits: retr,
+			StartTime: 0, EndTime: sr.Seconds})
+		r.Blast.Streams = append(r.Blast.Streams, BlastStream{ID: Int(sr.ID), IO: sr.IO})
+	}
+	return r
+}
+
+// merge takes in the peer's results.
+func (s *session) merge(pr *Results) error {
+	r := s.res
+	r.RemoteCPU = CPUUtil{pr.CPUUtilTotal, pr.CPUUtilUser, pr.CPUUtilSystem}
+	r.RemoteHasRetransmits = pr.SenderHasRetransmits == 1
+	r.RemoteCongestion = pr.CongestionUsed
+	r.ServerOutputText = pr.ServerOutputText
+	r.ServerOutputJSON = pr.ServerOutputJSON
+	if pr.Blast != nil {
+		r.RemoteBackend = pr.Blast.Backend
+		r.RemoteVersion = pr.Blast.Version
+		if pr.Blast.Note != "" {
+			r.Notes = append(r.Notes, "peer: "+pr.Blast.Note)
+		}
+	}
+	byID := map[int]*StreamResult{}
+	for _, sr := range r.Streams {
+		byID[sr.ID] = sr
+	}
+	for i, ps := range pr.Streams {
+		sr := byID[int(ps.ID)]
+		if sr == nil {
+			return errStreamID(int(ps.ID))
+		}
+		sr.PeerBytes = int64(ps.Bytes)
+		sr.PeerSeconds = ps.EndTime - ps.StartTime
+		if !sr.Sender {
+			sr.Retransmits = int64(ps.Retransmits)
+		}
+		if pr.Blast != nil && i < len(pr.Blast.Streams) && int(pr.Blast.Streams[i].ID) == sr.ID {
+			io := pr.Blast.Streams[i].IO
+			sr.PeerIO = &io
+		}
+	}
+	return nil
+}
+
+type errStreamID int
+
+func (e errStreamID) Error() string {
+	return "peer results name stream id " + itoa(int(e)) + ", which this test does not have"
+}

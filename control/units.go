@@ -1,0 +1,95 @@
+package control
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// unitBytes formats a byte count as iperf3's unit_snprintf does with 'A'
+// (1024-based, adaptive): "1.30 GByte". Callers add the plural "s".
+func unitBytes(n float64) string {
+	return unitFormat(n, 1024, [...]string{"Byte", "KByte", "MByte", "GByte", "TByte"})
+}
+
+// unitBits formats a rate given in bytes per second in bits with
+// 1000-based prefixes, as iperf3 does with 'a': "11.1 Gbit".
+func unitBits(bytesPerSec float64) string {
+	return unitFormat(bytesPerSec*8, 1000, [...]string{"bit", "Kbit", "Mbit", "Gbit", "Tbit"})
+}
+
+func unitFormat(n, base float64, labels [5]string) string {
+	conv := 0
+	for n >= base && conv < len(labels)-1 {
+		n /= base
+		conv++
+	}
+	switch {
+	case n < 9.995:
+		return fmt.Sprintf("%4.2f %s", n, labels[conv])
+	case n < 99.95:
+		return fmt.Sprintf("%4.1f %s", n, labels[conv])
+	default:
+		return fmt.Sprintf("%4.0f %s", n, labels[conv])
+	}
+}
+
+// ParseSize reads a size as iperf3 does (unit_atoi): a number with an
+// optional K, M, G or T suffix, 1024-based. "1.5M" is 1572864.
+func ParseSize(s string) (int64, error) {
+	if s == "" {
+		return 0, fmt.Errorf("empty size")
+	}
+	mult := 1.0
+	switch s[len(s)-1] {
+	case 'k', 'K':
+		mult = 1 << 10
+	case 'm', 'M':
+		mult = 1 << 20
+	case 'g', 'G':
+		mult = 1 << 30
+	case 't', 'T':
+		mult = 1 << 40
+	}
+	num := s
+	if mult != 1 {
+		num = s[:len(s)-1]
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, fmt.Errorf("size %q: want a number with an optional K, M, G or T suffix", s)
+	}
+	return int64(f * mult), nil
+}
+
+// dscpNames are the DiffServ code point names iperf3's --dscp accepts.
+var dscpNames = map[string]int{
+	"cs0": 0, "cs1": 8, "cs2": 16, "cs3": 24, "cs4": 32, "cs5": 40, "cs6": 48, "cs7": 56,
+	"af11": 10, "af12": 12, "af13": 14, "af21": 18, "af22": 20, "af23": 22,
+	"af31": 26, "af32": 28, "af33": 30, "af41": 34, "af42": 36, "af43": 38,
+	"ef": 46, "va": 44, "le": 1,
+}
+
+// ParseDSCP reads a DSCP as a number (0-63, decimal, 0x hex or 0 octal)
+// or a name (EF, AF11, CS1, ...) and returns the TOS byte (dscp << 2).
+func ParseDSCP(s string) (int, error) {
+	if v, ok := dscpNames[strings.ToLower(s)]; ok {
+		return v << 2, nil
+	}
+	v, err := strconv.ParseInt(s, 0, 32)
+	if err != nil || v < 0 || v > 63 {
+		return 0, fmt.Errorf("DSCP %q: want 0 to 63 or a name such as EF, AF11, CS1", s)
+	}
+	return int(v) << 2, nil
+}
+
+// ParseTOS reads a TOS byte as iperf3's -S does (strtol base 0: decimal,
+// 0x hex, 0 octal).
+func ParseTOS(s string) (int, error) {
+	v, err := strconv.ParseInt(s, 0, 32)
+	if err != nil || v < 0 || v > 255 {
+		return 0, fmt.Errorf("TOS %q: want 0 to 255 (decimal, 0x hex or 0 octal)", s)
+	}
+	return int(v), nil
+}
