@@ -357,8 +357,7 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 		}
 		return fmt.Errorf("unexpected %v from the client", m.s)
 	}
-	sess.drain(20*time.Millisecond, time.Second)
-	sess.finish(time.Now())
+	sess.finish(sess.drain(20*time.Millisecond, time.Second))
 	sess.closeAll()
 
 	// Results.
@@ -508,7 +507,7 @@ func (s *Server) logResult(r *Result) {
 		if secs > 0 {
 			rate = float64(bytes) / secs
 		}
-		parts = append(parts, fmt.Sprintf("%s %sytes %sits/sec", dir, unitBytes(float64(bytes)), unitBits(rate)))
+		parts = append(parts, fmt.Sprintf("%s %ss %ss/sec", dir, unitBytes(float64(bytes)), unitBits(rate)))
 	}
 	outcome := "ok"
 	if r.Err != nil {

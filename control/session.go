@@ -329,11 +329,13 @@ func (s *session) waitAcked(d time.Duration) {
 
 // drain lets the receiving streams read what is already on its way, then
 // stops them: it waits until no bytes are queued and none arrived for
-// quiet, or until max has passed.
-func (s *session) drain(quiet, maxWait time.Duration) {
-	deadline := time.Now().Add(maxWait)
-	var lastTotal int64 = -1
-	still := time.Now()
+// quiet, or until maxWait has passed. It returns when the last byte came
+// in (or when it started, if none did): the end of the receivers' test.
+func (s *session) drain(quiet, maxWait time.Duration) time.Time {
+	start := time.Now()
+	deadline := start.Add(maxWait)
+	lastTotal := s.total(false)
+	lastGrowth, still := start, start
 	for time.Now().Before(deadline) {
 		var total int64
 		inq := 0
@@ -349,18 +351,26 @@ func (s *session) drain(quiet, maxWait time.Duration) {
 				live = true
 			}
 		})
+		now := time.Now()
+		if total != lastTotal {
+			lastGrowth = now
+		}
 		if !live {
 			break
 		}
 		if total != lastTotal || inq > 0 {
 			lastTotal = total
-			still = time.Now()
-		} else if time.Since(still) >= quiet {
+			still = now
+		} else if now.Sub(still) >= quiet {
 			break
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
 	s.stop(false)
+	if s.total(false) != lastTotal {
+		lastGrowth = time.Now()
+	}
+	return lastGrowth
 }
 
 // finish takes the closing sample and fills the Result's streams. Call it

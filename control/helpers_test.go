@@ -1,0 +1,297 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"net"
+	"os/exec"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// freePort returns a TCP port on loopback that nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func needIperf3(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("iperf3")
+	if err != nil {
+		t.Skip("iperf3 is not installed (apt-get install iperf3); interop tests skipped")
+	}
+	return p
+}
+
+// iperfJSON is what the tests read of an iperf3 -J document (either
+// program's).
+type iperfJSON struct {
+	Start struct {
+		Connected []struct {
+			Socket int `json:"socket"`
+		} `json:"connected"`
+		TestStart struct {
+			NumStreams int   `json:"num_streams"`
+			Bytes      int64 `json:"bytes"`
+			Reverse    int   `json:"reverse"`
+		} `json:"test_start"`
+		Cookie string `json:"cookie"`
+	} `json:"start"`
+	Intervals []struct {
+		Streams []struct {
+			Bytes  int64 `json:"bytes"`
+			Sender bool  `json:"sender"`
+		} `json:"streams"`
+		Sum *iperfSum `json:"sum"`
+	} `json:"intervals"`
+	End struct {
+		Streams []struct {
+			Sender   iperfSum `json:"sender"`
+			Receiver iperfSum `json:"receiver"`
+		} `json:"streams"`
+		SumSent                 *iperfSum `json:"sum_sent"`
+		SumReceived             *iperfSum `json:"sum_received"`
+		SumSentBidirReverse     *iperfSum `json:"sum_sent_bidir_reverse"`
+		SumReceivedBidirReverse *iperfSum `json:"sum_received_bidir_reverse"`
+		CPU                     *struct {
+			HostTotal   float64 `json:"host_total"`
+			RemoteTotal float64 `json:"remote_total"`
+		} `json:"cpu_utilization_percent"`
+	} `json:"end"`
+	Error            string `json:"error"`
+	ServerOutputText string `json:"server_output_text"`
+}
+
+type iperfSum struct {
+	Bytes         int64   `json:"bytes"`
+	Seconds       float64 `json:"seconds"`
+	BitsPerSecond float64 `json:"bits_per_second"`
+	Retransmits   *int64  `json:"retransmits"`
+	Sender        bool    `json:"sender"`
+}
+
+func parseIperfJSON(t *testing.T, b []byte) *iperfJSON {
+	t.Helper()
+	var d iperfJSON
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("parse -J output: %v\n%s", err, b)
+	}
+	return &d
+}
+
+// iperf3Server runs `iperf3 -s -1 -J` on a free loopback port; wait
+// returns its JSON document.
+func iperf3Server(t *testing.T) (port int, wait func() *iperfJSON) {
+	t.Helper()
+	return iperf3ServerBind(t, "127.0.0.1")
+}
+
+func iperf3ServerBind(t *testing.T, bind string) (port int, wait func() *iperfJSON) {
+	t.Helper()
+	bin := needIperf3(t)
+	port = freePort(t)
+	var out bytes.Buffer
+	cmd := exec.Command(bin, "-s", "-1", "-J", "-B", bind, "-p", strconv.Itoa(port))
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitListen(t, port)
+	return port, func() *iperfJSON {
+		var d *iperfJSON
+		once.Do(func() {
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("iperf3 -s did not exit:\n%s", out.Bytes())
+			}
+			d = parseIperfJSON(t, out.Bytes())
+		})
+		return d
+	}
+}
+
+// waitListen waits until a socket listens on the loopback port, without
+// connecting to it (iperf3 -s -1 would count a probe as its one test).
+func waitListen(t *testing.T, port int) {
+	t.Helper()
+	want := fmt.Sprintf(":%04X ", port)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+			b, _ := os.ReadFile(f)
+			for _, line := range strings.Split(string(b), "\n") {
+				fields := strings.Fields(line)
+				if len(fields) > 3 && strings.Contains(fields[1]+" ", want) && fields[3] == "0A" {
+					return
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on port %d", port)
+}
+
+// iperf3Client runs `iperf3 -c 127.0.0.1 -J` with args and returns its
+// JSON document.
+func iperf3Client(t *testing.T, port int, args ...string) *iperfJSON {
+	t.Helper()
+	bin := needIperf3(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	all := append([]string{"-c", "127.0.0.1", "-p", strconv.Itoa(port), "-J"}, args...)
+	out, err := exec.CommandContext(ctx, bin, all...).CombinedOutput()
+	d := parseIperfJSON(t, out)
+	if err != nil || d.Error != "" {
+		t.Fatalf("iperf3 %v: %v: %s", all, err, d.Error)
+	}
+	return d
+}
+
+func iperf3ClientRaw(t *testing.T, port int, args ...string) *iperfJSON {
+	t.Helper()
+	return iperf3Client(t, port, args...)
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+// blastServer serves on a free loopback port until the test ends.
+func blastServer(t *testing.T, cfg ServerConfig) (*Server, int, *resultLog) {
+	t.Helper()
+	if cfg.Bind == "" {
+		cfg.Bind = "127.0.0.1"
+	}
+	rl := &resultLog{}
+	prev := cfg.OnResult
+	cfg.OnResult = func(r *Result) {
+		rl.add(r)
+		if prev != nil {
+			prev(r)
+		}
+	}
+	srv, err := Listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("server did not stop")
+		}
+	})
+	return srv, srv.Addr().(*net.TCPAddr).Port, rl
+}
+
+// resultLog collects a server's results.
+type resultLog struct {
+	mu  sync.Mutex
+	res []*Result
+	ch  chan struct{}
+}
+
+func (l *resultLog) add(r *Result) {
+	l.mu.Lock()
+	l.res = append(l.res, r)
+	l.mu.Unlock()
+}
+
+// wait waits until n results are in.
+func (l *resultLog) wait(t *testing.T, n int) []*Result {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		l.mu.Lock()
+		if len(l.res) >= n {
+			r := append([]*Result(nil), l.res...)
+			l.mu.Unlock()
+			return r
+		}
+		l.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the server reported fewer than %d results", n)
+	return nil
+}
+
+// blastJSON renders r with EncodeJSON and parses it back as a foreign
+// parser would.
+func blastJSON(t *testing.T, r *Result) *iperfJSON {
+	t.Helper()
+	var b bytes.Buffer
+	if err := EncodeJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	return parseIperfJSON(t, b.Bytes())
+}
+
+func runClient(t *testing.T, cfg Config) *Result {
+	t.Helper()
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	return r
+}
+
+// sums adds a Result's totals by direction: what went client->server
+// (sent, received) and server->client.
+type sums struct {
+	upSent, upRecv, downSent, downRecv int64
+	upStreams, downStreams             int
+}
+
+func sumsOf(r *Result) sums {
+	var s sums
+	for _, st := range r.Streams {
+		sb, _ := st.SentBytes()
+		rb, _ := st.ReceivedBytes()
+		if r.upstream(st.Sender) {
+			s.upSent += sb
+			s.upRecv += rb
+			s.upStreams++
+		} else {
+			s.downSent += sb
+			s.downRecv += rb
+			s.downStreams++
+		}
+	}
+	return s
+}
