@@ -1,0 +1,216 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	_ "github.com/blastnet/blast/engine/sockets"
+	"github.com/blastnet/blast/ttcp"
+)
+
+func init() {
+	register(command{name: "ttcp", summary: "classic ttcp mode (same as blast -t / blast -r)", run: runTTCP})
+}
+
+const ttcpHelp = `Usage: blast -t [options] HOST [< in]
+       blast -r [options] [> out]
+       (also: blast ttcp ..., or the binary invoked as ttcp)
+
+Classic ttcp: a plain TCP stream (or UDP with 4-byte sentinels) to port
+5001, no control channel; works against any ttcp.
+
+Options:
+  -t        transmit to HOST        -r        receive
+  -s        -t: send a pattern; -r: discard (without -s: stdin to stdout)
+  -u        UDP instead of TCP       -l N      buffer length (default 8192)
+  -n N      buffers to send (2048)   -p PORT   port (default 5001)
+  -b N      socket buffer size (SO_SNDBUF on -t, SO_RCVBUF on -r)
+  -D        TCP_NODELAY              -f X      rate unit: k K m M g G
+  -A N      buffer alignment         -O N      buffer offset
+  -v        verbose (CPU seconds)    -T        touch each byte received
+  -S TOS    IP TOS byte (0x10 ...)   -4 / -6   IPv4 or IPv6 only
+  --backend NAME   data path (see 'blast backends'; default readwrite)
+  --rate RATE      pace the transmitter, bits/s with K, M, G (e.g. 100M)
+  -I IFACE         send and receive on this interface only
+
+Examples:
+  blast -r -s                       # sink on port 5001
+  blast -t -s -n 100000 198.18.0.2  # send 800 MiB of pattern
+  tar cf - dir | blast -t 198.18.0.2    and    blast -r | tar xf -
+`
+
+func runTTCP(e *env, args []string) int {
+	prog := "blast"
+	if e.argv0 == "ttcp" {
+		prog = "ttcp"
+	}
+	cfg, err := parseTTCP(args, prog)
+	if errors.Is(err, pflag.ErrHelp) {
+		io.WriteString(e.stdout, ttcpHelp)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "%s: %v\n", prog, err)
+		return exitUsage
+	}
+	cfg.Stdin, cfg.Stdout, cfg.Stderr = e.stdin, e.stdout, e.stderr
+	_, err = ttcp.Run(e.ctx, cfg)
+	if err != nil {
+		side := prog + "-r"
+		if cfg.Transmit {
+			side = prog + "-t"
+		}
+		fmt.Fprintf(e.stderr, "%s: %v\n", side, err)
+		if ttcp.IsUsage(err) {
+			return exitUsage
+		}
+		return exitFailure
+	}
+	return exitOK
+}
+
+// parseTTCP turns ttcp's command line into a Config.
+func parseTTCP(args []string, prog string) (ttcp.Config, error) {
+	cfg := ttcp.Defaults()
+	cfg.Prog = prog
+	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	var (
+		transmit, receive, v4, v6, help bool
+		format, port, tos, rate         string
+	)
+	fs.BoolVarP(&transmit, "transmit", "t", false, "")
+	fs.BoolVarP(&receive, "receive", "r", false, "")
+	fs.BoolVarP(&cfg.SinkMode, "sink", "s", false, "")
+	fs.BoolVarP(&cfg.UDP, "udp", "u", false, "")
+	fs.IntVarP(&cfg.BufLen, "buflen", "l", cfg.BufLen, "")
+	fs.IntVarP(&cfg.NBuf, "nbuf", "n", cfg.NBuf, "")
+	fs.StringVarP(&port, "port", "p", strconv.Itoa(cfg.Port), "")
+	fs.IntVarP(&cfg.SockBuf, "sockbuf", "b", 0, "")
+	fs.BoolVarP(&cfg.NoDelay, "nodelay", "D", false, "")
+	fs.StringVarP(&format, "format", "f", "K", "")
+	fs.IntVarP(&cfg.Align, "align", "A", cfg.Align, "")
+	fs.IntVarP(&cfg.Offset, "offset", "O", 0, "")
+	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "")
+	fs.BoolVarP(&cfg.Touch, "touch", "T", false, "")
+	fs.StringVarP(&tos, "tos", "S", "", "")
+	fs.BoolVarP(&v4, "ipv4", "4", false, "")
+	fs.BoolVarP(&v6, "ipv6", "6", false, "")
+	fs.StringVar(&cfg.Backend, "backend", cfg.Backend, "")
+	fs.StringVar(&rate, "rate", "", "")
+	fs.StringVarP(&cfg.Device, "interface", "I", "", "")
+	fs.BoolVarP(&help, "help", "h", false, "")
+	if err := fs.Parse(args); err != nil {
+		return cfg, fmt.Errorf("%s: run '%s -h' for the options", flagError(err), prog)
+	}
+	if help {
+		return cfg, pflag.ErrHelp
+	}
+	switch {
+	case transmit && receive:
+		return cfg, errors.New("-t and -r conflict: transmit (-t HOST) or receive (-r), not both")
+	case !transmit && !receive:
+		return cfg, fmt.Errorf("say -t HOST to transmit or -r to receive: run '%s -h' for the options", prog)
+	case v4 && v6:
+		return cfg, errors.New("-4 and -6 conflict: choose one address family, or neither for both")
+	}
+	cfg.Transmit = transmit
+	if v4 {
+		cfg.Family = 4
+	} else if v6 {
+		cfg.Family = 6
+	}
+	rest := fs.Args()
+	if len(rest) > 1 {
+		return cfg, fmt.Errorf("too many arguments: %q: give one host", strings.Join(rest, " "))
+	}
+	if len(rest) == 1 {
+		cfg.Host = rest[0]
+	}
+	if len(format) != 1 {
+		return cfg, fmt.Errorf("-f %s: unknown format: use k, m, g (kilo/mega/gigabits) or K, M, G (bytes)", format)
+	}
+	cfg.Format = format[0]
+	p, err := parsePort(port, cfg.UDP)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Port = p
+	if tos != "" {
+		v, err := strconv.ParseUint(tos, 0, 8)
+		if err != nil {
+			return cfg, fmt.Errorf("-S %s: the TOS byte is a number from 0 to 255 (0x10, 16, 020)", tos)
+		}
+		cfg.TOS = int(v)
+	}
+	if rate != "" {
+		r, err := parseRate(rate)
+		if err != nil {
+			return cfg, fmt.Errorf("--rate %s: %v", rate, err)
+		}
+		cfg.Rate = r
+	}
+	return cfg, cfg.Validate()
+}
+
+// parsePort takes a port number or a service name, as ttcp does.
+func parsePort(s string, udp bool) (int, error) {
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 1 || n > 65535 {
+			return 0, fmt.Errorf("-p %s: a port is a number from 1 to 65535", s)
+		}
+		return n, nil
+	}
+	network := "tcp"
+	if udp {
+		network = "udp"
+	}
+	n, err := net.LookupPort(network, s)
+	if err != nil {
+		return 0, fmt.Errorf("-p %s: not a port number or a known service name", s)
+	}
+	return n, nil
+}
+
+// parseRate reads bits per second with an optional K, M or G (powers of
+// 1000) suffix.
+func parseRate(s string) (float64, error) {
+	mult := 1.0
+	switch strings.ToUpper(s[len(s)-1:]) {
+	case "K":
+		mult = 1e3
+	case "M":
+		mult = 1e6
+	case "G":
+		mult = 1e9
+	}
+	num := s
+	if mult != 1 {
+		num = s[:len(s)-1]
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v < 0 {
+		return 0, errors.New("a rate is bits per second, a number with an optional K, M or G (e.g. 100M)")
+	}
+	return v * mult, nil
+}
+
+// flagError rewords pflag's messages into one line naming the flag.
+func flagError(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "invalid argument "); i >= 0 {
+		// invalid argument "x" for "-l, --buflen" flag: strconv.ParseInt: parsing "x": invalid syntax
+		if j := strings.Index(msg, ": strconv"); j > 0 {
+			msg = msg[:j]
+		}
+		return msg + ": want a whole number"
+	}
+	return msg
+}

@@ -1,0 +1,341 @@
+package ttcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/engine/sockets"
+	"github.com/blastnet/blast/report"
+)
+
+// udpIdle ends a UDP receive whose end sentinel was lost: once data has
+// flowed, this long without a datagram means the transmitter is done.
+const udpIdle = 2 * time.Second
+
+// run is one ttcp run in progress.
+type run struct {
+	c        *Config
+	out      io.Writer // the report lines
+	backend  engine.Backend
+	flow     *engine.Flow
+	extra    int64 // sentinel calls, which ttcp counts as I/O calls
+	notes    []string
+	start    time.Time
+	ru0      syscall.Rusage
+	idleStop time.Time // a UDP receive that ended by silence stopped here
+}
+
+// Run performs the transfer c describes, printing ttcp's lines as it
+// goes. It returns the result it printed; after a failure mid-transfer it
+// prints and returns the partial result along with the error.
+func Run(ctx context.Context, c Config) (*report.TTCPResult, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := engine.Usable(c.Backend)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{c: &c, out: c.Stdout, backend: b}
+	if c.dataOnStdout() {
+		r.out = c.Stderr
+	}
+	report.WriteLines(r.out, report.TTCPHeader{
+		Prefix: c.prefix(), Transmit: c.Transmit, BufLen: c.BufLen, NBuf: c.NBuf,
+		Align: c.Align, Offset: c.Offset, Port: c.Port, SockBuf: c.SockBuf, UDP: c.UDP, Host: c.Host,
+	}.Line())
+	r.mes("socket")
+
+	spec := &engine.Spec{Protocol: engine.TCP, BufLen: c.BufLen, Rate: c.Rate, Touch: c.Touch,
+		BufAlign: c.Align, BufOffset: c.Offset}
+	if c.UDP {
+		spec.Protocol = engine.UDP
+		spec.SentinelMax = sentinel
+	}
+	if c.Transmit {
+		if c.SinkMode {
+			spec.Bytes = int64(c.NBuf) * int64(c.BufLen)
+		} else {
+			spec.Source = c.Stdin
+		}
+	} else if !c.SinkMode {
+		spec.Sink = c.Stdout
+	}
+	r.flow = &engine.Flow{Spec: spec, Stats: &engine.Counters{}}
+
+	var xerr error
+	switch {
+	case c.Transmit && c.UDP:
+		xerr = r.transmitUDP(ctx)
+	case c.Transmit:
+		xerr = r.transmitTCP(ctx)
+	case c.UDP:
+		xerr = r.receiveUDP(ctx)
+	default:
+		xerr = r.receiveTCP(ctx)
+	}
+	if r.start.IsZero() { // failed before any data could move
+		return nil, xerr
+	}
+	res := r.result(time.Now())
+	report.WriteLines(r.out, res.Lines()...)
+	return res, xerr
+}
+
+func (r *run) mes(s string) { fmt.Fprintf(r.c.Stderr, "%s: %s\n", r.c.prefix(), s) }
+
+func (r *run) options() sockets.Options {
+	o := sockets.Options{TOS: r.c.TOS, NoDelay: r.c.NoDelay, Device: r.c.Device}
+	if r.c.Transmit {
+		o.SndBuf = r.c.SockBuf
+	} else {
+		o.RcvBuf = r.c.SockBuf
+	}
+	return o
+}
+
+// reportBuf prints what the kernel granted for -b.
+func (r *run) reportBuf(c syscall.Conn) error {
+	if r.c.SockBuf == 0 {
+		return nil
+	}
+	if r.c.Transmit {
+		r.mes("sndbuf")
+	} else {
+		r.mes("rcvbuf")
+	}
+	n, err := sockets.BufSize(c, r.c.Transmit)
+	if err != nil {
+		return err
+	}
+	report.WriteLines(r.out, fmt.Sprintf("%s: real buffer size = %d", r.c.prefix(), n))
+	return nil
+}
+
+func (r *run) startTimer() {
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r.ru0)
+	r.start = time.Now()
+}
+
+func (r *run) dial(ctx context.Context) (net.Conn, error) {
+	d := net.Dialer{Control: r.options().Control()}
+	addr := net.JoinHostPort(r.c.Host, strconv.Itoa(r.c.Port))
+	conn, err := d.DialContext(ctx, r.c.network(), addr)
+	if err != nil {
+		return nil, dialError(r.c, err)
+	}
+	return conn, nil
+}
+
+func (r *run) transmitTCP(ctx context.Context) error {
+	conn, err := r.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := r.reportBuf(conn.(syscall.Conn)); err != nil {
+		return err
+	}
+	r.mes("connect")
+	if r.c.NoDelay {
+		r.mes("nodelay")
+	}
+	r.flow.Conn = conn
+	r.startTimer()
+	err = r.backend.Send(ctx, r.flow)
+	// ttcp closes before it stops the clock: the data still in the socket
+	// buffer is the kernel's to deliver.
+	if cerr := conn.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return transferError(err)
+}
+
+func (r *run) transmitUDP(ctx context.Context) error {
+	conn, err := r.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := r.reportBuf(conn.(syscall.Conn)); err != nil {
+		return err
+	}
+	r.flow.Conn = conn
+	mark := engine.Buffer(r.flow.Spec)[:sentinel]
+	r.sentinel(conn, mark) // start
+	r.startTimer()
+	err = r.backend.Send(ctx, r.flow)
+	r.sentinel(conn, mark) // end
+	// The end sentinel may be lost; ttcp sends four more after timing,
+	// and so do we (they are counted, as ttcp counts them).
+	defer func() {
+		for range 4 {
+			r.sentinel(conn, mark)
+		}
+	}()
+	return transferError(err)
+}
+
+func (r *run) sentinel(conn net.Conn, mark []byte) {
+	conn.Write(mark)
+	r.extra++
+}
+
+func (r *run) listen(ctx context.Context) (net.Listener, error) {
+	lc := net.ListenConfig{Control: r.options().Control()}
+	ln, err := lc.Listen(ctx, r.c.network(), net.JoinHostPort("", strconv.Itoa(r.c.Port)))
+	if err != nil {
+		return nil, listenError(r.c, err)
+	}
+	return ln, nil
+}
+
+func (r *run) receiveTCP(ctx context.Context) error {
+	ln, err := r.listen(ctx)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	if err := r.reportBuf(ln.(syscall.Conn)); err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	conn, err := ln.Accept()
+	stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted while waiting for the transmitter: %w", ctx.Err())
+		}
+		return fmt.Errorf("accept: %w", err)
+	}
+	ln.Close() // ttcp takes exactly one connection
+	defer conn.Close()
+	r.mes("accept from " + hostOf(conn.RemoteAddr()))
+	r.flow.Conn = conn
+	r.startTimer()
+	return transferError(r.backend.Recv(ctx, r.flow))
+}
+
+func (r *run) receiveUDP(ctx context.Context) error {
+	lc := net.ListenConfig{Control: r.options().Control()}
+	pc, err := lc.ListenPacket(ctx, r.c.network(), net.JoinHostPort("", strconv.Itoa(r.c.Port)))
+	if err != nil {
+		return listenError(r.c, err)
+	}
+	conn := pc.(*net.UDPConn)
+	defer conn.Close()
+	if err := r.reportBuf(conn); err != nil {
+		return err
+	}
+	r.flow.Conn = conn
+
+	// Wait for the start sentinel; a datagram of data first means the
+	// sentinel was lost, and the data counts from there.
+	buf := make([]byte, r.c.BufLen)
+	stop := engine.WatchContext(ctx, conn)
+	n, err := conn.Read(buf)
+	stop()
+	conn.SetDeadline(time.Time{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted while waiting for the transmitter: %w", ctx.Err())
+		}
+		return fmt.Errorf("read: %w", err)
+	}
+	r.startTimer()
+	if n <= sentinel {
+		r.extra++
+	} else {
+		engine.Deliver(r.flow, buf[:n], true)
+		r.notes = append(r.notes, "the start sentinel was lost: timing starts at the first data datagram")
+	}
+
+	// Watch for a lost end sentinel: silence after data ends the test.
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errIdle := errors.New("idle")
+	var lastMove time.Time
+	go func() {
+		t := time.NewTicker(udpIdle / 8)
+		defer t.Stop()
+		last, at := r.flow.Stats.Snapshot().Bytes, time.Now()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case now := <-t.C:
+				if b := r.flow.Stats.Snapshot().Bytes; b != last {
+					last, at = b, now
+				} else if now.Sub(at) >= udpIdle {
+					lastMove = at
+					cancel(errIdle)
+					return
+				}
+			}
+		}
+	}()
+	err = r.backend.Recv(rctx, r.flow)
+	if errors.Is(context.Cause(rctx), errIdle) && ctx.Err() == nil {
+		r.notes = append(r.notes, fmt.Sprintf("no end sentinel arrived: stopped after %v without data", udpIdle))
+		r.idleStop = lastMove
+		return nil
+	}
+	return transferError(err)
+}
+
+func (r *run) result(stop time.Time) *report.TTCPResult {
+	if !r.idleStop.IsZero() {
+		stop = r.idleStop
+	}
+	var ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	s := r.flow.Stats.Snapshot()
+	return &report.TTCPResult{
+		Prefix:   r.c.prefix(),
+		Transmit: r.c.Transmit,
+		Format:   r.c.Format,
+		Verbose:  r.c.Verbose,
+		Bytes:    s.Bytes,
+		Real:     stop.Sub(r.start),
+		Calls:    s.Calls + r.extra,
+		Rusage:   rusageDelta(&r.ru0, &ru1),
+		Data:     s,
+		UDP:      r.c.UDP,
+		Backend:  r.backend.Name(),
+		Notes:    r.notes,
+	}
+}
+
+func rusageDelta(a, b *syscall.Rusage) report.Rusage {
+	tv := func(t syscall.Timeval) time.Duration {
+		return time.Duration(t.Sec)*time.Second + time.Duration(t.Usec)*time.Microsecond
+	}
+	return report.Rusage{
+		User:   tv(b.Utime) - tv(a.Utime),
+		Sys:    tv(b.Stime) - tv(a.Stime),
+		MaxRSS: b.Maxrss,
+		MajFlt: b.Majflt - a.Majflt,
+		MinFlt: b.Minflt - a.Minflt,
+		NVCSw:  b.Nvcsw - a.Nvcsw,
+		NIVCSw: b.Nivcsw - a.Nivcsw,
+		IXRSS:  b.Ixrss - a.Ixrss,
+		IDRSS:  b.Idrss + b.Isrss - a.Idrss - a.Isrss,
+	}
+}
+
+func hostOf(a net.Addr) string {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		if v4 := ta.IP.To4(); v4 != nil {
+			return v4.String()
+		}
+		return ta.IP.String()
+	}
+	return a.String()
+}

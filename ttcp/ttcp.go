@@ -1,0 +1,136 @@
+// Package ttcp is blast's classic ttcp mode: one connection, no control
+// channel, wire-compatible with ttcp (a plain TCP stream to port 5001, or
+// UDP framed by ttcp's 4-byte start and end sentinel datagrams), printing
+// ttcp's lines in ttcp's formats followed by blast's own.
+//
+// The transmitter sends a pattern (sink/source mode, -s) or its standard
+// input; the receiver discards or writes to its standard output, byte for
+// byte. When standard output carries data every report line goes to
+// standard error.
+package ttcp
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/blastnet/blast/engine"
+)
+
+// Defaults are ttcp's.
+const (
+	DefaultBufLen = 8192
+	DefaultNBuf   = 2048
+	DefaultPort   = 5001
+	DefaultAlign  = 16384
+	// sentinel is the size of UDP start/end datagrams: anything this
+	// small or smaller is a sentinel, never data.
+	sentinel = 4
+)
+
+// Config is one ttcp run.
+type Config struct {
+	Transmit bool   // -t; false is -r
+	Host     string // the receiver, for -t
+	Port     int    // -p
+	UDP      bool   // -u
+	SinkMode bool   // -s: pattern out, discard in
+	BufLen   int    // -l
+	NBuf     int    // -n
+	Align    int    // -A
+	Offset   int    // -O
+	SockBuf  int    // -b: SO_SNDBUF (-t) or SO_RCVBUF (-r)
+	NoDelay  bool   // -D
+	Format   byte   // -f: k K m M g G
+	Touch    bool   // -T
+	Verbose  bool   // -v
+	TOS      int    // -S; -1 leaves it
+	Family   int    // 0 (either), 4 or 6
+	Backend  string // --backend
+	Rate     float64
+	Device   string // -I
+	// Prog is the name lines start with: "ttcp" or "blast".
+	Prog string
+
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Defaults returns ttcp's defaults.
+func Defaults() Config {
+	return Config{Port: DefaultPort, BufLen: DefaultBufLen, NBuf: DefaultNBuf, Align: DefaultAlign,
+		Format: 'K', TOS: -1, Backend: engine.DefaultBackend, Prog: "blast"}
+}
+
+// UsageError is a problem with the command line: the caller exits 2.
+type UsageError struct{ msg string }
+
+func (e *UsageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &UsageError{fmt.Sprintf(format, a...)} }
+
+// IsUsage reports whether err is a usage error.
+func IsUsage(err error) bool {
+	var u *UsageError
+	return errors.As(err, &u)
+}
+
+// Validate checks c before any socket is made.
+func (c *Config) Validate() error {
+	switch {
+	case c.Transmit && c.Host == "":
+		return usagef("-t needs the receiver's host: blast -t [options] HOST")
+	case !c.Transmit && c.Host != "":
+		return usagef("-r takes no host (got %q): the receiver listens on port %d; give the host to the transmitter (-t)", c.Host, c.Port)
+	case c.BufLen < 1:
+		return usagef("-l %d: the buffer length must be at least 1 byte", c.BufLen)
+	case c.UDP && c.BufLen > 65507:
+		return usagef("-l %d: a UDP datagram carries at most 65507 bytes", c.BufLen)
+	case c.NBuf < 1:
+		return usagef("-n %d: the number of buffers must be at least 1", c.NBuf)
+	case c.Port < 1 || c.Port > 65535:
+		return usagef("-p %d: a port is a number from 1 to 65535", c.Port)
+	case c.SockBuf < 0:
+		return usagef("-b %d: the socket buffer size must not be negative", c.SockBuf)
+	case c.Align < 0 || c.Offset < 0:
+		return usagef("-A %d -O %d: alignment and offset must not be negative", c.Align, c.Offset)
+	case !strings.ContainsRune("kKmMgG", rune(c.Format)) || c.Format == 0:
+		return usagef("-f %c: unknown format: use k, m, g (kilo/mega/gigabits) or K, M, G (bytes)", c.Format)
+	case c.NoDelay && c.UDP:
+		return usagef("-D sets TCP_NODELAY, which UDP does not have: drop -D or -u")
+	case c.UDP && !c.SinkMode:
+		return usagef("-u needs -s: ttcp's UDP mode sends a pattern and cannot carry standard input (datagrams of %d bytes or fewer are its sentinels); use TCP to send data", sentinel)
+	case c.TOS > 255:
+		return usagef("-S %#x: the TOS byte is 0 to 255", c.TOS)
+	case c.Rate < 0:
+		return usagef("--rate %g: must not be negative", c.Rate)
+	case c.Family != 0 && c.Family != 4 && c.Family != 6:
+		return usagef("address family %d: use -4 or -6", c.Family)
+	}
+	if _, err := engine.Lookup(c.Backend); err != nil {
+		return usagef("--backend: %v", err)
+	}
+	return nil
+}
+
+func (c *Config) prefix() string {
+	if c.Transmit {
+		return c.Prog + "-t"
+	}
+	return c.Prog + "-r"
+}
+
+// dataOnStdout reports whether standard output carries received data.
+func (c *Config) dataOnStdout() bool { return !c.Transmit && !c.SinkMode }
+
+func (c *Config) network() string {
+	n := "tcp"
+	if c.UDP {
+		n = "udp"
+	}
+	if c.Family != 0 {
+		n += fmt.Sprint(c.Family)
+	}
+	return n
+}
