@@ -202,15 +202,11 @@ func parseRate(s string) (float64, error) {
 	return v * mult, nil
 }
 
-// flagError rewords pflag's messages into one line naming the flag.
+// flagError keeps pflag's message to one line, without Go's parser detail.
 func flagError(err error) string {
 	msg := err.Error()
-	if i := strings.Index(msg, "invalid argument "); i >= 0 {
-		// invalid argument "x" for "-l, --buflen" flag: strconv.ParseInt: parsing "x": invalid syntax
-		if j := strings.Index(msg, ": strconv"); j > 0 {
-			msg = msg[:j]
-		}
-		return msg + ": want a whole number"
+	if i := strings.Index(msg, ": strconv."); i > 0 {
+		msg = msg[:i]
 	}
 	return msg
 }

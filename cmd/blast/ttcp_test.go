@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/blastnet/blast/ttcp"
+)
+
+// runArgs runs blast with args as the given program name and returns the
+// exit status, standard output and standard error.
+func runArgs(t *testing.T, argv0 string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb strings.Builder
+	e := &env{ctx: context.Background(), argv0: argv0, stdin: strings.NewReader(""), stdout: &out, stderr: &errb}
+	code := dispatch(e, args)
+	return code, out.String(), errb.String()
+}
+
+func TestTTCPFlags(t *testing.T) {
+	def := ttcp.Defaults()
+	for _, tc := range []struct {
+		args []string
+		want func(c *ttcp.Config)
+	}{
+		{[]string{"-t", "-s", "host"}, func(c *ttcp.Config) { c.Transmit, c.SinkMode, c.Host = true, true, "host" }},
+		{[]string{"-ts", "host"}, func(c *ttcp.Config) { c.Transmit, c.SinkMode, c.Host = true, true, "host" }},
+		{[]string{"-rsu", "-l1400"}, func(c *ttcp.Config) { c.SinkMode, c.UDP, c.BufLen = true, true, 1400 }},
+		{[]string{"-r", "-s", "-fm", "-p", "5555", "-b", "65536", "-T", "-v"}, func(c *ttcp.Config) {
+			c.SinkMode, c.Format, c.Port, c.SockBuf, c.Touch, c.Verbose = true, 'm', 5555, 65536, true, true
+		}},
+		{[]string{"-t", "-s", "-n", "10", "-D", "-A", "4096", "-O", "8", "-S", "0x10", "-6", "h"}, func(c *ttcp.Config) {
+			c.Transmit, c.SinkMode, c.NBuf, c.NoDelay, c.Align, c.Offset, c.TOS, c.Family, c.Host = true, true, 10, true, 4096, 8, 0x10, 6, "h"
+		}},
+		{[]string{"-t", "-s", "--rate", "100M", "-I", "veth0", "--backend", "readwrite", "-4", "h"}, func(c *ttcp.Config) {
+			c.Transmit, c.SinkMode, c.Rate, c.Device, c.Family, c.Host = true, true, 100e6, "veth0", 4, "h"
+		}},
+		{[]string{"-t", "-s", "--rate", "2.5G", "h"}, func(c *ttcp.Config) { c.Transmit, c.SinkMode, c.Rate, c.Host = true, true, 2.5e9, "h" }},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			got, err := parseTTCP(tc.args, "blast")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := def
+			tc.want(&want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTTCPUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-t", "-s"}, "blast: -t needs the receiver's host: blast -t [options] HOST\n"},
+		{[]string{"-t", "-r", "h"}, "blast: -t and -r conflict: transmit (-t HOST) or receive (-r), not both\n"},
+		{[]string{"-r", "-l", "0"}, "blast: -l 0: the buffer length must be at least 1 byte\n"},
+		{[]string{"-t", "-n", "-1", "h"}, "blast: -n -1: the number of buffers must be at least 1\n"},
+		{[]string{"-r", "-f", "x"}, "blast: -f x: unknown format: use k, m, g (kilo/mega/gigabits) or K, M, G (bytes)\n"},
+		{[]string{"-r", "-f", "mm"}, "blast: -f mm: unknown format: use k, m, g (kilo/mega/gigabits) or K, M, G (bytes)\n"},
+		{[]string{"-t", "-s", "-u", "-D", "h"}, "blast: -D sets TCP_NODELAY, which UDP does not have: drop -D or -u\n"},
+		{[]string{"-t", "-u", "h"}, "blast: -u needs -s: ttcp's UDP mode sends a pattern and cannot carry standard input (datagrams of 4 bytes or fewer are its sentinels); use TCP to send data\n"},
+		{[]string{"-r", "-l", "x"}, "blast: invalid argument \"x\" for \"-l, --buflen\" flag: must be an integer: run 'blast -h' for the options\n"},
+		{[]string{"-r", "-x"}, "blast: unknown shorthand flag: 'x' in -x: run 'blast -h' for the options\n"},
+		{[]string{"-r", "-p", "70000"}, "blast: -p 70000: a port is a number from 1 to 65535\n"},
+		{[]string{"-r", "-S", "300"}, "blast: -S 300: the TOS byte is a number from 0 to 255 (0x10, 16, 020)\n"},
+		{[]string{"-t", "-s", "--rate", "fast", "h"}, "blast: --rate fast: a rate is bits per second, a number with an optional K, M or G (e.g. 100M)\n"},
+		{[]string{"-t", "-s", "--backend", "nope", "h"}, "blast: --backend: unknown backend \"nope\": choose one of "},
+		{[]string{"-r", "host"}, "blast: -r takes no host (got \"host\"): the receiver listens on port 5001; give the host to the transmitter (-t)\n"},
+		{[]string{"-t", "-s", "a", "b"}, "blast: too many arguments: \"a b\": give one host\n"},
+		{[]string{"-t", "-4", "-6", "h"}, "blast: -4 and -6 conflict: choose one address family, or neither for both\n"},
+		{[]string{"-t", "-l", "70000", "-u", "-s", "h"}, "blast: -l 70000: a UDP datagram carries at most 65507 bytes\n"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errs := runArgs(t, "blast", tc.args...)
+			if code != exitUsage {
+				t.Errorf("exit status %d, want %d", code, exitUsage)
+			}
+			if out != "" {
+				t.Errorf("stdout %q, want nothing", out)
+			}
+			if !strings.HasPrefix(errs, tc.want) || strings.Count(errs, "\n") != 1 {
+				t.Errorf("stderr:\n got %q\nwant %q (one line)", errs, tc.want)
+			}
+		})
+	}
+}
+
+func TestTTCPInvokedAsTTCP(t *testing.T) {
+	code, _, errs := runArgs(t, "ttcp", "-r", "-l", "0")
+	if code != exitUsage || errs != "ttcp: -l 0: the buffer length must be at least 1 byte\n" {
+		t.Errorf("as ttcp: status %d, stderr %q", code, errs)
+	}
+	code, _, errs = runArgs(t, "ttcp")
+	if code != exitUsage || !strings.HasPrefix(errs, "ttcp: say -t HOST to transmit or -r to receive") {
+		t.Errorf("ttcp with no flags: status %d, stderr %q", code, errs)
+	}
+}
+
+func TestTTCPRunTimeErrors(t *testing.T) {
+	// A port with nothing listening: take one from the kernel, then free it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+
+	busy, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busyPort := strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-t", "-s", "-p", port, "127.0.0.1"},
+			"blast-t: connect to 127.0.0.1 port " + port + ": connection refused: nothing listens there; start the receiver first (blast -r -p " + port + ")\n"},
+		{[]string{"-t", "-s", "nosuchhost.invalid"}, "blast-t: unknown host \"nosuchhost.invalid\": check the name, or give an address\n"},
+		{[]string{"-r", "-s", "-p", busyPort},
+			"blast-r: port " + busyPort + " is in use by another program: stop it, or choose another port with -p on both ends\n"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, errs := runArgs(t, "blast", tc.args...)
+			if code != exitFailure {
+				t.Errorf("exit status %d, want %d", code, exitFailure)
+			}
+			// Progress lines (socket) come first; the error is the last line.
+			lines := strings.SplitAfter(errs, "\n")
+			if last := lines[len(lines)-2]; last != tc.want {
+				t.Errorf("last stderr line:\n got %q\nwant %q", last, tc.want)
+			}
+		})
+	}
+}
+
+func TestShortFlagMode(t *testing.T) {
+	for args, want := range map[string]string{
+		"-t -s h": "ttcp", "-ts h": "ttcp", "-rs": "ttcp", "-s -t h": "ttcp", "-r": "ttcp",
+		"-c h -t 5": "client", "-s": "server", "-s -p 5201": "server", "-l 10": "",
+	} {
+		if got := shortFlagMode(strings.Fields(args)); got != want {
+			t.Errorf("%q: mode %q, want %q", args, got, want)
+		}
+	}
+}
