@@ -26,7 +26,7 @@ func WaitPort(ctx context.Context, pid int, network string, port int) error {
 				return nil
 			}
 		}
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+		if !alive(pid) {
 			return fmt.Errorf("netlab: process %d exited before binding %s port %d", pid, network, port)
 		}
 		select {
@@ -63,4 +63,15 @@ func bound(file string, port int, listening bool) bool {
 		}
 	}
 	return false
+}
+
+// alive reports whether pid runs (a zombie has exited).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: comm may hold spaces, so read after the last ')'.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }

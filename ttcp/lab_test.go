@@ -1,0 +1,260 @@
+package ttcp_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blastnet/blast/internal/netlab"
+)
+
+// blastBin is the blast binary the lab tests run on both ends, built once.
+var blastBin string
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		if os.Geteuid() == 0 {
+			dir, err := os.MkdirTemp("", "blast-ttcp-test")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			defer os.RemoveAll(dir)
+			blastBin = filepath.Join(dir, "blast")
+			out, err := exec.Command("go", "build", "-o", blastBin, "github.com/blastnet/blast/cmd/blast").CombinedOutput()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "build blast: %v\n%s", err, out)
+				return 1
+			}
+			if err := os.Symlink("blast", filepath.Join(dir, "ttcp")); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// proc is a blast (or peer) process in a lab host, with its output.
+type proc struct {
+	cmd            *netlab.Cmd
+	stdout, stderr bytes.Buffer
+}
+
+func start(t *testing.T, h *netlab.Host, stdin []byte, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: h.Command(name, args...)}
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if stdin != nil {
+		p.cmd.Stdin = bytes.NewReader(stdin)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s %v: %v", name, args, err)
+	}
+	return p
+}
+
+// receiver starts name (blast -r, or a peer) in h and waits until it
+// listens on port.
+func receiver(t *testing.T, h *netlab.Host, network string, port int, name string, args ...string) *proc {
+	t.Helper()
+	p := start(t, h, nil, name, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := netlab.WaitPort(ctx, p.cmd.Process.Pid, network, port); err != nil {
+		t.Fatalf("%v\nstderr: %s", err, p.stderr.String())
+	}
+	return p
+}
+
+func (p *proc) wait(t *testing.T) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%v: %v\nstdout: %s\nstderr: %s", p.cmd.Args, err, p.stdout.String(), p.stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		p.cmd.Process.Kill()
+		t.Fatalf("%v did not finish in 60 s\nstderr: %s", p.cmd.Args, p.stderr.String())
+	}
+}
+
+var bytesLine = regexp.MustCompile(`(?m)^(\S+): (\d+) bytes in [0-9.]+ real seconds = [0-9.]+ [KMG]?(B|bit)/sec \+\+\+$`)
+
+// reported returns the byte count of ttcp's summary line in out, checking
+// its prefix.
+func reported(t *testing.T, out, prefix string) int64 {
+	t.Helper()
+	m := bytesLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no ttcp summary line in:\n%s", out)
+	}
+	if m[1] != prefix {
+		t.Errorf("summary line prefix %q, want %q", m[1], prefix)
+	}
+	n, _ := strconv.ParseInt(m[2], 10, 64)
+	return n
+}
+
+func lineWith(t *testing.T, out, re string) []string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)` + re).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no line matching %q in:\n%s", re, out)
+	}
+	return m
+}
+
+func TestLabTCPSinkSource(t *testing.T) {
+	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	for _, addr := range []string{lab.B.Addr4.String(), lab.B.Addr6.String()} {
+		t.Run(addr, func(t *testing.T) {
+			r := receiver(t, lab.B, "tcp", 5001, blastBin, "-r", "-s", "-l", "131072")
+			tx := start(t, lab.A, nil, blastBin, "-t", "-s", "-l", "65536", "-n", "1024", addr)
+			tx.wait(t)
+			r.wait(t)
+			const want = 64 << 20
+			if got := reported(t, tx.stdout.String(), "blast-t"); got != want {
+				t.Errorf("transmitter reports %d bytes, want %d", got, want)
+			}
+			if got := reported(t, r.stdout.String(), "blast-r"); got != want {
+				t.Errorf("receiver reports %d bytes, want %d", got, want)
+			}
+			if want := "blast-r: accept from " + lab.A.Addr4.String() + "\n"; addr == lab.B.Addr4.String() && !strings.Contains(r.stderr.String(), want) {
+				t.Errorf("receiver stderr lacks %q:\n%s", want, r.stderr.String())
+			}
+			if want := "blast-t: buflen=65536, nbuf=1024, align=16384/0, port=5001  tcp  -> " + addr + "\n"; !strings.HasPrefix(tx.stdout.String(), want) {
+				t.Errorf("transmitter header:\n%s\nwant %q", tx.stdout.String(), want)
+			}
+			if got := tx.stderr.String(); got != "blast-t: socket\nblast-t: connect\n" {
+				t.Errorf("transmitter progress lines %q", got)
+			}
+			// The receiver's buffer is 128 KiB, so no read is larger.
+			m := lineWith(t, r.stdout.String(), `^blast-r: bytes per read: avg [0-9.]+, min (\d+), max (\d+) over (\d+) reads$`)
+			if max, _ := strconv.Atoi(m[2]); max > 131072 || max < 1 {
+				t.Errorf("largest read %d bytes with a 131072-byte buffer", max)
+			}
+		})
+	}
+}
+
+func TestLabStdinToStdout(t *testing.T) {
+	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	data := make([]byte, 32<<20)
+	rand.Read(data)
+	r := receiver(t, lab.B, "tcp", 5001, blastBin, "-r")
+	tx := start(t, lab.A, data, blastBin, "-t", lab.B.Addr4.String())
+	tx.wait(t)
+	r.wait(t)
+	if got, want := sha256.Sum256(r.stdout.Bytes()), sha256.Sum256(data); got != want {
+		t.Fatalf("receiver's stdout (%d bytes) differs from transmitter's stdin (%d bytes)", r.stdout.Len(), len(data))
+	}
+	// With data on stdout, every report line of the receiver is on stderr.
+	if got := reported(t, r.stderr.String(), "blast-r"); got != int64(len(data)) {
+		t.Errorf("receiver reports %d bytes, want %d", got, len(data))
+	}
+	if got := reported(t, tx.stdout.String(), "blast-t"); got != int64(len(data)) {
+		t.Errorf("transmitter reports %d bytes, want %d", got, len(data))
+	}
+}
+
+func TestLabUDPSentinels(t *testing.T) {
+	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	const n, size = 2000, 1400
+	r := receiver(t, lab.B, "udp", 5001, blastBin, "-r", "-s", "-u", "-l", "65507", "-b", "8388608")
+	// Paced well below what the receiver drains, so nothing is lost.
+	tx := start(t, lab.A, nil, blastBin, "-t", "-s", "-u", "-l", strconv.Itoa(size), "-n", strconv.Itoa(n), "--rate", "200M", lab.B.Addr4.String())
+	tx.wait(t)
+	r.wait(t)
+	if got := reported(t, tx.stdout.String(), "blast-t"); got != n*size {
+		t.Errorf("transmitter reports %d bytes, want %d", got, n*size)
+	}
+	if got := reported(t, r.stdout.String(), "blast-r"); got != n*size {
+		t.Errorf("receiver reports %d bytes, want %d", got, n*size)
+	}
+	lineWith(t, tx.stdout.String(), fmt.Sprintf(`^blast-t: %d datagrams sent$`, n))
+	lineWith(t, r.stdout.String(), fmt.Sprintf(`^blast-r: %d datagrams received$`, n))
+	// ttcp counts the sentinels: start, end and four more on the
+	// transmitter; start and end on the receiver.
+	lineWith(t, tx.stdout.String(), fmt.Sprintf(`^blast-t: %d I/O calls, `, n+6))
+	lineWith(t, r.stdout.String(), fmt.Sprintf(`^blast-r: %d I/O calls, `, n+2))
+	lineWith(t, r.stdout.String(), `^blast-r: real buffer size = \d+$`)
+}
+
+func TestLabInvokedAsTTCP(t *testing.T) {
+	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	ttcp := filepath.Join(filepath.Dir(blastBin), "ttcp")
+	r := receiver(t, lab.B, "tcp", 5002, ttcp, "-r", "-s", "-p", "5002")
+	tx := start(t, lab.A, nil, ttcp, "-t", "-s", "-p", "5002", "-n", "100", "-fm", lab.B.Addr4.String())
+	tx.wait(t)
+	r.wait(t)
+	if got := reported(t, tx.stdout.String(), "ttcp-t"); got != 100*8192 {
+		t.Errorf("transmitter reports %d bytes", got)
+	}
+	if got := reported(t, r.stdout.String(), "ttcp-r"); got != 100*8192 {
+		t.Errorf("receiver reports %d bytes", got)
+	}
+	lineWith(t, tx.stdout.String(), `^ttcp-t: \d+ bytes in [0-9.]+ real seconds = [0-9.]+ Mbit/sec \+\+\+$`)
+}
+
+// TestLabPeers checks wire compatibility with an independent
+// implementation: socat sends a plain TCP stream to blast's receiver, and
+// takes blast's transmitter's stream as a plain sink.
+func TestLabPeers(t *testing.T) {
+	if _, err := exec.LookPath("socat"); err != nil {
+		t.Fatal("socat is missing: make test installs it (apt-get install socat)")
+	}
+	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	data := make([]byte, 8<<20+17)
+	rand.Read(data)
+
+	t.Run("socat to blast -r", func(t *testing.T) {
+		r := receiver(t, lab.B, "tcp", 5001, blastBin, "-r")
+		tx := start(t, lab.A, data, "socat", "-u", "STDIN", "TCP:"+lab.B.Addr4.String()+":5001")
+		tx.wait(t)
+		r.wait(t)
+		if !bytes.Equal(r.stdout.Bytes(), data) {
+			t.Errorf("blast -r wrote %d bytes that differ from the %d socat sent", r.stdout.Len(), len(data))
+		}
+		if got := reported(t, r.stderr.String(), "blast-r"); got != int64(len(data)) {
+			t.Errorf("blast -r reports %d bytes, want %d", got, len(data))
+		}
+	})
+	t.Run("blast -t to socat", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "received")
+		r := receiver(t, lab.B, "tcp", 5001, "socat", "-u", "TCP-LISTEN:5001,reuseaddr", "CREATE:"+out)
+		tx := start(t, lab.A, nil, blastBin, "-t", "-s", "-n", "1000", lab.B.Addr4.String())
+		tx.wait(t)
+		r.wait(t)
+		got, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1000*8192 {
+			t.Fatalf("socat received %d bytes, want %d", len(got), 1000*8192)
+		}
+		// ttcp's pattern: printable ASCII from ' ' to '~', repeating.
+		for i, c := range got[:200] {
+			if want := byte(' ' + i%95); c != want {
+				t.Fatalf("byte %d is %q, want the pattern's %q", i, c, want)
+			}
+		}
+		if n := reported(t, tx.stdout.String(), "blast-t"); n != int64(len(got)) {
+			t.Errorf("blast -t reports %d bytes, socat received %d", n, len(got))
+		}
+	})
+}
