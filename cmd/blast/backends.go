@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/blastnet/blast/engine"
+	_ "github.com/blastnet/blast/engine/sockets"
+)
+
+func init() {
+	register(command{name: "backends", summary: "list the ways of moving bytes and whether each can run here", run: runBackends})
+}
+
+const backendsHelp = `Usage: blast backends [options]
+
+Every backend (a way of moving bytes between blast and the kernel), what it
+does, what it moves, its options, and whether it can run on this machine:
+"usable", "not supported here: WHY", or "probe failed: WHY".
+
+Pick one with --backend NAME (sending side) and --rx-backend NAME
+(receiving side). The options listed are each backend's knobs, written
+as in batch=64,gso.
+
+Options:
+  -J, --json   JSON instead of text
+  -h, --help   this text
+
+Examples:
+  blast backends
+  blast backends -J | jq '.[] | select(.usable) | .name'
+`
+
+// backendInfo is what `blast backends` says about one backend.
+type backendInfo struct {
+	Name    string `json:"name"`
+	Usable  bool   `json:"usable"`
+	Status  string `json:"status"`
+	Does    string `json:"does,omitempty"`
+	Moves   string `json:"moves,omitempty"`
+	Options string `json:"options,omitempty"`
+}
+
+// backendDocs describes the backends blast ships; a backend registered
+// from elsewhere is listed with its probe result alone.
+var backendDocs = map[string][3]string{
+	"readwrite": {"write(2) and read(2), one buffer per call: the classic path", "TCP, UDP; send, receive", ""},
+	"sendfile":  {"sendfile(2) from a memfd holding the pattern, or from a file: no copy through user memory", "TCP; send", "file=PATH"},
+	"splice":    {"vmsplice(2)/splice(2) through a pipe; receives socket -> pipe -> /dev/null or the output file", "TCP; send, receive", "file=PATH"},
+	"zerocopy":  {"MSG_ZEROCOPY sends, completions read from the error queue; says how many the kernel copied anyway", "TCP, UDP; send", ""},
+	"trunc":     {"recv(2) with MSG_TRUNC: the kernel discards the data without copying it (sink mode only)", "TCP, UDP; receive", ""},
+	"mmsg":      {"sendmmsg(2)/recvmmsg(2) in batches, optionally UDP_SEGMENT (GSO) and UDP_GRO", "UDP; send, receive", "batch=N, gso, gro"},
+	"iouring":   {"io_uring send/receive, a batch of operations per io_uring_enter", "TCP, UDP; send, receive", "batch=N, zc (SEND_ZC), multishot"},
+	"afxdp":     {"AF_XDP: frames straight to and from the NIC's queue, bypassing the stack", "UDP; send, receive", ""},
+}
+
+func runBackends(e *env, args []string) int {
+	fs := pflag.NewFlagSet("backends", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	jsonOut := fs.BoolP("json", "J", false, "")
+	help := fs.BoolP("help", "h", false, "")
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(e.stderr, "blast backends: %v\n", err)
+		return exitUsage
+	}
+	if *help {
+		fmt.Fprint(e.stdout, backendsHelp)
+		return exitOK
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "blast backends: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	infos := listBackends()
+	if *jsonOut {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(infos); err != nil {
+			fmt.Fprintf(e.stderr, "blast backends: %v\n", err)
+			return exitFailure
+		}
+		return exitOK
+	}
+	writeBackends(e.stdout, infos)
+	return exitOK
+}
+
+// listBackends probes every registered backend.
+func listBackends() []backendInfo {
+	var infos []backendInfo
+	for _, name := range engine.Names() {
+		b, err := engine.Lookup(name)
+		if err != nil {
+			continue
+		}
+		perr := b.Probe()
+		d := backendDocs[name]
+		infos = append(infos, backendInfo{Name: name, Usable: perr == nil, Status: engine.ProbeWords(perr), Does: d[0], Moves: d[1], Options: d[2]})
+	}
+	return infos
+}
+
+func writeBackends(w io.Writer, infos []backendInfo) {
+	width := 0
+	for _, in := range infos {
+		width = max(width, len(in.Name))
+	}
+	pad := strings.Repeat(" ", width+2)
+	for _, in := range infos {
+		fmt.Fprintf(w, "%-*s  %s\n", width, in.Name, in.Status)
+		if in.Does != "" {
+			fmt.Fprintf(w, "%s%s\n", pad, in.Does)
+		}
+		if in.Moves != "" {
+			line := in.Moves
+			if in.Options != "" {
+				line += "; options: " + in.Options
+			}
+			fmt.Fprintf(w, "%s%s\n", pad, line)
+		}
+	}
+}
