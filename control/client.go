@@ -37,7 +37,10 @@ type Config struct {
 	TOS        int    // -S / --dscp<<2
 	BlockLen   int    // -l
 	ZeroCopy   bool   // -Z: ask for the sendfile backend on both ends
-	Backend    string // --backend (readwrite by default)
+	Backend    string // --backend: what sends (readwrite by default)
+	// RxBackend (--rx-backend) receives; "" means Backend, or readwrite
+	// if Backend only sends.
+	RxBackend string
 
 	Title           string // -T
 	GetServerOutput bool   // --get-server-output
@@ -129,7 +132,7 @@ func (c *Config) params() Params {
 		Title:         c.Title,
 		Congestion:    c.Congestion,
 		ClientVersion: "3.12",
-		Blast:         &BlastParams{Version: Version, Backend: c.Backend},
+		Blast:         &BlastParams{Version: Version, Backend: c.Backend, RxBackend: c.RxBackend},
 	}
 	if c.Bytes > 0 || c.Blocks > 0 {
 		p.Time = 0 // iperf3 drops the default duration when a byte or block count is given
@@ -194,7 +197,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl := &client{cfg: cfg, backend: backend}
+	cl := &client{cfg: cfg, backend: backend, rxBackend: backend}
+	if cfg.RxBackend != "" {
+		if cl.rxBackend, err = engine.Usable(cfg.RxBackend); err != nil {
+			return nil, err
+		}
+	}
 	res, err := cl.run(ctx)
 	if res != nil && err != nil {
 		res.Err = err
@@ -204,8 +212,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 type client struct {
 	cfg     Config
-	backend engine.Backend
-	ctrl    net.Conn
+	backend   engine.Backend
+	rxBackend engine.Backend
+	ctrl      net.Conn
 	cookie  [CookieSize]byte
 	res     *Result
 	sess    *session
@@ -236,7 +245,7 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 		res.Peer = unmap(a.AddrPort())
 	}
 	cl.res = res
-	cl.sess = &session{res: res, backend: cl.backend, interval: cfg.Interval, omit: cfg.Omit, onInterval: cfg.OnInterval}
+	cl.sess = &session{res: res, backend: cl.backend, rxBackend: cl.rxBackend, rxAuto: cfg.RxBackend == "", interval: cfg.Interval, omit: cfg.Omit, onInterval: cfg.OnInterval}
 	if _, err := ctrl.Write(cl.cookie[:]); err != nil {
 		return nil, fmt.Errorf("send cookie to %s: %w", addr, err)
 	}
@@ -394,6 +403,12 @@ wait:
 		return res, fail
 	}
 	sess.waitAcked(time.Second)
+	if limit > 0 {
+		// Acknowledged is not yet read: iperf3 stops counting at
+		// TEST_END, so give its reader a moment to take the last bytes
+		// out of the socket.
+		time.Sleep(50 * time.Millisecond)
+	}
 	res.CPU = cpu.read()
 	if err := WriteState(ctrl, TestEnd); err != nil {
 		sess.stop(false)
@@ -419,6 +434,7 @@ wait:
 		}
 		switch m.s {
 		case ExchangeResults:
+			res.Backend = sess.backendWords()
 			mine := sess.results(res.CPU, res.Congestion, res.Backend)
 			if err := WriteJSON(ctrl, mine); err != nil {
 				return res, fmt.Errorf("send results: %w", err)
@@ -450,24 +466,25 @@ wait:
 func senderLimit(limit int64) int64 { return limit }
 
 // bytesDone tells whether a byte- or block-limited test has reached its
-// count: this side's senders are done, or its receivers got it all.
+// count: this side's senders have sent their share and its receivers got
+// the count. (iperf3 ends a --bidir test when either direction is done;
+// blast lets both finish, so both directions move exactly the count.)
 func (cl *client) bytesDone(limit int64) bool {
 	sess := cl.sess
-	senders, sendersDone := 0, 0
-	sess.each(true, func(st *stream) {
-		senders++
+	done := true
+	hasRecv := false
+	for _, st := range sess.streams {
+		if !st.sender {
+			hasRecv = true
+			continue
+		}
 		select {
 		case <-st.done:
-			sendersDone++
 		default:
+			done = false
 		}
-	})
-	if senders > 0 && senders == sendersDone {
-		return true
 	}
-	hasRecv := false
-	sess.each(false, func(*stream) { hasRecv = true })
-	return hasRecv && sess.total(false) >= limit
+	return done && (!hasRecv || sess.total(false) >= limit)
 }
 
 // omitDone reports whether the omit period is over.

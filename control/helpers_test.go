@@ -166,6 +166,17 @@ func iperf3Client(t *testing.T, port int, args ...string) *iperfJSON {
 	return d
 }
 
+// iperf3ClientMay runs an iperf3 client that may fail; its JSON says.
+func iperf3ClientMay(t *testing.T, port int, args ...string) *iperfJSON {
+	t.Helper()
+	bin := needIperf3(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	all := append([]string{"-c", "127.0.0.1", "-p", strconv.Itoa(port), "-J"}, args...)
+	out, _ := exec.CommandContext(ctx, bin, all...).CombinedOutput()
+	return parseIperfJSON(t, out)
+}
+
 func iperf3ClientRaw(t *testing.T, port int, args ...string) *iperfJSON {
 	t.Helper()
 	return iperf3Client(t, port, args...)
@@ -185,6 +196,9 @@ func blastServer(t *testing.T, cfg ServerConfig) (*Server, int, *resultLog) {
 	t.Helper()
 	if cfg.Bind == "" {
 		cfg.Bind = "127.0.0.1"
+	}
+	if cfg.Port == 0 {
+		cfg.Port = freePort(t)
 	}
 	rl := &resultLog{}
 	prev := cfg.OnResult

@@ -109,6 +109,8 @@ type BlastParams struct {
 	// Backend is what the client asks the server to move bytes with
 	// ("" = the server's default).
 	Backend string `json:"backend,omitempty"`
+	// RxBackend is what the client asks the server to receive with.
+	RxBackend string `json:"rx_backend,omitempty"`
 }
 
 // Validate checks p the way iperf3's server does and returns the iperf3

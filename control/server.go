@@ -24,7 +24,9 @@ type ServerConfig struct {
 	Family     string // "", "4" or "6"
 	OneOff     bool   // -1: serve one test, then return
 	MaxClients int    // tests at the same time (8); more are told ACCESS_DENIED
-	Backend    string // the backend to move bytes with (readwrite)
+	Backend    string // the backend to send with (readwrite)
+	// RxBackend receives ("" = Backend, or readwrite if that only sends).
+	RxBackend string
 	// Interval of the server's own interval reports (what
 	// --get-server-output returns); 0 turns them off.
 	Interval time.Duration
@@ -72,9 +74,10 @@ func (c *ServerConfig) Validate() error {
 // Server accepts iperf3 clients (and blast clients) on one port, several
 // tests at a time.
 type Server struct {
-	cfg     ServerConfig
-	ln      net.Listener
-	backend engine.Backend
+	cfg       ServerConfig
+	ln        net.Listener
+	backend   engine.Backend
+	rxBackend engine.Backend // nil: automatic
 
 	mu      sync.Mutex
 	active  int
@@ -99,6 +102,12 @@ func Listen(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var rb engine.Backend
+	if cfg.RxBackend != "" {
+		if rb, err = engine.Usable(cfg.RxBackend); err != nil {
+			return nil, err
+		}
+	}
 	addr := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port))
 	ln, err := net.Listen("tcp"+cfg.Family, addr)
 	if err != nil {
@@ -107,7 +116,7 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		}
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	return &Server{cfg: cfg, ln: ln, backend: b, waiting: map[[CookieSize]byte]chan<- dataConn{}, oneDone: make(chan struct{})}, nil
+	return &Server{cfg: cfg, ln: ln, backend: b, rxBackend: rb, waiting: map[[CookieSize]byte]chan<- dataConn{}, oneDone: make(chan struct{})}, nil
 }
 
 // Addr is the address the server listens on.
@@ -254,19 +263,27 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 		writeServerError(ctrl, code, 0)
 		return fmt.Errorf("parameters refused: %w", err)
 	}
-	backend := s.backend
+	backend, rxBackend := s.backend, s.rxBackend
 	if p.Blast != nil && p.Blast.Backend != "" && p.Blast.Backend != backend.Name() {
-		b, err := engine.Usable(p.Blast.Backend)
-		if err != nil {
-			writeServerError(ctrl, 201, 0)
-			return fmt.Errorf("the client asked for backend %s: %w", p.Blast.Backend, err)
+		// The client's --backend names what sends; it applies here when
+		// this side sends (-R, --bidir).
+		if b, err := engine.Usable(p.Blast.Backend); err == nil {
+			backend = b
+		} else {
+			res.Notes = append(res.Notes, fmt.Sprintf("the server cannot send with %s (%v); it sent with %s", p.Blast.Backend, err, backend.Name()))
 		}
-		backend = b
 	} else if p.ZeroCopy != 0 && p.Blast == nil {
 		if b, err := engine.Usable("sendfile"); err == nil {
 			backend = b
 		} else {
 			res.Notes = append(res.Notes, "iperf3 -Z asked for zero-copy sends; sendfile is not available here, so "+backend.Name()+" moved the bytes")
+		}
+	}
+	if p.Blast != nil && p.Blast.RxBackend != "" {
+		if b, err := engine.Usable(p.Blast.RxBackend); err == nil {
+			rxBackend = b
+		} else {
+			res.Notes = append(res.Notes, fmt.Sprintf("the server cannot receive with %s (%v)", p.Blast.RxBackend, err))
 		}
 	}
 	res.Backend = backend.Name()
@@ -296,7 +313,7 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 	for len(ch) > 0 {
 		(<-ch).c.Close()
 	}
-	sess := &session{res: res, backend: backend, interval: s.cfg.Interval, omit: time.Duration(p.Omit) * time.Second}
+	sess := &session{res: res, backend: backend, rxBackend: rxBackend, rxAuto: rxBackend == nil, interval: s.cfg.Interval, omit: time.Duration(p.Omit) * time.Second}
 	for i, dc := range conns {
 		sender := bool(p.Reverse)
 		if p.Bidirectional {
@@ -376,6 +393,7 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 	if err := sess.merge(pr); err != nil {
 		return err
 	}
+	res.Backend = sess.backendWords()
 	mine := sess.results(res.CPU, res.Congestion, res.Backend)
 	if len(res.Notes) > 0 {
 		mine.Blast.Note = res.Notes[0]

@@ -62,7 +62,13 @@ func unmap(ap netip.AddrPort) netip.AddrPort {
 type session struct {
 	res        *Result
 	streams    []*stream
-	backend    engine.Backend
+	backend    engine.Backend // sends
+	rxBackend  engine.Backend // receives
+	// rxAuto: rxBackend was not asked for; if it only sends, receiving
+	// streams use readwrite (and the Result says so).
+	rxAuto   bool
+	rxUsedMu sync.Mutex
+	rxUsed   string
 	interval   time.Duration
 	omit       time.Duration
 	onInterval func(*Result, *Interval)
@@ -130,7 +136,7 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 			if st.sender {
 				err = s.backend.Send(sctx, f)
 			} else {
-				err = s.backend.Recv(sctx, f)
+				err = s.recv(sctx, f)
 			}
 			if sctx.Err() != nil && (errors.Is(err, context.Canceled) || isTimeout(err)) {
 				err = nil // we stopped it
@@ -142,6 +148,54 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 	s.tickStop = make(chan struct{})
 	s.tickDone = make(chan struct{})
 	go s.ticker()
+}
+
+// recv receives with the receive backend, falling back to readwrite when
+// that backend was not asked for and turns out to only send.
+func (s *session) recv(ctx context.Context, f *engine.Flow) error {
+	b := s.rxBackend
+	if b == nil {
+		b = s.backend
+	}
+	err := b.Recv(ctx, f)
+	if s.rxAuto && errors.Is(err, engine.ErrNotSupported) && f.Stats.Snapshot().Calls == 0 && b.Name() != engine.DefaultBackend {
+		if rw, lerr := engine.Lookup(engine.DefaultBackend); lerr == nil {
+			b = rw
+			err = b.Recv(ctx, f)
+		}
+	}
+	s.rxUsedMu.Lock()
+	s.rxUsed = b.Name()
+	s.rxUsedMu.Unlock()
+	return err
+}
+
+// backendWords names the backends that moved this side's bytes.
+func (s *session) backendWords() string {
+	var send, recv bool
+	for _, st := range s.streams {
+		if st.sender {
+			send = true
+		} else {
+			recv = true
+		}
+	}
+	s.rxUsedMu.Lock()
+	rx := s.rxUsed
+	s.rxUsedMu.Unlock()
+	if rx == "" {
+		rx = s.backend.Name()
+		if s.rxBackend != nil {
+			rx = s.rxBackend.Name()
+		}
+	}
+	switch {
+	case send && recv && rx != s.backend.Name():
+		return "send " + s.backend.Name() + ", receive " + rx
+	case recv && !send:
+		return rx
+	}
+	return s.backend.Name()
 }
 
 func isTimeout(err error) bool {

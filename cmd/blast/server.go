@@ -31,7 +31,8 @@ func runServer(e *env, args []string) int {
 	bind := fs.StringP("bind", "B", "", "address to listen on (default: all)")
 	oneOff := fs.BoolP("one-off", "1", false, "serve one test, then exit")
 	maxClients := fs.Int("max-clients", 8, "tests at the same time; more are told the server is busy")
-	backend := fs.String("backend", "", "how to move bytes (see 'blast backends'; readwrite by default)")
+	backend := fs.String("backend", "", "how to send (see 'blast backends'; readwrite by default)")
+	rxBackend := fs.String("rx-backend", "", "how to receive (default: --backend, or readwrite if that only sends)")
 	interval := fs.Float64P("interval", "i", 1, "seconds between the server's interval reports (for --get-server-output)")
 	jsonOut := fs.BoolP("json", "J", false, "answer --get-server-output with JSON, and log one JSON result per test")
 	v4 := fs.BoolP("version4", "4", false, "IPv4 only")
@@ -56,7 +57,7 @@ func runServer(e *env, args []string) int {
 		return usage("-i %g: must be 0 (off) or 0.1 to 60 seconds", *interval)
 	}
 	cfg := control.ServerConfig{Bind: *bind, Port: *port, OneOff: *oneOff, MaxClients: *maxClients,
-		Backend: *backend, Interval: time.Duration(*interval * float64(time.Second)), JSONOutput: *jsonOut}
+		Backend: *backend, RxBackend: *rxBackend, Interval: time.Duration(*interval * float64(time.Second)), JSONOutput: *jsonOut}
 	switch {
 	case *v4 && *v6:
 		return usage("-4 and -6 both given: choose one")

@@ -1,0 +1,344 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// blast client <-> blast server on loopback, flag by flag.
+
+func TestBlastToBlast(t *testing.T) {
+	_, port, log := blastServer(t, ServerConfig{Interval: time.Second})
+	n := 0
+	for _, tc := range []struct {
+		name     string
+		cfg      Config
+		streams  int
+		up, down int64 // exact bytes each way, when the test has a count
+		check    func(t *testing.T, cli, srv *Result)
+	}{
+		{name: "tcp", cfg: Config{Duration: time.Second}, streams: 1},
+		{name: "P4", cfg: Config{Duration: time.Second, Parallel: 4}, streams: 4},
+		{name: "reverse", cfg: Config{Duration: time.Second, Reverse: true}, streams: 1},
+		{name: "bidir P2", cfg: Config{Duration: time.Second, Bidir: true, Parallel: 2}, streams: 4},
+		{name: "bytes odd split", cfg: Config{Bytes: 10_000_001, Parallel: 3}, streams: 3, up: 10_000_001},
+		{name: "bytes reverse", cfg: Config{Bytes: 7_777_777, Parallel: 2, Reverse: true}, streams: 2, down: 7_777_777},
+		{name: "bytes bidir", cfg: Config{Bytes: 5_000_000, Bidir: true}, streams: 2, up: 5_000_000, down: 5_000_000},
+		{name: "blocks", cfg: Config{Blocks: 100, BlockLen: 16 << 10}, streams: 1, up: 100 * 16 << 10},
+		{name: "window", cfg: Config{Duration: time.Second, Window: 256 << 10}, streams: 1,
+			check: func(t *testing.T, cli, srv *Result) {
+				if cli.SndBufActual < 256<<10 || srv.RcvBufActual < 256<<10 {
+					t.Errorf("-w 256K: client SO_SNDBUF %d, server SO_RCVBUF %d", cli.SndBufActual, srv.RcvBufActual)
+				}
+			}},
+		{name: "mss nodelay tos congestion", cfg: Config{Duration: time.Second, MSS: 1200, NoDelay: true, TOS: 0x10, Congestion: "reno"}, streams: 1,
+			check: func(t *testing.T, cli, srv *Result) {
+				if cli.Congestion != "reno" || srv.Congestion != "reno" {
+					t.Errorf("congestion: client %q, server %q", cli.Congestion, srv.Congestion)
+				}
+				if !srv.Params.NoDelay || srv.Params.MSS != 1200 || srv.Params.TOS != 0x10 {
+					t.Errorf("server params %+v", srv.Params)
+				}
+			}},
+		{name: "omit", cfg: Config{Duration: time.Second, Omit: time.Second, Interval: 500 * time.Millisecond}, streams: 1,
+			check: func(t *testing.T, cli, srv *Result) {
+				om := 0
+				for _, iv := range cli.Intervals {
+					if iv.Omitted {
+						om++
+					}
+				}
+				if om != 2 || len(cli.Intervals) != 4 {
+					t.Errorf("-O 1 -t 1 -i 0.5: %d intervals, %d omitted; want 4, 2", len(cli.Intervals), om)
+				}
+				if s := cli.Streams[0].Seconds; s < 0.9 || s > 1.5 {
+					t.Errorf("measured %v s after a 1 s omit of a 1 s test", s)
+				}
+			}},
+		{name: "zerocopy", cfg: Config{Bytes: 3 << 20, ZeroCopy: true, Bidir: true}, streams: 2, up: 3 << 20, down: 3 << 20,
+			check: func(t *testing.T, cli, srv *Result) {
+				if !strings.Contains(cli.Backend, "sendfile") || !strings.Contains(srv.Backend, "sendfile") {
+					t.Errorf("-Z: client backend %q, server %q", cli.Backend, srv.Backend)
+				}
+				if !strings.Contains(cli.Backend, "receive readwrite") {
+					t.Errorf("-Z --bidir: the client should receive with readwrite: %q", cli.Backend)
+				}
+			}},
+		{name: "get server output", cfg: Config{Duration: time.Second, GetServerOutput: true}, streams: 1,
+			check: func(t *testing.T, cli, srv *Result) {
+				if !strings.Contains(cli.ServerOutputText, "receiver") {
+					t.Errorf("server output: %q", cli.ServerOutputText)
+				}
+			}},
+		{name: "title no intervals", cfg: Config{Duration: time.Second, Title: "x", Interval: -1}, streams: 1,
+			check: func(t *testing.T, cli, srv *Result) {
+				if len(cli.Intervals) != 0 || srv.Params.Title != "x" {
+					t.Errorf("-i 0: %d intervals; title %q", len(cli.Intervals), srv.Params.Title)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Port = port
+			if cfg.Interval < 0 {
+				cfg.Interval = 0
+				cfg.OnInterval = nil
+				cfg.Host = "127.0.0.1"
+				r, err := Run(context.Background(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n++
+				srv := log.wait(t, n)[n-1]
+				checkBlastPair(t, r, srv, tc.streams, tc.up, tc.down)
+				tc.check(t, r, srv)
+				return
+			}
+			r := runClient(t, cfg)
+			n++
+			srv := log.wait(t, n)[n-1]
+			checkBlastPair(t, r, srv, tc.streams, tc.up, tc.down)
+			if tc.check != nil {
+				tc.check(t, r, srv)
+			}
+		})
+	}
+}
+
+// checkBlastPair checks a blast client's and a blast server's results of
+// the same test against each other.
+func checkBlastPair(t *testing.T, cli, srv *Result, streams int, up, down int64) {
+	t.Helper()
+	if srv.Err != nil {
+		t.Fatalf("server: %v", srv.Err)
+	}
+	if srv.Cookie != cli.Cookie {
+		t.Fatalf("server result is for cookie %s, client's is %s", srv.Cookie, cli.Cookie)
+	}
+	if len(cli.Streams) != streams || len(srv.Streams) != streams {
+		t.Fatalf("streams: client %d, server %d, want %d", len(cli.Streams), len(srv.Streams), streams)
+	}
+	for i := range cli.Streams {
+		c, s := cli.Streams[i], srv.Streams[i]
+		if c.ID != StreamID(i) || s.ID != c.ID || c.Sender == s.Sender {
+			t.Errorf("stream %d: client id %d sender %v, server id %d sender %v", i, c.ID, c.Sender, s.ID, s.Sender)
+		}
+		// Each side's own count is the other's peer count, and a blast
+		// receiver gets every byte a blast sender wrote.
+		if c.PeerBytes != s.Bytes || s.PeerBytes != c.Bytes {
+			t.Errorf("stream %d: client %d (peer says %d), server %d (peer says %d)", c.ID, c.Bytes, s.PeerBytes, s.Bytes, c.PeerBytes)
+		}
+		if c.Bytes != s.Bytes && cli.Params.Omit == 0 { // each side ends its own omit period
+			t.Errorf("stream %d: client moved %d bytes, server %d", c.ID, c.Bytes, s.Bytes)
+		}
+		if c.PeerIO == nil || s.PeerIO == nil {
+			t.Errorf("stream %d: blast I/O counters not exchanged", c.ID)
+		}
+	}
+	cs, ss := sumsOf(cli), sumsOf(srv)
+	if cs != ss {
+		t.Errorf("totals differ: client %+v, server %+v", cs, ss)
+	}
+	if up > 0 && cs.upSent != up {
+		t.Errorf("client->server: %d bytes, want exactly %d", cs.upSent, up)
+	}
+	if down > 0 && cs.downSent != down {
+		t.Errorf("server->client: %d bytes, want exactly %d", cs.downSent, down)
+	}
+	if cs.upSent+cs.downSent == 0 {
+		t.Error("no bytes moved")
+	}
+	if cli.RemoteBackend == "" || srv.RemoteBackend == "" {
+		t.Errorf("backends not exchanged: client sees %q, server sees %q", cli.RemoteBackend, srv.RemoteBackend)
+	}
+	if cli.CPU.Total <= 0 || cli.RemoteCPU.Total <= 0 {
+		t.Errorf("CPU: local %+v remote %+v", cli.CPU, cli.RemoteCPU)
+	}
+	// Intervals add up to the totals.
+	if len(cli.Intervals) > 0 {
+		var sum int64
+		for _, iv := range cli.Intervals {
+			if iv.Omitted {
+				continue
+			}
+			for _, si := range iv.Streams {
+				sum += si.Bytes
+			}
+		}
+		var tot int64
+		for _, st := range cli.Streams {
+			tot += st.Bytes
+		}
+		if sum != tot {
+			t.Errorf("intervals add up to %d bytes, totals to %d", sum, tot)
+		}
+	}
+}
+
+func TestEightClientsAtOnce(t *testing.T) {
+	_, port, log := blastServer(t, ServerConfig{Interval: 0})
+	const clients = 8
+	var wg sync.WaitGroup
+	results := make([]*Result, clients)
+	errs := make([]error, clients)
+	for i := range clients {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			cfg := Config{Host: "127.0.0.1", Port: port, Bytes: int64(1+i) << 20, Parallel: 1 + i%3, Reverse: i%2 == 1}
+			results[i], errs[i] = Run(context.Background(), cfg)
+		}(i)
+	}
+	wg.Wait()
+	srvRes := log.wait(t, clients)
+	byCookie := map[string]*Result{}
+	for _, r := range srvRes {
+		byCookie[r.Cookie] = r
+	}
+	for i, r := range results {
+		if errs[i] != nil {
+			t.Errorf("client %d: %v", i, errs[i])
+			continue
+		}
+		srv := byCookie[r.Cookie]
+		if srv == nil {
+			t.Errorf("client %d: the server has no result for it", i)
+			continue
+		}
+		var up, down int64
+		if i%2 == 1 {
+			down = int64(1+i) << 20
+		} else {
+			up = int64(1+i) << 20
+		}
+		checkBlastPair(t, r, srv, 1+i%3, up, down)
+	}
+}
+
+func TestServerBusy(t *testing.T) {
+	_, port, log := blastServer(t, ServerConfig{MaxClients: 1, Interval: 0})
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: 2 * time.Second})
+		done <- err
+	}()
+	// Wait until the first test runs.
+	deadline := time.Now().Add(5 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		_, err = Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: time.Second})
+		if errors.Is(err, ErrBusy) {
+			break
+		}
+	}
+	if !errors.Is(err, ErrBusy) {
+		t.Fatalf("second client: %v, want ErrBusy", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("first client: %v", err)
+	}
+	if r := log.wait(t, 1)[0]; r.Err != nil {
+		t.Errorf("the busy answer disturbed the running test: %v", r.Err)
+	}
+	// The slot is free again.
+	if _, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Bytes: 1 << 20}); err != nil {
+		t.Errorf("after the first test: %v", err)
+	}
+}
+
+func TestIperf3ClientBusy(t *testing.T) {
+	needIperf3(t)
+	_, port, _ := blastServer(t, ServerConfig{MaxClients: 1, Interval: 0})
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: 2 * time.Second})
+		done <- err
+	}()
+	var d *iperfJSON
+	for i := 0; i < 20; i++ {
+		time.Sleep(100 * time.Millisecond)
+		if d = iperf3ClientMay(t, port, "-t", "1"); d.Error != "" {
+			break
+		}
+	}
+	if !strings.Contains(d.Error, "busy") {
+		t.Errorf("iperf3's error: %q, want the server-is-busy message", d.Error)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("the running test: %v", err)
+	}
+}
+
+func TestServerUnreachable(t *testing.T) {
+	port := freePort(t)
+	_, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "server running") {
+		t.Errorf("error %v, want a refused connection that names the fix", err)
+	}
+}
+
+// A server that goes away mid-test: the client stops, reports what it
+// measured, and fails.
+func TestServerGoneMidTest(t *testing.T) {
+	srv, err := Listen(ServerConfig{Bind: "127.0.0.1", Interval: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { srv.Serve(ctx); close(served) }()
+	port := srv.Addr().(*net.TCPAddr).Port
+	time.AfterFunc(700*time.Millisecond, cancel)
+	start := time.Now()
+	r, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: 5 * time.Second, Interval: 200 * time.Millisecond})
+	<-served
+	if err == nil {
+		t.Fatal("the client succeeded although the server went away")
+	}
+	if time.Since(start) > 4*time.Second {
+		t.Errorf("the client took %v to notice", time.Since(start))
+	}
+	if r == nil || len(r.Streams) != 1 || r.Streams[0].Bytes == 0 || len(r.Intervals) == 0 {
+		t.Fatalf("no partial results: %+v", r)
+	}
+	if !strings.Contains(err.Error(), "server") {
+		t.Errorf("error %q does not say the server ended it", err)
+	}
+}
+
+// A client that vanishes mid-test: the server frees the slot and serves
+// the next client.
+func TestClientGoneMidTest(t *testing.T) {
+	_, port, log := blastServer(t, ServerConfig{MaxClients: 1, Interval: 0})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	if _, err := Run(ctx, Config{Host: "127.0.0.1", Port: port, Duration: 5 * time.Second}); err == nil {
+		t.Fatal("interrupted client succeeded")
+	}
+	r := log.wait(t, 1)[0]
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "client") {
+		t.Errorf("server result error: %v", r.Err)
+	}
+	// And a client that closes its sockets without a word.
+	c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck := NewCookie()
+	c.Write(ck[:])
+	if s, err := ReadState(c); err != nil || s != ParamExchange {
+		t.Fatalf("raw client: %v %v", s, err)
+	}
+	c.Close()
+	log.wait(t, 2)
+	if _, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Bytes: 1 << 20}); err != nil {
+		t.Errorf("next client: %v", err)
+	}
+}
