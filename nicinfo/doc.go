@@ -23,10 +23,15 @@
 // trees runs anywhere.
 package nicinfo
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/blastnet/blast/engine"
+)
 
 // ErrNotSupported is wrapped by errors from operations this platform cannot do.
-var ErrNotSupported = errors.New("not supported")
+// It is engine.ErrNotSupported, so one errors.Is check covers every package.
+var ErrNotSupported = engine.ErrNotSupported
 
 // ErrNoInterface is wrapped when the named interface does not exist.
 var ErrNoInterface = errors.New("no such interface")

@@ -85,6 +85,9 @@ func Advise(ifc *Interface, newName string) (*NamingAdvice, error) {
 	if enumerated.MatchString(newName) {
 		return nil, fmt.Errorf("nicinfo: pin %s: %q is in the kernel's ethN namespace and would race with its enumeration; pick another name (e.g. lan0)", ifc.Name, newName)
 	}
+	if ifc.Virtual {
+		return nil, fmt.Errorf("nicinfo: pin %s: a virtual interface has no card to match; it gets its name from whatever creates it (ip link add, a container runtime, systemd-networkd .netdev)", ifc.Name)
+	}
 	a := &NamingAdvice{Name: newName}
 	var udevMatch string
 	switch {
@@ -95,7 +98,7 @@ func Advise(ifc *Interface, newName string) (*NamingAdvice, error) {
 			a.Notes = append(a.Notes, fmt.Sprintf("the current MAC %s differs from the permanent one; the udev rule matches the current address, so use the .link file", ifc.MAC))
 			udevMatch = fmt.Sprintf(`ATTR{address}=="%s"`, ifc.MAC)
 		}
-	case ifc.MAC != "" && ifc.MACAssign == "permanent":
+	case ifc.MAC != "" && ifc.MAC != "00:00:00:00:00:00" && ifc.MACAssign == "permanent":
 		a.Match = "MACAddress=" + ifc.MAC
 		udevMatch = fmt.Sprintf(`ATTR{address}=="%s"`, ifc.MAC)
 	case ifc.PCI != nil && ifc.PCI.Address != "":

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/blastnet/blast/engine"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -328,6 +331,9 @@ func TestAdvise(t *testing.T) {
 		{"hardware mac", &Interface{Name: "x", MAC: "02:00:00:00:00:01", MACAssign: "permanent"}, "lan1", "MACAddress=02:00:00:00:00:01"},
 		{"random mac, pci path", &Interface{Name: "x", MAC: "02:00:00:00:00:01", MACAssign: "random", PCI: &PCIID{Address: "0000:02:00.0"}}, "lan1", "Path=pci-0000:02:00.0"},
 		{"virtual", &Interface{Name: "veth0", MAC: "02:00:00:00:00:01", MACAssign: "random"}, "lan1", ""},
+		{"virtual with a permanent mac", &Interface{Name: "veth0", Virtual: true, MAC: "02:00:00:00:00:01", MACAssign: "permanent"}, "lan1", ""},
+		{"loopback", &Interface{Name: "lo", Virtual: true, MAC: "00:00:00:00:00:00", MACAssign: "permanent"}, "lan1", ""},
+		{"zero mac", &Interface{Name: "x", MAC: "00:00:00:00:00:00", MACAssign: "permanent"}, "lan1", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, err := Advise(tc.ifc, tc.newName)
@@ -486,6 +492,13 @@ func TestDiagnosePath(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestErrNotSupportedIsEngines(t *testing.T) {
+	err := fmt.Errorf("nicinfo: open: %w", ErrNotSupported)
+	if !errors.Is(err, engine.ErrNotSupported) {
+		t.Errorf("errors.Is(%v, engine.ErrNotSupported) = false, want true", err)
 	}
 }
 

@@ -1,0 +1,439 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/blastnet/blast/nicinfo"
+)
+
+func init() {
+	register(command{name: "nic", summary: "inspect network interfaces and diagnose their links", run: runNic})
+}
+
+const nicHelp = `Usage: blast nic [IFACE] [options]
+
+Without IFACE: a table of every interface (driver, bus, speed, duplex,
+autonegotiation, link, how the name was assigned). With IFACE: the full
+report (identity, naming, link modes, queues, offloads, every counter) and
+the diagnosis rules that fire on its state.
+
+Options:
+  -J, --json          JSON instead of text
+  --to HOST           find the interface that carries traffic to HOST (a
+                      name or an address; a name uses its first address),
+                      print the route, then that interface's report
+  --pin NAME          with IFACE: the systemd .link file (and the legacy
+                      udev rule) that gives this card the name NAME on
+                      every boot, where to put it and what to do after
+  --capture DIR       save this machine's interfaces (sysfs, udev, ethtool
+                      answers) under DIR, a new or empty directory
+  --sysfs DIR         analyze a captured tree instead of this machine
+  --after DIR2        with --sysfs: a second capture of the same machine;
+                      the counter changes between the two are diagnosed too
+  -h, --help          this text
+
+Examples:
+  blast nic                           # table of all interfaces
+  blast nic eth0                      # full report of eth0
+  blast nic --to 198.18.0.2           # which NIC carries traffic there
+  blast nic eth0 --pin lan0           # pin the name lan0 to this card
+  blast nic --capture /tmp/before     # support bundle: capture, run the
+  blast nic --capture /tmp/after      #   workload, capture again, then
+  blast nic --sysfs /tmp/before --after /tmp/after eth0
+  blast nic -J eth0 | jq .findings
+`
+
+// nicConfig is what the command line of `blast nic` asks for.
+type nicConfig struct {
+	Iface   string
+	JSON    bool
+	To      string
+	Pin     string
+	Capture string
+	Sysfs   string
+	After   string
+}
+
+// parseNic turns the command line into a nicConfig; it checks everything
+// that does not need the system.
+func parseNic(args []string) (nicConfig, error) {
+	var c nicConfig
+	fs := pflag.NewFlagSet("nic", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	var help bool
+	fs.BoolVarP(&c.JSON, "json", "J", false, "")
+	fs.StringVar(&c.To, "to", "", "")
+	fs.StringVar(&c.Pin, "pin", "", "")
+	fs.StringVar(&c.Capture, "capture", "", "")
+	fs.StringVar(&c.Sysfs, "sysfs", "", "")
+	fs.StringVar(&c.After, "after", "", "")
+	fs.BoolVarP(&help, "help", "h", false, "")
+	if err := fs.Parse(args); err != nil {
+		return c, fmt.Errorf("%s: run 'blast nic -h' for the options", flagError(err))
+	}
+	if help {
+		return c, pflag.ErrHelp
+	}
+	set := func(name string) bool { return fs.Changed(name) }
+	for _, f := range []string{"to", "pin", "capture", "sysfs", "after"} {
+		if v, _ := fs.GetString(f); set(f) && v == "" {
+			return c, fmt.Errorf("--%s needs a value: run 'blast nic -h' for the options", f)
+		}
+	}
+	rest := fs.Args()
+	if len(rest) > 1 {
+		return c, fmt.Errorf("too many arguments: %q: give one interface, or none for the table", strings.Join(rest, " "))
+	}
+	if len(rest) == 1 {
+		c.Iface = rest[0]
+	}
+	switch {
+	case c.After != "" && c.Sysfs == "":
+		return c, errors.New("--after needs --sysfs: blast nic --sysfs BEFORE --after AFTER [IFACE]")
+	case c.Pin != "" && c.Iface == "":
+		return c, errors.New("--pin needs an interface: blast nic IFACE --pin NAME")
+	case c.Pin != "" && c.After != "":
+		return c, errors.New("--pin and --after conflict: the advice is made from one tree; drop --after")
+	case c.To != "" && c.Iface != "":
+		return c, fmt.Errorf("--to and %q conflict: --to finds the interface itself; drop one", c.Iface)
+	case c.To != "" && c.Sysfs != "":
+		return c, errors.New("--to and --sysfs conflict: the route lookup asks this machine's kernel, not a capture")
+	case c.Capture != "" && (c.Sysfs != "" || c.To != "" || c.Pin != "" || c.JSON):
+		return c, errors.New("--capture takes no other option: blast nic --capture DIR [IFACE]")
+	}
+	return c, nil
+}
+
+func runNic(e *env, args []string) int {
+	c, err := parseNic(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		io.WriteString(e.stdout, nicHelp)
+		return exitOK
+	}
+	if err != nil {
+		return nicUsage(e, "%v", err)
+	}
+	if c.Capture != "" {
+		return nicCapture(e, c)
+	}
+
+	// The source: this machine, or one or two captured trees.
+	var src, after *nicinfo.Source
+	list := "blast nic" // how to list the interfaces, for messages
+	if c.Sysfs != "" {
+		list = "blast nic --sysfs " + c.Sysfs
+		if src, err = loadTree("--sysfs", c.Sysfs); err != nil {
+			return nicUsage(e, "%v", err)
+		}
+		if c.After != "" {
+			if after, err = loadTree("--after", c.After); err != nil {
+				return nicUsage(e, "%v", err)
+			}
+		}
+	} else {
+		if src, err = nicinfo.Open(nicinfo.Config{}); err != nil {
+			return nicFail(e, err)
+		}
+		defer src.Close()
+	}
+
+	var route *nicinfo.Route
+	if c.To != "" {
+		if route, err = routeTo(e, c.To); err != nil {
+			return nicFail(e, err)
+		}
+		c.Iface = route.Iface
+	}
+
+	if c.Iface == "" {
+		return nicAll(e, c, src, after)
+	}
+	for _, t := range []struct {
+		s   *nicinfo.Source
+		dir string
+	}{{src, c.Sysfs}, {after, c.After}} {
+		if t.s == nil {
+			continue
+		}
+		if names, err := t.s.Names(); err != nil {
+			return nicFail(e, err)
+		} else if !slices.Contains(names, c.Iface) {
+			in := ""
+			if t.dir != "" {
+				in = " in " + t.dir
+			}
+			return nicUsage(e, "no interface %q%s: see '%s' for the list", c.Iface, in, list)
+		}
+	}
+
+	if c.Pin != "" {
+		ifc, err := src.Inspect(c.Iface)
+		if err != nil {
+			return nicFail(e, err)
+		}
+		a, err := nicinfo.Advise(ifc, c.Pin)
+		if err != nil {
+			// A bad name or nothing to match: the user picks another name or interface.
+			return nicUsage(e, "--pin %s: %v", c.Pin, strings.TrimPrefix(err.Error(), "nicinfo: "))
+		}
+		if c.JSON {
+			return nicJSON(e, a)
+		}
+		if err := nicinfo.WriteAdvice(e.stdout, a); err != nil {
+			return nicFail(e, err)
+		}
+		return exitOK
+	}
+
+	r, err := nicinfo.Analyze(src, after, c.Iface)
+	if err != nil {
+		return nicFail(e, err)
+	}
+	if c.JSON {
+		if route != nil {
+			return nicJSON(e, struct {
+				Host  string         `json:"host"`
+				Route *nicinfo.Route `json:"route"`
+				*nicinfo.Result
+			}{c.To, route, r})
+		}
+		return nicJSON(e, r)
+	}
+	if route != nil {
+		fmt.Fprintln(e.stdout, routeLine(c.To, route))
+		fmt.Fprintln(e.stdout)
+	}
+	if err := nicinfo.WriteResult(e.stdout, r); err != nil {
+		return nicFail(e, err)
+	}
+	return exitOK
+}
+
+// nicAll handles the command without an interface: the table of this machine,
+// or the table and the analysis of every interface of a captured tree.
+func nicAll(e *env, c nicConfig, src, after *nicinfo.Source) int {
+	if c.Sysfs == "" {
+		ifcs, err := src.All()
+		if err != nil {
+			return nicFail(e, err)
+		}
+		if c.JSON {
+			return nicJSON(e, ifcs)
+		}
+		if err := nicinfo.WriteTable(e.stdout, ifcs); err != nil {
+			return nicFail(e, err)
+		}
+		return exitOK
+	}
+
+	last := src // the tree whose state the table shows
+	if after != nil {
+		last = after
+	}
+	names, err := last.Names()
+	if err != nil {
+		return nicFail(e, err)
+	}
+	var before []string
+	if after != nil {
+		if before, err = src.Names(); err != nil {
+			return nicFail(e, err)
+		}
+		for _, n := range before {
+			if !slices.Contains(names, n) {
+				fmt.Fprintf(e.stderr, "blast: nic: note: %s is in %s but not in %s: not analyzed\n", n, c.Sysfs, c.After)
+			}
+		}
+	}
+	var results []*nicinfo.Result
+	for _, n := range names {
+		b := src
+		if after != nil && !slices.Contains(before, n) {
+			fmt.Fprintf(e.stderr, "blast: nic: note: %s is in %s but not in %s: state rules only\n", n, c.After, c.Sysfs)
+			b = nil
+		}
+		var r *nicinfo.Result
+		if b == nil {
+			r, err = nicinfo.Analyze(after, nil, n)
+		} else {
+			r, err = nicinfo.Analyze(b, after, n)
+		}
+		if err != nil {
+			return nicFail(e, err)
+		}
+		results = append(results, r)
+	}
+	if c.JSON {
+		if results == nil {
+			results = []*nicinfo.Result{}
+		}
+		return nicJSON(e, results)
+	}
+	ifcs := make([]*nicinfo.Interface, len(results))
+	for i, r := range results {
+		ifcs[i] = r.Interface
+	}
+	if err := nicinfo.WriteTable(e.stdout, ifcs); err != nil {
+		return nicFail(e, err)
+	}
+	for _, r := range results {
+		fmt.Fprintln(e.stdout)
+		if err := nicinfo.WriteResult(e.stdout, r); err != nil {
+			return nicFail(e, err)
+		}
+	}
+	return exitOK
+}
+
+// nicCapture saves this machine's interfaces (or one) under c.Capture.
+func nicCapture(e *env, c nicConfig) int {
+	if ents, err := os.ReadDir(c.Capture); err == nil && len(ents) > 0 {
+		return nicUsage(e, "--capture %s: directory not empty: give a new or empty directory", c.Capture)
+	}
+	src, err := nicinfo.Open(nicinfo.Config{})
+	if err != nil {
+		return nicFail(e, err)
+	}
+	defer src.Close()
+	var names []string
+	if c.Iface != "" {
+		all, err := src.Names()
+		if err != nil {
+			return nicFail(e, err)
+		}
+		if !slices.Contains(all, c.Iface) {
+			return nicUsage(e, "no interface %q: see 'blast nic' for the list", c.Iface)
+		}
+		names = []string{c.Iface}
+	}
+	if err := src.Capture(c.Capture, names...); err != nil {
+		return nicFail(e, err)
+	}
+	got, err := loadTree("--capture", c.Capture)
+	if err == nil {
+		names, err = got.Names()
+	}
+	if err != nil {
+		return nicFail(e, err)
+	}
+	fmt.Fprintf(e.stdout, "captured %s to %s; analyze it with: blast nic --sysfs %s\n", strings.Join(names, ", "), c.Capture, c.Capture)
+	return exitOK
+}
+
+// loadTree opens a captured tree, saying what is wrong in one line.
+func loadTree(flag, dir string) (*nicinfo.Source, error) {
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s %s: cannot read it (%v): give a tree made by 'blast nic --capture DIR'", flag, dir, pathErr(err))
+	case !st.IsDir():
+		return nil, fmt.Errorf("%s %s: not a directory: give a tree made by 'blast nic --capture DIR'", flag, dir)
+	}
+	s, err := nicinfo.Load(dir)
+	if err == nil {
+		_, err = s.Names()
+	}
+	if err != nil {
+		if isTree(filepath.Join(dir, "before")) {
+			return nil, fmt.Errorf("%s %s: holds before/ (and after/), not a tree: use --sysfs %s --after %s", flag, dir,
+				filepath.Join(dir, "before"), filepath.Join(dir, "after"))
+		}
+		return nil, fmt.Errorf("%s %s: not a captured tree (no readable sys/class/net): give a tree made by 'blast nic --capture DIR'", flag, dir)
+	}
+	return s, nil
+}
+
+func isTree(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, "sys", "class", "net"))
+	return err == nil && st.IsDir()
+}
+
+// pathErr is the reason of a *fs.PathError without the path, which the
+// message already names.
+func pathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// routeTo resolves host (an address, or a name whose first address is used)
+// and asks the kernel which interface carries traffic to it.
+func routeTo(e *env, host string) (*nicinfo.Route, error) {
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		addrs, lerr := net.DefaultResolver.LookupNetIP(e.ctx, "ip", host)
+		if lerr == nil && len(addrs) == 0 {
+			lerr = errors.New("no address")
+		}
+		var dns *net.DNSError
+		if errors.As(lerr, &dns) {
+			lerr = errors.New(dns.Err)
+		}
+		if lerr != nil {
+			return nil, fmt.Errorf("--to %s: cannot resolve the name (%v): give an address or a name that resolves", host, lerr)
+		}
+		addr = addrs[0]
+	}
+	return nicinfo.InterfaceFor(addr.Unmap())
+}
+
+// routeLine says where traffic to host goes: "route to H (ADDR): via IFACE,
+// gateway G, source S".
+func routeLine(host string, r *nicinfo.Route) string {
+	to := host
+	if a, err := netip.ParseAddr(host); err != nil || a.Unmap() != r.Dst {
+		to += " (" + r.Dst.String() + ")"
+	}
+	gw := "none (on-link)"
+	if r.Gateway.IsValid() {
+		gw = r.Gateway.String()
+	}
+	src := "-"
+	if r.Src.IsValid() {
+		src = r.Src.String()
+	}
+	return fmt.Sprintf("route to %s: interface %s (ifindex %d), gateway %s, source %s", to, r.Iface, r.Index, gw, src)
+}
+
+func nicJSON(e *env, v any) int {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nicFail(e, err)
+	}
+	return exitOK
+}
+
+func nicUsage(e *env, format string, a ...any) int {
+	fmt.Fprintf(e.stderr, "blast: nic: "+format+"\n", a...)
+	return exitUsage
+}
+
+// nicFail reports a run-time failure in one line, with the fix where there is one.
+func nicFail(e *env, err error) int {
+	msg := strings.TrimPrefix(err.Error(), "nicinfo: ")
+	switch {
+	case errors.Is(err, nicinfo.ErrNoInterface):
+		msg += " (it vanished while being read): see 'blast nic' for the list"
+	case errors.Is(err, nicinfo.ErrNotSupported):
+		msg += ": live inspection needs Linux; analyze a capture from a Linux machine with --sysfs DIR"
+	case errors.Is(err, os.ErrPermission):
+		msg += ": run as root"
+	}
+	fmt.Fprintf(e.stderr, "blast: nic: %s\n", msg)
+	return exitFailure
+}

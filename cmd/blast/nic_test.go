@@ -1,0 +1,337 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/blastnet/blast/nicinfo"
+)
+
+var updateNic = flag.Bool("update-nic", false, "rewrite the golden files of 'blast nic' in testdata/")
+
+// fx is the path of a nicinfo fixture tree.
+func fx(scenario, tree string) string {
+	return filepath.Join("..", "..", "nicinfo", "testdata", scenario, tree)
+}
+
+// runNicArgs runs `blast nic ARGS` and returns the exit status and outputs.
+func runNicArgs(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	e := &env{ctx: context.Background(), argv0: "blast", stdout: &out, stderr: &errb, stdin: strings.NewReader("")}
+	code = dispatch(e, append([]string{"nic"}, args...))
+	return code, out.String(), errb.String()
+}
+
+func nicGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *updateNic {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/blast/ -run TestNic -update-nic to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("blast nic output differs from %s (-want +got):\n%s", path, diff)
+	}
+}
+
+func TestNicGolden(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		args   []string
+		stderr string
+	}{
+		{"nic-help.txt", []string{"--help"}, ""},
+		{"nic-virtio-all.txt", []string{"--sysfs", fx("virtio", "before")}, ""},
+		{"nic-tulip-eth1.txt", []string{"--sysfs", fx("tulip-enumerated", "before"), "eth1"}, ""},
+		{"nic-e1000-pair.txt", []string{"--sysfs", fx("e1000-100half-latecoll", "before"), "--after", fx("e1000-100half-latecoll", "after"), "enp0s11"}, ""},
+		{"nic-e1000e-pair-all.txt", []string{"--sysfs", fx("e1000e-full-crc", "before"), "--after", fx("e1000e-full-crc", "after")}, ""},
+		{"nic-counter-reset.txt", []string{"--sysfs", fx("counter-reset", "before"), "--after", fx("counter-reset", "after"), "enp4s0"}, ""},
+		{"nic-pin-tulip.txt", []string{"--sysfs", fx("tulip-enumerated", "before"), "eth1", "--pin", "lan0"}, ""},
+	} {
+		t.Run(strings.TrimSuffix(tc.golden, ".txt"), func(t *testing.T) {
+			code, out, errs := runNicArgs(t, tc.args...)
+			if code != exitOK || errs != tc.stderr {
+				t.Fatalf("blast nic %s: exit %d, stderr %q; want 0, %q", strings.Join(tc.args, " "), code, errs, tc.stderr)
+			}
+			nicGolden(t, tc.golden, out)
+		})
+	}
+}
+
+// The duplex-mismatch pair must be diagnosed as such, whatever the golden says.
+func TestNicPairFindings(t *testing.T) {
+	code, out, _ := runNicArgs(t, "--sysfs", fx("e1000-100half-latecoll", "before"), "--after", fx("e1000-100half-latecoll", "after"), "enp0s11")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{
+		"enp0s11: counter changes over 10s",
+		"ERROR D1 enp0s11: duplex mismatch",
+		"ERROR D3 enp0s11: late collisions",
+		"WARN  D5 enp0s11: heavy collisions",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+func findingRules(fs []nicinfo.Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Severity.String()+" "+f.Rule)
+	}
+	return out
+}
+
+func TestNicJSON(t *testing.T) {
+	t.Run("pair", func(t *testing.T) {
+		code, out, errs := runNicArgs(t, "-J", "--sysfs", fx("e1000-100half-latecoll", "before"), "--after", fx("e1000-100half-latecoll", "after"), "enp0s11")
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var r nicinfo.Result
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("output is not a Result: %v\n%s", err, out)
+		}
+		if r.Interface == nil || r.Interface.Name != "enp0s11" || r.Interface.Driver != "e1000" || r.Interface.Link.Duplex != "half" {
+			t.Errorf("interface = %+v, want enp0s11, e1000, half duplex", r.Interface)
+		}
+		if r.Interface.Link.SpeedMbps == nil || *r.Interface.Link.SpeedMbps != 100 {
+			t.Errorf("speed = %v, want 100", r.Interface.Link.SpeedMbps)
+		}
+		if r.Delta == nil || r.Delta.Counters["collisions"] != 4213 || r.Delta.DriverStats["tx_abort_late_coll"] != 377 {
+			t.Errorf("delta = %+v, want collisions +4213, tx_abort_late_coll +377", r.Delta)
+		}
+		want := []string{"ERROR D1", "ERROR D2", "ERROR D3", "WARN D5"}
+		if diff := cmp.Diff(want, findingRules(r.Findings)); diff != "" {
+			t.Errorf("findings (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("all", func(t *testing.T) {
+		code, out, errs := runNicArgs(t, "--json", "--sysfs", fx("virtio", "before"))
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var rs []nicinfo.Result
+		if err := json.Unmarshal([]byte(out), &rs); err != nil {
+			t.Fatalf("output is not a list of Results: %v\n%s", err, out)
+		}
+		var names []string
+		for _, r := range rs {
+			names = append(names, r.Interface.Name)
+			if r.Delta != nil {
+				t.Errorf("%s: delta from one tree", r.Interface.Name)
+			}
+		}
+		if diff := cmp.Diff([]string{"lo", "eth0"}, names); diff != "" {
+			t.Errorf("interfaces (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("pin", func(t *testing.T) {
+		code, out, errs := runNicArgs(t, "-J", "--sysfs", fx("tulip-enumerated", "before"), "eth1", "--pin", "lan0")
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var a nicinfo.NamingAdvice
+		if err := json.Unmarshal([]byte(out), &a); err != nil {
+			t.Fatalf("output is not NamingAdvice: %v\n%s", err, out)
+		}
+		if a.Name != "lan0" || a.Match != "PermanentMACAddress=00:00:f8:21:33:44" || a.LinkPath != "/etc/systemd/network/10-lan0.link" {
+			t.Errorf("advice = %+v", a)
+		}
+	})
+}
+
+func TestNicErrors(t *testing.T) {
+	virtio := fx("virtio", "before")
+	scenario := filepath.Join("..", "..", "nicinfo", "testdata", "e1000-100half-latecoll")
+	missing := filepath.Join(t.TempDir(), "nope")
+	empty := t.TempDir()
+	full := t.TempDir()
+	if err := os.WriteFile(filepath.Join(full, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"unknown interface in a tree", []string{"--sysfs", virtio, "x"}, exitUsage,
+			`blast: nic: no interface "x" in ` + virtio + `: see 'blast nic --sysfs ` + virtio + `' for the list`},
+		{"interface only in before", []string{"--sysfs", fx("virtio", "before"), "--after", fx("tulip-enumerated", "before"), "lo"}, exitUsage,
+			`blast: nic: no interface "lo" in ` + fx("tulip-enumerated", "before") + `: see 'blast nic --sysfs ` + virtio + `' for the list`},
+		{"missing sysfs dir", []string{"--sysfs", missing}, exitUsage,
+			"blast: nic: --sysfs " + missing + ": cannot read it (no such file or directory): give a tree made by 'blast nic --capture DIR'"},
+		{"not a tree", []string{"--sysfs", empty}, exitUsage,
+			"blast: nic: --sysfs " + empty + ": not a captured tree (no readable sys/class/net): give a tree made by 'blast nic --capture DIR'"},
+		{"scenario dir", []string{"--sysfs", scenario}, exitUsage,
+			"blast: nic: --sysfs " + scenario + ": holds before/ (and after/), not a tree: use --sysfs " + scenario + "/before --after " + scenario + "/after"},
+		{"bad after dir", []string{"--sysfs", virtio, "--after", missing}, exitUsage,
+			"blast: nic: --after " + missing + ": cannot read it (no such file or directory): give a tree made by 'blast nic --capture DIR'"},
+		{"after without sysfs", []string{"--after", virtio}, exitUsage,
+			"blast: nic: --after needs --sysfs: blast nic --sysfs BEFORE --after AFTER [IFACE]"},
+		{"pin without interface", []string{"--pin", "lan0"}, exitUsage,
+			"blast: nic: --pin needs an interface: blast nic IFACE --pin NAME"},
+		{"pin ethN", []string{"--sysfs", fx("tulip-enumerated", "before"), "eth1", "--pin", "eth7"}, exitUsage,
+			`blast: nic: --pin eth7: pin eth1: "eth7" is in the kernel's ethN namespace and would race with its enumeration; pick another name (e.g. lan0)`},
+		{"pin loopback", []string{"--sysfs", virtio, "lo", "--pin", "lan0"}, exitUsage,
+			"blast: nic: --pin lan0: pin lo: a virtual interface has no card to match; it gets its name from whatever creates it (ip link add, a container runtime, systemd-networkd .netdev)"},
+		{"pin with after", []string{"--sysfs", virtio, "--after", virtio, "eth0", "--pin", "lan0"}, exitUsage,
+			"blast: nic: --pin and --after conflict: the advice is made from one tree; drop --after"},
+		{"to with interface", []string{"--to", "127.0.0.1", "lo"}, exitUsage,
+			`blast: nic: --to and "lo" conflict: --to finds the interface itself; drop one`},
+		{"to with sysfs", []string{"--to", "127.0.0.1", "--sysfs", virtio}, exitUsage,
+			"blast: nic: --to and --sysfs conflict: the route lookup asks this machine's kernel, not a capture"},
+		{"capture with others", []string{"--capture", empty, "-J"}, exitUsage,
+			"blast: nic: --capture takes no other option: blast nic --capture DIR [IFACE]"},
+		{"capture into a full dir", []string{"--capture", full}, exitUsage,
+			"blast: nic: --capture " + full + ": directory not empty: give a new or empty directory"},
+		{"two interfaces", []string{"a", "b"}, exitUsage,
+			`blast: nic: too many arguments: "a b": give one interface, or none for the table`},
+		{"unknown flag", []string{"--bogus"}, exitUsage,
+			"blast: nic: unknown flag: --bogus: run 'blast nic -h' for the options"},
+		{"flag without value", []string{"--sysfs"}, exitUsage,
+			"blast: nic: flag needs an argument: --sysfs: run 'blast nic -h' for the options"},
+		{"empty value", []string{"--sysfs="}, exitUsage,
+			"blast: nic: --sysfs needs a value: run 'blast nic -h' for the options"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runNicArgs(t, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d", code, tc.code)
+			}
+			if out != "" {
+				t.Errorf("stdout = %q, want nothing", out)
+			}
+			if diff := cmp.Diff(tc.stderr+"\n", errs); diff != "" {
+				t.Errorf("stderr (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The resolver's reason varies (no such host, no DNS server), so only the
+// frame of the message is checked.
+func TestNicUnresolvable(t *testing.T) {
+	code, out, errs := runNicArgs(t, "--to", "no-such-host.invalid")
+	const pre, post = "blast: nic: --to no-such-host.invalid: cannot resolve the name (", "): give an address or a name that resolves\n"
+	if code != exitFailure || out != "" || !strings.HasPrefix(errs, pre) || !strings.HasSuffix(errs, post) || strings.Count(errs, "\n") != 1 {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %d, nothing, %q...%q", code, out, errs, exitFailure, pre, post)
+	}
+}
+
+// A tree captured by `blast nic --capture` is read back by --sysfs.
+func TestNicCaptureLive(t *testing.T) {
+	nicNeedRoot(t)
+	dir := filepath.Join(t.TempDir(), "cap")
+	code, out, errs := runNicArgs(t, "--capture", dir, "lo")
+	if code != exitOK {
+		t.Fatalf("capture: exit %d: %s", code, errs)
+	}
+	if want := "captured lo to " + dir + "; analyze it with: blast nic --sysfs " + dir + "\n"; out != want {
+		t.Errorf("capture said %q, want %q", out, want)
+	}
+	code, out, errs = runNicArgs(t, "--sysfs", dir, "lo")
+	if code != exitOK || !strings.HasPrefix(out, "lo (ifindex ") {
+		t.Errorf("--sysfs of the capture: exit %d, stderr %q, output:\n%s", code, errs, out)
+	}
+}
+
+func TestNicLive(t *testing.T) {
+	nicNeedRoot(t)
+	t.Run("table", func(t *testing.T) {
+		code, out, errs := runNicArgs(t)
+		if code != exitOK || !strings.HasPrefix(out, "IFACE ") || !strings.Contains(out, "\nlo ") {
+			t.Errorf("exit %d, stderr %q, output:\n%s", code, errs, out)
+		}
+	})
+	t.Run("lo", func(t *testing.T) {
+		code, out, errs := runNicArgs(t, "lo")
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		for _, want := range []string{"lo (ifindex ", "\n  mtu ", "\n  counters: "} {
+			if !strings.Contains(out, want) {
+				t.Errorf("report lacks %q:\n%s", want, out)
+			}
+		}
+	})
+	t.Run("lo json", func(t *testing.T) {
+		code, out, errs := runNicArgs(t, "-J", "lo")
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var r nicinfo.Result
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if i := r.Interface; i == nil || i.Name != "lo" || !i.Virtual || i.Type == nil || *i.Type != 772 {
+			t.Errorf("interface = %+v, want lo, virtual, type 772", r.Interface)
+		}
+	})
+	t.Run("to 127.0.0.1", func(t *testing.T) {
+		code, out, errs := runNicArgs(t, "--to", "127.0.0.1")
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		first, rest, _ := strings.Cut(out, "\n")
+		if !strings.HasPrefix(first, "route to 127.0.0.1: interface lo (ifindex ") || !strings.Contains(first, "gateway none (on-link)") {
+			t.Errorf("route line = %q", first)
+		}
+		if !strings.HasPrefix(rest, "\nlo (ifindex ") {
+			t.Errorf("report after the route line does not start with lo:\n%s", rest)
+		}
+	})
+	t.Run("to json", func(t *testing.T) {
+		code, out, errs := runNicArgs(t, "-J", "--to", "127.0.0.1")
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var v struct {
+			Host      string             `json:"host"`
+			Route     nicinfo.Route      `json:"route"`
+			Interface *nicinfo.Interface `json:"interface"`
+		}
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.Host != "127.0.0.1" || v.Route.Iface != "lo" || v.Interface == nil || v.Interface.Name != "lo" {
+			t.Errorf("got host %q route %+v interface %v", v.Host, v.Route, v.Interface)
+		}
+	})
+	t.Run("unknown interface", func(t *testing.T) {
+		code, out, errs := runNicArgs(t, "x")
+		want := `blast: nic: no interface "x": see 'blast nic' for the list` + "\n"
+		if code != exitUsage || out != "" || errs != want {
+			t.Errorf("exit %d, stdout %q, stderr %q; want %d, nothing, %q", code, out, errs, exitUsage, want)
+		}
+	})
+}
+
+// nicNeedRoot skips tests that read the live system's ethtool answers.
+func nicNeedRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: reads this machine's interfaces through ethtool ioctls")
+	}
+}
