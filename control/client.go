@@ -211,13 +211,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 type client struct {
-	cfg     Config
+	cfg       Config
 	backend   engine.Backend
 	rxBackend engine.Backend
 	ctrl      net.Conn
-	cookie  [CookieSize]byte
-	res     *Result
-	sess    *session
+	cookie    [CookieSize]byte
+	res       *Result
+	sess      *session
 }
 
 func (cl *client) dialer() *net.Dialer {

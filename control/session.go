@@ -60,15 +60,15 @@ func unmap(ap netip.AddrPort) netip.AddrPort {
 
 // session runs the data streams of one test on one side and samples them.
 type session struct {
-	res        *Result
-	streams    []*stream
-	backend    engine.Backend // sends
-	rxBackend  engine.Backend // receives
+	res       *Result
+	streams   []*stream
+	backend   engine.Backend // sends
+	rxBackend engine.Backend // receives
 	// rxAuto: rxBackend was not asked for; if it only sends, receiving
 	// streams use readwrite (and the Result says so).
-	rxAuto   bool
-	rxUsedMu sync.Mutex
-	rxUsed   string
+	rxAuto     bool
+	rxUsedMu   sync.Mutex
+	rxUsed     string
 	interval   time.Duration
 	omit       time.Duration
 	onInterval func(*Result, *Interval)
