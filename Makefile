@@ -1,0 +1,42 @@
+# blast — build, test, demo. `make help` lists the targets.
+GO      ?= go
+export PATH := $(PATH):/usr/local/go/bin
+
+# Debian packages the tests run against: command -> package.
+TEST_TOOLS := ip:iproute2 tc:iproute2 socat:socat iperf3:iperf3 ethtool:ethtool
+
+.PHONY: help build test vet deps demo clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+
+build: ## build bin/blast and the bin/ttcp link to it
+	$(GO) build -o bin/blast ./cmd/blast
+	ln -sf blast bin/ttcp
+
+deps: ## install the Debian packages the tests need (as root, when missing)
+	@missing=""; for tp in $(TEST_TOOLS); do \
+	  command -v $${tp%%:*} >/dev/null 2>&1 || missing="$$missing $${tp#*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "missing:$$missing (run make test as root to install them; their tests will fail without them)"; \
+	  fi; \
+	fi
+	$(GO) mod download
+
+vet: ## go vet, for Linux and for another OS (the _other.go stubs)
+	$(GO) vet ./...
+	GOOS=darwin $(GO) vet ./...
+
+test: deps vet ## vet and run every test (the lab tests need root)
+	$(GO) test -count=1 -timeout 12m ./...
+
+demo: build ## build blast and run its demo on a lab it builds (root) or loopback
+	./bin/blast demo
+
+clean: ## remove what build made
+	rm -rf bin
