@@ -70,4 +70,3 @@ func TestDemoLoopback(t *testing.T) {
 		t.Errorf("the loopback demo does not say why:\n%s", out.String())
 	}
 }
-
