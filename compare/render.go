@@ -1,0 +1,54 @@
+package compare
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteTable prints rows as one aligned table, then each row's notes.
+func WriteTable(w io.Writer, rows []Row, udp bool) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "backend (tx -> rx)\tthroughput\t"
+	if udp {
+		head += "pkt/s\tlost\t"
+	}
+	head += "tx cpu usr/sys\trx cpu usr/sys\tcpu-s/GB\ttx calls\ttx B/call\trx calls\trx B/call\tnot copied\t"
+	fmt.Fprintln(tw, head)
+	for _, r := range rows {
+		if r.Error != "" {
+			fmt.Fprintf(tw, "%s\tfailed: %s\t\n", r.Case, r.Error)
+			continue
+		}
+		line := fmt.Sprintf("%s\t%s\t", r.Case, FormatRate(r.BitsPerSec))
+		if udp {
+			line += fmt.Sprintf("%.0f\t%.2f%%\t", r.PacketsSec, r.LostPercent)
+		}
+		notCopied := "-"
+		if r.NotCopied > 0 && r.Bytes > 0 {
+			notCopied = fmt.Sprintf("%.0f%%", 100*float64(r.NotCopied)/float64(r.Bytes))
+		}
+		line += fmt.Sprintf("%.2f/%.2f\t%.2f/%.2f\t%.2f\t%d\t%.0f\t%d\t%.0f\t%s\t",
+			r.TxCPU.User, r.TxCPU.Sys, r.RxCPU.User, r.RxCPU.Sys, r.CPUPerGB,
+			r.TxCalls, r.TxPerCall, r.RxCalls, r.RxPerCall, notCopied)
+		fmt.Fprintln(tw, line)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nCPU is each end's thread (softirq work is charged to whichever thread the kernel ran it on); not copied: bytes that never crossed between user memory and the kernel by a copy, both ends, as a share of the bytes received.")
+	for _, r := range rows {
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "  %s: %s\n", r.Case, n)
+		}
+	}
+	return nil
+}
+
+// WriteJSON writes rows as JSON.
+func WriteJSON(w io.Writer, rows []Row) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rows)
+}
