@@ -391,6 +391,7 @@ wait:
 		}
 	}
 
+	sess.sendEnd = time.Now()
 	sess.stopTicker()
 	sess.stop(true)
 	if fail != nil {

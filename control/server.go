@@ -355,6 +355,7 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 	case <-ctx.Done():
 		m = stateMsg{err: ctx.Err()}
 	}
+	sess.sendEnd = time.Now()
 	sess.stopTicker()
 	sess.stop(true)
 	res.CPU = cpu.read()

@@ -75,6 +75,8 @@ type session struct {
 	// endAt is when a time-limited test will end (zero: not known): no
 	// interval is closed just before it, the closing sample covers it.
 	endAt time.Time
+	// sendEnd is when this side stopped sending (zero: at the end).
+	sendEnd time.Time
 
 	mu       sync.Mutex
 	t0       time.Time // data started
@@ -452,8 +454,12 @@ func (s *session) finish(now time.Time) {
 	for _, st := range s.streams {
 		cur := st.stats.Snapshot()
 		d := cur.Sub(st.base)
+		ssecs := secs
+		if st.sender && !s.sendEnd.IsZero() && s.sendEnd.After(s.start) {
+			ssecs = s.sendEnd.Sub(s.start).Seconds()
+		}
 		sr := &StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender, Local: st.local, Remote: st.remote,
-			Bytes: d.Bytes, Seconds: secs, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1, IO: cur}
+			Bytes: d.Bytes, Seconds: ssecs, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1, IO: cur}
 		if st.sender && st.haveTCP {
 			sr.Retransmits = st.lastRetrans - st.retransBase
 			sr.MaxSndCwnd, sr.MaxSndWnd, sr.MinRTT, sr.MaxRTT = st.maxCwnd, st.maxWnd, st.minRTT, st.maxRT

@@ -273,7 +273,7 @@ func WriteSummary(w io.Writer, r *Result) {
 	}
 	fmt.Fprintf(w, "Backend: local %s, remote %s\n", r.Backend, remoteBackend)
 	if r.SockBufSize > 0 {
-		fmt.Fprintf(w, "TCP window: requested %sytes, kernel granted SO_SNDBUF %sytes, SO_RCVBUF %sytes (Linux doubles the request)\n",
+		fmt.Fprintf(w, "TCP window: requested %ss, kernel granted SO_SNDBUF %ss, SO_RCVBUF %ss (Linux doubles the request)\n",
 			unitBytes(float64(r.SockBufSize)), unitBytes(float64(r.SndBufActual)), unitBytes(float64(r.RcvBufActual)))
 	}
 	for _, n := range r.Notes {
