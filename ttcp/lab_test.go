@@ -143,8 +143,23 @@ func TestLabTCPSinkSource(t *testing.T) {
 			if got := tx.stderr.String(); got != "blast-t: socket\nblast-t: connect\n" {
 				t.Errorf("transmitter progress lines %q", got)
 			}
+			// Each end names the veth that carried the test, with its
+			// counters: at least the payload went out of A and into B.
+			lineWith(t, tx.stdout.String(), `^blast-t: nic `+regexp.QuoteMeta(lab.A.Iface)+`: veth, 10G/full, `)
+			lineWith(t, r.stdout.String(), `^blast-r: nic `+regexp.QuoteMeta(lab.B.Iface)+`: veth, 10G/full, `)
+			// ttcp's transmitter stops its clock at close, with up to a
+			// socket buffer of data still to go out: most, not all, of the
+			// payload has crossed its veth by then.
+			m := lineWith(t, tx.stdout.String(), `^blast-t: nic deltas `+regexp.QuoteMeta(lab.A.Iface)+`: .*tx_bytes \+(\d+)`)
+			if n, _ := strconv.ParseInt(m[1], 10, 64); n < want/2 {
+				t.Errorf("the transmitter's veth sent %d bytes during the test, less than half the %d of payload", n, want)
+			}
+			m = lineWith(t, r.stdout.String(), `^blast-r: nic deltas `+regexp.QuoteMeta(lab.B.Iface)+`: .*rx_bytes \+(\d+)`)
+			if n, _ := strconv.ParseInt(m[1], 10, 64); n < want {
+				t.Errorf("the receiver's veth received %d bytes, less than the %d of payload", n, want)
+			}
 			// The receiver's buffer is 128 KiB, so no read is larger.
-			m := lineWith(t, r.stdout.String(), `^blast-r: bytes per read: avg [0-9.]+, min (\d+), max (\d+) over (\d+) reads$`)
+			m = lineWith(t, r.stdout.String(), `^blast-r: bytes per read: avg [0-9.]+, min (\d+), max (\d+) over (\d+) reads$`)
 			if max, _ := strconv.Atoi(m[2]); max > 131072 || max < 1 {
 				t.Errorf("largest read %d bytes with a 131072-byte buffer", max)
 			}

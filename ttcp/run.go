@@ -30,6 +30,7 @@ type run struct {
 	start    time.Time
 	ru0      syscall.Rusage
 	idleStop time.Time // a UDP receive that ended by silence stopped here
+	nic      *nicWatch
 }
 
 // Run performs the transfer c describes, printing ttcp's lines as it
@@ -85,6 +86,7 @@ func Run(ctx context.Context, c Config) (*report.TTCPResult, error) {
 		return nil, xerr
 	}
 	res := r.result(time.Now())
+	res.Notes = append(res.Notes, r.nic.lines("", float64(res.Bytes)*8/res.Real.Seconds())...)
 	report.WriteLines(r.out, res.Lines()...)
 	return res, xerr
 }
@@ -119,7 +121,10 @@ func (r *run) reportBuf(c syscall.Conn) error {
 	return nil
 }
 
-func (r *run) startTimer() {
+// startTimer starts the clock and the NIC watch on the interface that
+// carries traffic to or from peer.
+func (r *run) startTimer(peer net.Addr) {
+	r.nic = watchNIC(r.c.Device, peer)
 	syscall.Getrusage(syscall.RUSAGE_SELF, &r.ru0)
 	r.start = time.Now()
 }
@@ -148,7 +153,7 @@ func (r *run) transmitTCP(ctx context.Context) error {
 		r.mes("nodelay")
 	}
 	r.flow.Conn = conn
-	r.startTimer()
+	r.startTimer(conn.RemoteAddr())
 	err = r.backend.Send(ctx, r.flow)
 	// ttcp closes before it stops the clock: the data still in the socket
 	// buffer is the kernel's to deliver.
@@ -170,7 +175,7 @@ func (r *run) transmitUDP(ctx context.Context) error {
 	r.flow.Conn = conn
 	mark := engine.Buffer(r.flow.Spec)[:sentinel]
 	r.sentinel(conn, mark) // start
-	r.startTimer()
+	r.startTimer(conn.RemoteAddr())
 	err = r.backend.Send(ctx, r.flow)
 	r.sentinel(conn, mark) // end
 	// The end sentinel may be lost; ttcp sends four more after timing,
@@ -219,7 +224,7 @@ func (r *run) receiveTCP(ctx context.Context) error {
 	defer conn.Close()
 	r.mes("accept from " + hostOf(conn.RemoteAddr()))
 	r.flow.Conn = conn
-	r.startTimer()
+	r.startTimer(conn.RemoteAddr())
 	return transferError(r.backend.Recv(ctx, r.flow))
 }
 
@@ -240,7 +245,7 @@ func (r *run) receiveUDP(ctx context.Context) error {
 	// sentinel was lost, and the data counts from there.
 	buf := make([]byte, r.c.BufLen)
 	stop := engine.WatchContext(ctx, conn)
-	n, err := conn.Read(buf)
+	n, from, err := conn.ReadFrom(buf)
 	stop()
 	conn.SetDeadline(time.Time{})
 	if err != nil {
@@ -249,7 +254,7 @@ func (r *run) receiveUDP(ctx context.Context) error {
 		}
 		return fmt.Errorf("read: %w", err)
 	}
-	r.startTimer()
+	r.startTimer(from)
 	if n <= sentinel {
 		r.extra++
 	} else {

@@ -174,7 +174,7 @@ func recvLoop(rc syscall.RawConn, f *engine.Flow) error {
 			return err
 		}
 		if left > 0 {
-			left -= int64(n)
+			left = max(left-int64(n), 0)
 		}
 	}
 	return nil

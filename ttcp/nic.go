@@ -1,0 +1,78 @@
+package ttcp
+
+import (
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/blastnet/blast/nicinfo"
+)
+
+// nicWatch follows the interface that carries the test: found by a route
+// lookup to the peer (or named with -I), snapshotted before the transfer
+// and again after, so the result carries its report, counter deltas and
+// diagnosis. A NIC that cannot be read costs a note, never the run.
+type nicWatch struct {
+	src   *nicinfo.Source
+	watch *nicinfo.Watch
+	err   error
+}
+
+func watchNIC(device string, peer net.Addr) *nicWatch {
+	w := &nicWatch{}
+	name := device
+	if name == "" {
+		addr, ok := peerAddr(peer)
+		if !ok {
+			return nil
+		}
+		rt, err := nicinfo.InterfaceFor(addr)
+		if err != nil {
+			w.err = err
+			return w
+		}
+		name = rt.Iface
+	}
+	if w.src, w.err = nicinfo.Open(nicinfo.Config{}); w.err != nil {
+		return w
+	}
+	w.watch, w.err = w.src.Watch(name)
+	return w
+}
+
+// lines stops the watch and renders what it saw, each line starting with
+// prefix ("blast-t: ").
+func (w *nicWatch) lines(prefix string, goodputBps float64) []string {
+	if w == nil {
+		return nil
+	}
+	if w.src != nil {
+		defer w.src.Close()
+	}
+	if w.err != nil {
+		return []string{prefix + "nic: cannot inspect the interface: " + w.err.Error()}
+	}
+	res, err := w.watch.Stop(goodputBps, false)
+	if err != nil {
+		return []string{prefix + "nic: cannot inspect the interface: " + err.Error()}
+	}
+	var b strings.Builder
+	if err := nicinfo.WriteBrief(&b, prefix, res); err != nil {
+		return []string{prefix + "nic: " + err.Error()}
+	}
+	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+}
+
+func peerAddr(a net.Addr) (netip.Addr, bool) {
+	var ip net.IP
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		ip = a.IP
+	case *net.UDPAddr:
+		ip = a.IP
+	default:
+		return netip.Addr{}, false
+	}
+	addr, ok := netip.AddrFromSlice(ip)
+	return addr.Unmap(), ok
+}
