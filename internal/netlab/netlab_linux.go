@@ -260,18 +260,20 @@ type Cmd struct {
 	host *Host
 }
 
-// Command prepares name with args to run inside h.
+// Command prepares name with args to run inside h. It runs through
+// `ip netns exec`, which also mounts the namespace's own /sys, so the
+// command sees its namespace's interfaces there (blast's NIC inspector
+// reads them).
 func (h *Host) Command(name string, args ...string) *Cmd {
-	return &Cmd{Cmd: exec.Command(name, args...), host: h}
+	c := exec.Command("ip", append([]string{"netns", "exec", h.Name, name}, args...)...)
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return &Cmd{Cmd: c, host: h}
 }
 
-// Start starts the command inside the host's namespace; the lab kills it
-// at Close if it is still running.
+// Start starts the command; the lab kills it at Close if it still runs.
+// Its pid is the command's own (ip execs it in place).
 func (c *Cmd) Start() error {
-	if c.Cmd.SysProcAttr == nil {
-		c.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	}
-	if err := c.host.Do(c.Cmd.Start); err != nil {
+	if err := c.Cmd.Start(); err != nil {
 		return err
 	}
 	l := c.host.lab
