@@ -46,6 +46,9 @@ type Config struct {
 	GetServerOutput bool   // --get-server-output
 	ConnectTimeout  time.Duration
 
+	// NoNIC skips watching the interface that carries the test.
+	NoNIC bool
+
 	// OnStart is called once the streams are connected; OnInterval after
 	// every interval. Both run on the test's goroutines: keep them quick.
 	OnStart    func(*Result)
@@ -214,6 +217,7 @@ type client struct {
 	cfg       Config
 	backend   engine.Backend
 	rxBackend engine.Backend
+	nic       *nicWatch
 	ctrl      net.Conn
 	cookie    [CookieSize]byte
 	res       *Result
@@ -250,6 +254,13 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("send cookie to %s: %w", addr, err)
 	}
 	cpu := startCPU()
+	if !cfg.NoNIC {
+		w, err := watchNIC(res.Peer.Addr())
+		if err != nil {
+			res.Notes = append(res.Notes, "no NIC report: "+err.Error())
+		}
+		cl.nic = w
+	}
 
 	for {
 		m := <-readStateAsync(ctrl)
@@ -421,6 +432,7 @@ wait:
 	sess.wait(false, 2*time.Second)
 	sess.stop(false)
 	sess.finish(time.Now())
+	res.stopNIC(cl.nic)
 
 	for {
 		var m stateMsg

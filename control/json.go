@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/nicinfo"
 )
 
 // The -J document, in iperf3's schema and key order (iperf_api.c), with
@@ -167,6 +168,8 @@ type jsonEndBlast struct {
 	RemoteBackend string           `json:"remote_backend,omitempty"`
 	RemoteVersion string           `json:"remote_version,omitempty"`
 	Notes         []string         `json:"notes,omitempty"`
+	NIC           *nicinfo.Result  `json:"nic,omitempty"`
+	RemoteNIC     *nicinfo.Result  `json:"remote_nic,omitempty"`
 	Streams       []jsonEndStreamB `json:"streams"`
 }
 
@@ -322,7 +325,7 @@ func jsonOf(r *Result) *jsonDoc {
 		snd, rcv = rcv, snd
 	}
 	e.SenderTCPCongestion, e.ReceiverTCPCongestion = snd, rcv
-	e.Blast = jsonEndBlast{Backend: r.Backend, RemoteBackend: r.RemoteBackend, RemoteVersion: r.RemoteVersion, Notes: r.Notes, Streams: []jsonEndStreamB{}}
+	e.Blast = jsonEndBlast{Backend: r.Backend, RemoteBackend: r.RemoteBackend, RemoteVersion: r.RemoteVersion, Notes: r.Notes, NIC: r.NIC, RemoteNIC: r.RemoteNIC, Streams: []jsonEndStreamB{}}
 	for _, st := range r.Streams {
 		e.Blast.Streams = append(e.Blast.Streams, jsonEndStreamB{ID: st.ID, Socket: st.Socket, Sender: st.Sender, IO: st.IO, PeerIO: st.PeerIO})
 	}

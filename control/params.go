@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/nicinfo"
 )
 
 // Int is a JSON integer as iperf3's cJSON writes it: usually digits, but
@@ -196,6 +197,8 @@ type BlastResults struct {
 	// Note says anything the peer should show (a requested backend that
 	// could not run, for one).
 	Note string `json:"note,omitempty"`
+	// NIC is the interface that carried the traffic on this side.
+	NIC *nicinfo.Result `json:"nic,omitempty"`
 }
 
 // BlastStream is one stream's I/O counters on one side.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/nicinfo"
 )
 
 // Version is what blast calls itself on the wire and in results.
@@ -48,6 +49,10 @@ type Result struct {
 	Backend, RemoteBackend string
 	RemoteVersion          string
 	Notes                  []string
+
+	// NIC is the interface that carried the traffic on this side (state,
+	// counter deltas, findings); RemoteNIC the peer's, if it is blast.
+	NIC, RemoteNIC *nicinfo.Result
 
 	ServerOutputText string
 	ServerOutputJSON json.RawMessage

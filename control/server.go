@@ -32,6 +32,8 @@ type ServerConfig struct {
 	Interval time.Duration
 	// JSONOutput makes --get-server-output return JSON instead of text.
 	JSONOutput bool
+	// NoNIC skips watching the interface that carries each test.
+	NoNIC bool
 	// StreamTimeout bounds how long a client may take to open its streams
 	// and to send its cookie (10 s).
 	StreamTimeout time.Duration
@@ -341,6 +343,12 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 		return fmt.Errorf("send TEST_RUNNING: %w", err)
 	}
 	cpu := startCPU()
+	var nic *nicWatch
+	if !s.cfg.NoNIC && len(sess.streams) > 0 {
+		if nic, err = watchNIC(sess.streams[0].remote.Addr()); err != nil {
+			res.Notes = append(res.Notes, "no NIC report: "+err.Error())
+		}
+	}
 	dataCtx, cancelData := context.WithCancel(context.Background())
 	defer cancelData()
 	sess.run(dataCtx, p.blockLen(), p.byteLimit())
@@ -377,6 +385,7 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 	}
 	sess.finish(sess.drain(20*time.Millisecond, time.Second))
 	sess.closeAll()
+	res.stopNIC(nic)
 
 	// Results.
 	ctrl.SetDeadline(time.Now().Add(30 * time.Second))

@@ -543,7 +543,7 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 		CPUUtilTotal: cpu.Total, CPUUtilUser: cpu.User, CPUUtilSystem: cpu.System,
 		CongestionUsed: congestion,
 		Streams:        []StreamResults{},
-		Blast:          &BlastResults{Version: Version, Backend: backend},
+		Blast:          &BlastResults{Version: Version, Backend: backend, NIC: s.res.NIC},
 	}
 	hasSender := false
 	for _, st := range s.streams {
@@ -578,6 +578,7 @@ func (s *session) merge(pr *Results) error {
 	r.ServerOutputText = pr.ServerOutputText
 	r.ServerOutputJSON = pr.ServerOutputJSON
 	if pr.Blast != nil {
+		r.RemoteNIC = pr.Blast.NIC
 		r.RemoteBackend = pr.Blast.Backend
 		r.RemoteVersion = pr.Blast.Version
 		if pr.Blast.Note != "" {

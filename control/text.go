@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/blastnet/blast/nicinfo"
 )
 
 // The line formats of iperf3's text output (iperf_locale.c).
@@ -275,6 +277,12 @@ func WriteSummary(w io.Writer, r *Result) {
 	if r.SockBufSize > 0 {
 		fmt.Fprintf(w, "TCP window: requested %ss, kernel granted SO_SNDBUF %ss, SO_RCVBUF %ss (Linux doubles the request)\n",
 			unitBytes(float64(r.SockBufSize)), unitBytes(float64(r.SndBufActual)), unitBytes(float64(r.RcvBufActual)))
+	}
+	if r.NIC != nil && r.NIC.Interface != nil {
+		nicinfo.WriteBrief(w, "local ", r.NIC)
+	}
+	if r.RemoteNIC != nil && r.RemoteNIC.Interface != nil {
+		nicinfo.WriteBrief(w, "remote ", r.RemoteNIC)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "Note: %s\n", n)

@@ -1,0 +1,65 @@
+package control
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/blastnet/blast/nicinfo"
+)
+
+// nicWatch follows the interface that carries a test's traffic: a
+// snapshot before, another after, the counter deltas and the diagnosis.
+type nicWatch struct {
+	w     *nicinfo.Watch
+	iface string
+}
+
+// watchNIC starts watching the interface the route to peer leaves by. A
+// failure is no test failure: the Result notes it.
+func watchNIC(peer netip.Addr) (*nicWatch, error) {
+	rt, err := nicinfo.InterfaceFor(peer)
+	if err != nil {
+		return nil, err
+	}
+	src, err := nicinfo.Open(nicinfo.Config{})
+	if err != nil {
+		return nil, err
+	}
+	w, err := src.Watch(rt.Iface)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", rt.Iface, err)
+	}
+	return &nicWatch{w: w, iface: rt.Iface}, nil
+}
+
+// stop ends the watch; goodput is this side's rate in bits per second.
+func (n *nicWatch) stop(goodput float64) (*nicinfo.Result, error) {
+	if n == nil {
+		return nil, nil
+	}
+	return n.w.Stop(goodput, false)
+}
+
+// goodput is the rate of the bytes this side moved, in bits per second.
+func (r *Result) goodput() float64 {
+	var b int64
+	var secs float64
+	for _, st := range r.Streams {
+		b += st.Bytes
+		secs = max(secs, st.Seconds)
+	}
+	return 8 * rate(b, secs)
+}
+
+// stopNIC finishes the NIC watch into the Result.
+func (r *Result) stopNIC(w *nicWatch) {
+	if w == nil {
+		return
+	}
+	nr, err := w.stop(r.goodput())
+	if err != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("NIC %s: %v", w.iface, err))
+		return
+	}
+	r.NIC = nr
+}
