@@ -412,6 +412,7 @@ wait:
 		sess.stop(false)
 		sess.finish(time.Now())
 		res.CPU = cpu.read()
+		res.stopNIC(cl.nic)
 		return res, fail
 	}
 	sess.waitAcked(time.Second)
