@@ -3,7 +3,6 @@ package sockets
 import (
 	"errors"
 	"fmt"
-	"net"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -100,10 +99,4 @@ func BufSize(c syscall.Conn, send bool) (int, error) {
 		return 0, fmt.Errorf("get %s: %w", name, gerr)
 	}
 	return v, nil
-}
-
-// Listener is a net.Listener whose file descriptor can be read.
-type Listener interface {
-	net.Listener
-	syscall.Conn
 }
