@@ -362,6 +362,9 @@ func (cl *client) running(ctx context.Context, cpu cpuMeter) (*Result, error) {
 		sess.endAt = time.Now().Add(cfg.Omit + cfg.Duration)
 	}
 	sess.run(dataCtx, res.Params.blockLen(), senderLimit(limit))
+	countDone := make(chan struct{})
+	defer close(countDone)
+	sess.watchCount(limit, countDone)
 	defer sess.closeAll()
 
 	var timeUp <-chan time.Time

@@ -352,6 +352,9 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 	dataCtx, cancelData := context.WithCancel(context.Background())
 	defer cancelData()
 	sess.run(dataCtx, p.blockLen(), p.byteLimit())
+	countDone := make(chan struct{})
+	defer close(countDone)
+	sess.watchCount(p.byteLimit(), countDone)
 	if p.Time > 0 {
 		// A client that vanishes without closing must not hold the slot
 		// for ever: iperf3 gives it 40 s of grace after the test time.

@@ -77,6 +77,9 @@ type session struct {
 	endAt time.Time
 	// sendEnd is when this side stopped sending (zero: at the end).
 	sendEnd time.Time
+	// recvEnd is when the receivers got a byte-count test's count (zero:
+	// at the end).
+	recvEnd atomicTime
 
 	mu       sync.Mutex
 	t0       time.Time // data started
@@ -458,6 +461,9 @@ func (s *session) finish(now time.Time) {
 		if st.sender && !s.sendEnd.IsZero() && s.sendEnd.After(s.start) {
 			ssecs = s.sendEnd.Sub(s.start).Seconds()
 		}
+		if re := s.recvEnd.load(); !st.sender && !re.IsZero() && re.After(s.start) {
+			ssecs = re.Sub(s.start).Seconds()
+		}
 		sr := &StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender, Local: st.local, Remote: st.remote,
 			Bytes: d.Bytes, Seconds: ssecs, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1, IO: cur}
 		if st.sender && st.haveTCP {
@@ -521,6 +527,50 @@ func (s *session) announce() {
 		s.res.Streams = append(s.res.Streams, &StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender,
 			Local: st.local, Remote: st.remote, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1})
 	}
+}
+
+// watchCount records in recvEnd when the receivers have limit bytes, so
+// a byte-count test's receive rate is not diluted by the end-of-test
+// exchange. It stops when stop is closed.
+func (s *session) watchCount(limit int64, stop <-chan struct{}) {
+	hasRecv := false
+	s.each(false, func(*stream) { hasRecv = true })
+	if limit <= 0 || !hasRecv {
+		return
+	}
+	go func() {
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-t.C:
+				if s.total(false) >= limit {
+					s.recvEnd.store(now)
+					return
+				}
+			}
+		}
+	}()
+}
+
+// atomicTime is a time.Time several goroutines read and write.
+type atomicTime struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (a *atomicTime) load() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.t
+}
+
+func (a *atomicTime) store(t time.Time) {
+	a.mu.Lock()
+	a.t = t
+	a.mu.Unlock()
 }
 
 // closeAll closes every data connection.
