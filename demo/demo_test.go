@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -68,5 +69,45 @@ func TestDemoLoopback(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.String(), "blast demo: not root, so no lab: network namespaces and veth pairs need root.\n") {
 		t.Errorf("the loopback demo does not say why:\n%s", out.String())
+	}
+}
+
+// TestDemoInterrupted sends Ctrl-C (SIGINT) to a running demo: it must stop
+// with status 1 and leave no namespace behind.
+func TestDemoInterrupted(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lab demo needs root (make test runs it as root)")
+	}
+	cmd := exec.Command(buildBlast(t), "demo")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	prefix := "blast-" + strconv.Itoa(cmd.Process.Pid) + "-"
+	labUp := func() bool {
+		ents, _ := os.ReadDir("/run/netns")
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), prefix) {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !labUp() {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the demo built no lab in 20 s:\n%s", out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("interrupted demo: %v, want exit status 1\n%s", err, out.String())
+	}
+	if labUp() {
+		t.Errorf("namespaces %s* remain after Ctrl-C", prefix)
 	}
 }
