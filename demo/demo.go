@@ -81,12 +81,21 @@ func Run(ctx context.Context, c Config) ([]Result, error) {
 	return results, nil
 }
 
-func runStep(ctx context.Context, c Config, s step) (Result, error) {
+func runStep(ctx context.Context, c Config, s step) (res Result, err error) {
+	defer func() {
+		if ctx.Err() != nil {
+			err = errors.New("interrupted; the lab is removed")
+		}
+	}()
 	lab, err := netlab.New(s.topo, s.opt)
 	if err != nil {
 		return Result{}, err
 	}
-	defer lab.Close()
+	defer func() {
+		if cerr := lab.Close(); err == nil {
+			err = cerr
+		}
+	}()
 	fmt.Fprintf(c.Out, "\n== %s\n   %s\n", s.title, lab)
 	rxArgs := []string{"-r", "-s", "-l", "131072"}
 	txArgs := []string{"-t", "-s", "-n", strconv.Itoa(s.nbuf), lab.B.Addr4.String()}
