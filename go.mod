@@ -3,7 +3,9 @@ module github.com/blastnet/blast
 go 1.26.8
 
 require (
+	github.com/cilium/ebpf v0.22.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/google/gopacket v1.1.19 // indirect
 	github.com/mdlayher/ethtool v0.7.0 // indirect
 	github.com/mdlayher/genetlink v1.4.0 // indirect
 	github.com/mdlayher/netlink v1.11.2 // indirect

@@ -1,0 +1,33 @@
+//go:build !linux
+
+package bpf
+
+import (
+	"fmt"
+
+	"github.com/blastnet/blast/engine"
+)
+
+// Redirect is the loaded XDP program, which needs Linux.
+type Redirect struct{}
+
+// Mode says how the program was attached.
+type Mode string
+
+// Load returns an error off Linux.
+func Load(port uint16, queues int) (*Redirect, error) {
+	return nil, fmt.Errorf("xdp: needs Linux: %w", engine.ErrNotSupported)
+}
+
+// Attach returns an error off Linux.
+func (r *Redirect) Attach(ifindex int, generic bool) (Mode, error) {
+	return "", fmt.Errorf("xdp: needs Linux: %w", engine.ErrNotSupported)
+}
+
+// Register returns an error off Linux.
+func (r *Redirect) Register(queue, fd int) error {
+	return fmt.Errorf("xdp: needs Linux: %w", engine.ErrNotSupported)
+}
+
+// Close does nothing off Linux.
+func (r *Redirect) Close() error { return nil }

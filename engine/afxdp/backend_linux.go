@@ -1,0 +1,404 @@
+package afxdp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/blastnet/blast/bpf"
+	"github.com/blastnet/blast/engine"
+)
+
+func init() { engine.Register(Backend{}) }
+
+// Backend moves UDP datagrams through AF_XDP sockets. The zero value is
+// what `--backend afxdp` runs: one TX queue, every RX queue, copy mode,
+// batches of 64, the interface and MAC addresses from the route and
+// neighbour tables.
+//
+// Options (engine.Options): batch=N descriptors per ring batch, zc to ask
+// for zero-copy. The fields below are for modes that have flags for them.
+type Backend struct {
+	// Iface overrides the interface (-I).
+	Iface string
+	// DstMAC overrides the destination MAC address (--dst-mac).
+	DstMAC net.HardwareAddr
+	// Queues is the number of TX queues a sender uses, one socket and
+	// thread each (0: 1). A receiver always binds every RX queue.
+	Queues int
+	// NativeOnly refuses the generic-mode (skb) attach that is otherwise
+	// the fallback where the driver has no native XDP.
+	NativeOnly bool
+
+	opts engine.Options
+}
+
+var (
+	_ engine.Backend      = Backend{}
+	_ engine.Configurable = Backend{}
+)
+
+const defaultBatch = 64
+
+// Name implements engine.Backend.
+func (Backend) Name() string { return "afxdp" }
+
+// Configure implements engine.Configurable: batch, zc.
+func (b Backend) Configure(o engine.Options) (engine.Backend, error) {
+	if err := engine.Refuse(b.Name(), o, engine.Options{Batch: o.Batch, ZeroCopy: o.ZeroCopy}); err != nil {
+		return nil, err
+	}
+	if o.Batch > 1024 {
+		return nil, fmt.Errorf("afxdp: batch %d: at most 1024", o.Batch)
+	}
+	b.opts = o
+	return b, nil
+}
+
+func (b Backend) batch() int {
+	if b.opts.Batch > 0 {
+		return b.opts.Batch
+	}
+	return defaultBatch
+}
+
+// Probe implements engine.Backend: the capabilities, then an AF_XDP
+// socket.
+func (Backend) Probe() error {
+	if os.Geteuid() != 0 && !hasCaps() {
+		return errNeedPriv
+	}
+	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, unix.EAFNOSUPPORT):
+		return fmt.Errorf("the kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS): %w", engine.ErrNotSupported)
+	case err != nil:
+		return fmt.Errorf("afxdp: socket: %w", privilege(err))
+	}
+	unix.Close(fd)
+	return nil
+}
+
+// hasCaps reports whether the effective set holds CAP_NET_ADMIN, CAP_BPF
+// and CAP_NET_RAW.
+func hasCaps() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var d [2]unix.CapUserData
+	if unix.Capget(&hdr, &d[0]) != nil {
+		return false
+	}
+	has := func(c uint) bool { return d[c/32].Effective&(1<<(c%32)) != 0 }
+	return has(unix.CAP_NET_ADMIN) && has(unix.CAP_BPF) && has(unix.CAP_NET_RAW)
+}
+
+func udpAddrs(f *engine.Flow) (local, remote netip.AddrPort, err error) {
+	if f.Spec.Protocol != engine.UDP {
+		return local, remote, fmt.Errorf("afxdp moves UDP datagrams only (TCP: use readwrite, sendfile, splice, zerocopy or iouring): %w", engine.ErrNotSupported)
+	}
+	if a, ok := f.Conn.LocalAddr().(*net.UDPAddr); ok {
+		local = a.AddrPort()
+	}
+	if ra := f.Conn.RemoteAddr(); ra != nil {
+		if a, ok := ra.(*net.UDPAddr); ok {
+			remote = a.AddrPort()
+		}
+	}
+	return netip.AddrPortFrom(local.Addr().Unmap(), local.Port()), netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port()), nil
+}
+
+// Send implements engine.Backend. f.Conn is a connected UDP socket: its
+// addresses and ports are those of the frames; it carries nothing itself.
+// Send must run in the network namespace of the interface.
+func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
+	local, remote, err := udpAddrs(f)
+	if err != nil {
+		return err
+	}
+	s := f.Spec
+	if s.Source != nil {
+		return fmt.Errorf("afxdp sends generated datagrams only, not a data stream (use -s, or --backend mmsg): %w", engine.ErrNotSupported)
+	}
+	if !remote.IsValid() {
+		return errors.New("afxdp: the flow's socket is not connected")
+	}
+	link, hop, err := route(remote.Addr())
+	if err != nil {
+		return err
+	}
+	if b.Iface != "" && b.Iface != link.Attrs().Name {
+		if link, err = netlink.LinkByName(b.Iface); err != nil {
+			return fmt.Errorf("afxdp: no such interface %q: %w", b.Iface, err)
+		}
+	}
+	attrs := link.Attrs()
+	if mtu := attrs.MTU; mtu > 0 {
+		hdr := 28
+		if !remote.Addr().Is4() {
+			hdr = 48
+		}
+		if s.BufLen+hdr > mtu {
+			return fmt.Errorf("afxdp sends one frame per datagram: %d-byte datagrams do not fit %s's MTU of %d (at most %d)", s.BufLen, attrs.Name, mtu, mtu-hdr)
+		}
+	}
+	dst := b.DstMAC
+	if dst == nil {
+		if dst, err = neighbour(link, hop); err != nil {
+			return err
+		}
+	}
+	full, err := NewTemplate(TemplateConfig{SrcMAC: attrs.HardwareAddr, DstMAC: dst, Src: local, Dst: remote, PayloadLen: s.BufLen})
+	if err != nil {
+		return err
+	}
+	plan := &txPlan{full: full, payload: s.BufLen, stats: f.Stats}
+	if s.Bytes > 0 {
+		plan.total = uint64((s.Bytes + int64(s.BufLen) - 1) / int64(s.BufLen))
+		if r := int(s.Bytes % int64(s.BufLen)); r != 0 {
+			if r < HeaderLen {
+				return fmt.Errorf("afxdp: the last datagram of %d bytes cannot carry the %d-byte sequence header: send a multiple of the buffer length", r, HeaderLen)
+			}
+			if plan.last, err = NewTemplate(TemplateConfig{SrcMAC: attrs.HardwareAddr, DstMAC: dst, Src: local, Dst: remote, PayloadLen: r}); err != nil {
+				return err
+			}
+			plan.lastLen = r
+		}
+	}
+	if s.Duration > 0 {
+		plan.deadline = time.Now().Add(s.Duration)
+	}
+	nq := max(b.Queues, 1)
+	if nq > attrs.NumTxQueues && attrs.NumTxQueues > 0 {
+		return fmt.Errorf("afxdp: %d TX queues asked, %s has %d", nq, attrs.Name, attrs.NumTxQueues)
+	}
+	facts := engine.FactsOf(f)
+	socks, err := openAll(SocketConfig{Ifindex: attrs.Index, Iface: attrs.Name, TX: true, ZeroCopy: b.opts.ZeroCopy}, nq)
+	if err != nil {
+		return err
+	}
+	defer closeAll(socks)
+	noteSockets(facts, socks, attrs.Name, "transmit")
+	facts.Notef("afxdp: %s -> %s (%s), UDP checksum computed per datagram", attrs.HardwareAddr, dst, hop)
+	senders := make([]*sender, nq)
+	for i, sk := range socks {
+		senders[i] = newSender(sk, plan, b.batch(), s.Rate/float64(nq))
+	}
+	errs := make([]error, nq)
+	var wg sync.WaitGroup
+	for i, x := range senders {
+		wg.Go(func() { errs[i] = x.run(ctx.Done()) })
+	}
+	wg.Wait()
+	var kicks, pending int64
+	for _, x := range senders {
+		kicks += x.kicks
+		pending += int64(x.pending)
+	}
+	facts.Add(engine.FactSyscalls, kicks)
+	facts.Add("tx_kicks", kicks)
+	if pending > 0 {
+		facts.Add(engine.FactPending, pending)
+	}
+	addStats(facts, socks)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+func openAll(c SocketConfig, nq int) ([]*Socket, error) {
+	var socks []*Socket
+	for q := range nq {
+		c.Queue = q
+		s, err := Open(c)
+		if err != nil {
+			closeAll(socks)
+			return nil, err
+		}
+		socks = append(socks, s)
+	}
+	return socks, nil
+}
+
+func closeAll(socks []*Socket) error {
+	var errs []error
+	for _, s := range socks {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func noteSockets(facts *engine.Facts, socks []*Socket, iface, dir string) {
+	mode := "copy mode"
+	if socks[0].ZC {
+		mode = "zero-copy mode"
+	}
+	facts.Notef("afxdp: %s on %s, %d queue(s), one socket and thread each, %s", dir, iface, len(socks), mode)
+	for _, n := range socks[0].Notes {
+		facts.Notef("afxdp: %s", n)
+	}
+}
+
+// addStats adds every socket's XDP_STATISTICS to the facts.
+func addStats(facts *engine.Facts, socks []*Socket) {
+	var t unix.XDPStatistics
+	for _, s := range socks {
+		st, err := s.Stats()
+		if err != nil {
+			continue
+		}
+		t.Rx_dropped += st.Rx_dropped
+		t.Rx_invalid_descs += st.Rx_invalid_descs
+		t.Tx_invalid_descs += st.Tx_invalid_descs
+		t.Rx_ring_full += st.Rx_ring_full
+		t.Rx_fill_ring_empty_descs += st.Rx_fill_ring_empty_descs
+		t.Tx_ring_empty_descs += st.Tx_ring_empty_descs
+	}
+	facts.Add("xdp_rx_dropped", int64(t.Rx_dropped))
+	facts.Add("xdp_rx_invalid_descs", int64(t.Rx_invalid_descs))
+	facts.Add("xdp_tx_invalid_descs", int64(t.Tx_invalid_descs))
+	facts.Add("xdp_rx_ring_full", int64(t.Rx_ring_full))
+	facts.Add("xdp_rx_fill_ring_empty", int64(t.Rx_fill_ring_empty_descs))
+	facts.Add("xdp_tx_ring_empty", int64(t.Tx_ring_empty_descs))
+}
+
+// Recv implements engine.Backend. f.Conn is the UDP socket bound to the
+// test's port: the XDP program steers that port's datagrams into AF_XDP
+// sockets, one per RX queue of the interface, while Recv runs; datagrams
+// that reached the socket before the program was attached are read from
+// it and counted too. Recv ends at an end sentinel (Spec.SentinelMax) or
+// when ctx is done. It must run in the network namespace of the interface.
+func (b Backend) Recv(ctx context.Context, f *engine.Flow) error {
+	local, _, err := udpAddrs(f)
+	if err != nil {
+		return err
+	}
+	sc, ok := f.Conn.(syscall.Conn)
+	if !ok {
+		return errors.New("afxdp: the flow's socket has no file descriptor")
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var link netlink.Link
+	var lerr error
+	rc.Control(func(fd uintptr) { link, lerr = rxIface(b.Iface, int(fd), local.Addr()) })
+	if lerr != nil {
+		return lerr
+	}
+	attrs := link.Attrs()
+	nq := max(attrs.NumRxQueues, 1)
+	prog, err := bpf.Load(local.Port(), nq)
+	if err != nil {
+		return fmt.Errorf("afxdp: %w", err)
+	}
+	defer prog.Close()
+	socks, err := openAll(SocketConfig{Ifindex: attrs.Index, Iface: attrs.Name, RX: true, ZeroCopy: b.opts.ZeroCopy}, nq)
+	if err != nil {
+		return err
+	}
+	defer closeAll(socks)
+	for q, s := range socks {
+		if err := prog.Register(q, s.FD()); err != nil {
+			return err
+		}
+	}
+	mode, err := prog.Attach(attrs.Index, !b.NativeOnly)
+	if err != nil {
+		return fmt.Errorf("afxdp: %w", err)
+	}
+	facts := engine.FactsOf(f)
+	noteSockets(facts, socks, attrs.Name, "receive")
+	facts.Notef("afxdp: XDP program attached in %s mode, UDP port %d only", mode, local.Port())
+
+	done := make(chan struct{})
+	var once sync.Once
+	end := func() { once.Do(func() { close(done) }) }
+	stop := context.AfterFunc(ctx, end)
+	defer stop()
+	var sinkM sync.Mutex
+	rxs := make([]*receiver, nq)
+	errs := make([]error, nq+1)
+	var wg sync.WaitGroup
+	for i, s := range socks {
+		rxs[i] = &receiver{s: s, f: f, port: local.Port(), batch: b.batch(), sinkM: &sinkM, sentinel: end}
+		wg.Go(func() { errs[i] = rxs[i].run(done) })
+	}
+	// The socket itself: what came before the attach.
+	var sockSeq Seq
+	wg.Go(func() { errs[nq] = drainSocket(f, done, end, &sinkM, &sockSeq) })
+	wg.Wait()
+	f.Conn.SetReadDeadline(time.Time{})
+
+	parts := []Seq{sockSeq}
+	var other int64
+	for _, r := range rxs {
+		parts = append(parts, r.seq)
+		other += r.other
+	}
+	seq := Merge(parts...)
+	facts.Add("lost_datagrams", seq.Lost())
+	facts.Add("reordered_datagrams", seq.Reordered)
+	facts.Add("socket_datagrams", sockSeq.Received)
+	if other > 0 {
+		facts.Add("other_frames", other)
+	}
+	addStats(facts, socks)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// drainSocket reads the flow's socket until done, counting what it gets.
+func drainSocket(f *engine.Flow, done <-chan struct{}, end func(), sinkM *sync.Mutex, seq *Seq) error {
+	buf := make([]byte, 65536)
+	stop := context.AfterFunc(contextOf(done), func() { f.Conn.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	for {
+		n, err := f.Conn.Read(buf)
+		if err != nil {
+			select {
+			case <-done:
+				return nil
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("afxdp: read the socket: %w", err)
+		}
+		if n <= f.Spec.SentinelMax {
+			end()
+			return nil
+		}
+		var s uint32
+		if n >= HeaderLen {
+			s = uint32(buf[8])<<24 | uint32(buf[9])<<16 | uint32(buf[10])<<8 | uint32(buf[11])
+		}
+		seq.Add(s)
+		sinkM.Lock()
+		err = engine.Deliver(f, buf[:n], true)
+		sinkM.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// contextOf is a context done when done is closed.
+func contextOf(done <-chan struct{}) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-done; cancel() }()
+	return ctx
+}

@@ -1,0 +1,88 @@
+package afxdp
+
+import (
+	"runtime"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/blastnet/blast/engine"
+)
+
+// receiver drains the RX ring of one socket and keeps its fill ring full.
+type receiver struct {
+	s     *Socket
+	f     *engine.Flow
+	port  uint16
+	batch int
+	sinkM *sync.Mutex // one Sink for every queue
+	seq   Seq
+	other int64 // frames of other flows that reached the socket
+	// sentinel is closed by whichever receiver sees the end sentinel.
+	sentinel func()
+}
+
+// run receives until done is closed or an end sentinel arrives.
+func (r *receiver) run(done <-chan struct{}) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	s := r.s
+	mask := ^uint64(s.cfg.FrameSize - 1)
+	spec := r.f.Spec
+	pfd := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
+	for {
+		select {
+		case <-done:
+			return nil
+		default:
+		}
+		idx, n := s.rx.peek(uint32(r.batch))
+		if n == 0 {
+			if s.fill.needWakeup() {
+				s.wakeRX()
+			}
+			if _, err := unix.Poll(pfd, 20); err != nil && err != unix.EINTR {
+				return err
+			}
+			continue
+		}
+		fidx, _ := s.fill.reserve(n) // the fill ring has room for every RX frame
+		bytes, dgrams, end := 0, 0, false
+		for i := range n {
+			d := *s.rx.at(idx + i)
+			*s.fill.at(fidx + i) = d.Addr & mask
+			if end {
+				continue
+			}
+			p, ok := ParseUDP(s.frame(d.Addr, int(d.Len)))
+			if !ok || p.DstPort != r.port {
+				r.other++
+				continue
+			}
+			if len(p.Payload) <= spec.SentinelMax {
+				end = true
+				continue
+			}
+			r.seq.Add(p.Seq)
+			bytes += len(p.Payload)
+			dgrams++
+			if spec.Sink != nil || spec.Touch {
+				r.sinkM.Lock()
+				err := engine.Deliver(r.f, p.Payload, true)
+				r.sinkM.Unlock()
+				if err != nil {
+					return err
+				}
+			}
+		}
+		s.rx.release(n)
+		s.fill.submit()
+		if dgrams > 0 && spec.Sink == nil && !spec.Touch {
+			r.f.Stats.AddIO(bytes, dgrams)
+		}
+		if end {
+			r.sentinel()
+			return nil
+		}
+	}
+}
