@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -66,7 +67,7 @@ type Socket struct {
 // Open creates, maps and binds an AF_XDP socket as c says. It must be
 // called inside the network namespace of the interface; the socket then
 // works from any thread.
-func Open(c SocketConfig) (s *Socket, err error) {
+func Open(c SocketConfig) (_ *Socket, err error) {
 	c.defaults()
 	if c.FrameSize != 2048 && c.FrameSize != 4096 {
 		return nil, fmt.Errorf("afxdp: frame size %d: must be 2048 or 4096", c.FrameSize)
@@ -78,7 +79,7 @@ func Open(c SocketConfig) (s *Socket, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("afxdp: socket: %w", privilege(err))
 	}
-	s = &Socket{fd: fd, cfg: c}
+	s := &Socket{fd: fd, cfg: c}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -97,6 +98,7 @@ func Open(c SocketConfig) (s *Socket, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("afxdp: mmap UMEM of %d bytes: %w", frames*c.FrameSize, err)
 	}
+	liveMaps.Add(1)
 	reg := unix.XDPUmemReg{Addr: uint64(uintptr(unsafe.Pointer(&s.umem[0]))), Len: uint64(len(s.umem)), Size: uint32(c.FrameSize)}
 	if err := setsockopt(fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
 		return nil, fmt.Errorf("afxdp: register UMEM: %w", privilege(err))
@@ -132,6 +134,7 @@ func Open(c SocketConfig) (s *Socket, err error) {
 			return nil, fmt.Errorf("afxdp: mmap %s ring: %w", name, err)
 		}
 		s.maps = append(s.maps, m)
+		liveMaps.Add(1)
 		return m, nil
 	}
 	m, err := mapRing("fill", off.Fr, unix.XDP_UMEM_PGOFF_FILL_RING, fillN, 8)
@@ -208,6 +211,10 @@ func bindError(c SocketConfig, err error) error {
 	return fmt.Errorf("%s: %w", op, privilege(err))
 }
 
+// liveMaps counts the mappings (UMEMs and rings) not yet unmapped, so
+// tests can tell that nothing leaks.
+var liveMaps atomic.Int64
+
 // FD is the socket's file descriptor, for the XSKMAP.
 func (s *Socket) FD() int { return s.fd }
 
@@ -232,14 +239,20 @@ func (s *Socket) Close() error {
 	}
 	for _, m := range s.maps {
 		errs = append(errs, unix.Munmap(m))
+		liveMaps.Add(-1)
 	}
 	s.maps = nil
 	if s.umem != nil {
 		errs = append(errs, unix.Munmap(s.umem))
+		liveMaps.Add(-1)
 		s.umem = nil
 	}
 	return errors.Join(errs...)
 }
+
+// txQueued is the number of descriptors in the TX ring the kernel has not
+// taken yet.
+func (s *Socket) txQueued() uint32 { return s.tx.cachedProd - atomic.LoadUint32(s.tx.consumer) }
 
 // kick asks the kernel to send what the TX ring holds. EAGAIN (budget used
 // up), EBUSY, ENOBUFS and ENETDOWN are not failures: the caller goes on.

@@ -141,7 +141,7 @@ func (x *sender) run(done <-chan struct{}) error {
 				progress = true
 			}
 		}
-		if x.inFlight > 0 && x.s.tx.needWakeup() {
+		if x.s.txQueued() > 0 && x.s.tx.needWakeup() {
 			if err := x.s.kick(); err != nil {
 				return err
 			}
@@ -159,7 +159,7 @@ func (x *sender) run(done <-chan struct{}) error {
 	stop := time.Now().Add(2 * time.Second)
 	for x.inFlight > 0 && time.Now().Before(stop) {
 		if x.reap() == 0 {
-			if x.s.tx.needWakeup() {
+			if x.s.txQueued() > 0 && x.s.tx.needWakeup() {
 				x.s.kick()
 				x.kicks++
 			}

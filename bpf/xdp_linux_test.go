@@ -1,0 +1,120 @@
+package bpf_test
+
+import (
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+
+	"github.com/blastnet/blast/bpf"
+	"github.com/blastnet/blast/engine/afxdp"
+	"github.com/blastnet/blast/internal/netlab"
+)
+
+const port = 5001
+
+var (
+	macA = net.HardwareAddr{0x02, 0, 0, 0, 0, 1}
+	macB = net.HardwareAddr{0x02, 0, 0, 0, 0, 2}
+)
+
+func udpFrame(t *testing.T, src, dst string) []byte {
+	t.Helper()
+	tp, err := afxdp.NewTemplate(afxdp.TemplateConfig{SrcMAC: macA, DstMAC: macB,
+		Src: netip.MustParseAddrPort(src), Dst: netip.MustParseAddrPort(dst), PayloadLen: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp.Frame
+}
+
+func arpFrame(t *testing.T) []byte {
+	t.Helper()
+	buf := gopacket.NewSerializeBuffer()
+	err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true},
+		&layers.Ethernet{SrcMAC: macA, DstMAC: layers.EthernetBroadcast, EthernetType: layers.EthernetTypeARP},
+		&layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
+			Operation: layers.ARPRequest, SourceHwAddress: macA, SourceProtAddress: []byte{198, 18, 0, 1},
+			DstHwAddress: make([]byte, 6), DstProtAddress: []byte{198, 18, 0, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestProgram runs the program through BPF_PROG_TEST_RUN on crafted
+// frames. A redirect needs a bound AF_XDP socket in the map's slot, so
+// one is bound to queue 0 of a lab interface (nothing is attached).
+func TestProgram(t *testing.T) {
+	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	err := lab.A.Do(func() error {
+		r, err := bpf.Load(port, 1)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		ifc, err := net.InterfaceByName(lab.A.Iface)
+		if err != nil {
+			return err
+		}
+		s, err := afxdp.Open(afxdp.SocketConfig{Ifindex: ifc.Index, Iface: lab.A.Iface, RX: true, RingSize: 64})
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		if err := r.Register(0, s.FD()); err != nil {
+			return err
+		}
+		v4 := udpFrame(t, "198.18.0.1:40000", "198.18.0.2:5001")
+		ipOpts := append([]byte(nil), v4...)
+		ipOpts[14] = 0x46 // a header with options
+		frag := append([]byte(nil), v4...)
+		frag[20] = 0x20 | 0x01 // more fragments, offset 256: a later fragment
+		tests := []struct {
+			name  string
+			frame []byte
+			want  uint32
+		}{
+			{"udp4 to port", v4, bpf.XDPRedirect},
+			{"udp6 to port", udpFrame(t, "[2001:2::1]:40000", "[2001:2::2]:5001"), bpf.XDPRedirect},
+			{"udp4 other port", udpFrame(t, "198.18.0.1:40000", "198.18.0.2:5002"), bpf.XDPPass},
+			{"udp6 other port", udpFrame(t, "[2001:2::1]:5001", "[2001:2::2]:22"), bpf.XDPPass},
+			{"udp4 from port", udpFrame(t, "198.18.0.1:5001", "198.18.0.2:40000"), bpf.XDPPass},
+			{"arp", arpFrame(t), bpf.XDPPass},
+			{"ip options", ipOpts, bpf.XDPPass},
+			{"later fragment", frag, bpf.XDPPass},
+			{"truncated udp4", v4[:40], bpf.XDPPass},
+			{"truncated ethernet", v4[:14], bpf.XDPPass},
+		}
+		for _, tt := range tests {
+			got, err := r.Prog.Run(&ebpf.RunOptions{Data: tt.frame})
+			if err != nil {
+				t.Errorf("%s: run: %v", tt.name, err)
+				continue
+			}
+			if got != tt.want {
+				t.Errorf("%s: action %d, want %d", tt.name, got, tt.want)
+			}
+		}
+		// An empty slot (queue 1 has no socket) passes.
+		r2, err := bpf.Load(port, 2)
+		if err != nil {
+			return err
+		}
+		defer r2.Close()
+		got, err := r2.Prog.Run(&ebpf.RunOptions{Data: v4})
+		if err != nil {
+			return err
+		}
+		if got != bpf.XDPPass {
+			t.Errorf("empty slot: action %d, want pass", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
