@@ -47,7 +47,7 @@ var (
 	_ engine.Configurable = Backend{}
 )
 
-const defaultBatch = 64
+const defaultBatch = 256
 
 // Name implements engine.Backend.
 func (Backend) Name() string { return "afxdp" }
