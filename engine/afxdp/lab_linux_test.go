@@ -341,7 +341,6 @@ func TestErrors(t *testing.T) {
 	})
 }
 
-
 // rxPackets reads the packets h's lab interface received.
 func rxPackets(b *testing.B, h *netlab.Host) (n uint64) {
 	h.Do(func() error {
