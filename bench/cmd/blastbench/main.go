@@ -1,0 +1,116 @@
+// Command blastbench runs bench's suite: blast against iperf3 and the
+// other peers on a netns lab it builds, then writes the results JSON and
+// the README table. It needs root. `make bench` and `make bench-quick` run
+// it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/blastnet/blast/bench"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	quick := flag.Bool("quick", false, "the short suite (under 2 minutes): fewer pairs, shorter runs, no blast compare")
+	pairs := flag.Int("pairs", 0, "blast/peer pairs per workload (default 5, quick 3)")
+	secs := flag.Int("secs", 0, "seconds per run (default 3, quick 1)")
+	blast := flag.String("blast", "", "blast binary to measure (default: build ./cmd/blast into a temporary directory)")
+	dir := flag.String("dir", ".", "the blast source tree (module root)")
+	only := flag.String("only", "", "comma-separated workload IDs to run (results then go nowhere unless -write)")
+	write := flag.Bool("write", true, "write bench/results/<date>-<host>.json and the table in bench/README.md")
+	cmp := flag.Bool("compare", true, "also run blast compare --lab (always off in -quick)")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "blastbench: unexpected argument %q: bench takes no hosts; it builds its own lab\n", flag.Arg(0))
+		return 2
+	}
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "blastbench: needs root: it builds a network-namespace lab (sudo make bench-quick)")
+		return 2
+	}
+	cfg := bench.Config{Quick: *quick, Pairs: 5, Secs: 3, Compare: *cmp && !*quick, Dir: *dir, Log: os.Stderr}
+	if *quick {
+		cfg.Pairs, cfg.Secs = 3, 1
+	}
+	if *pairs > 0 {
+		cfg.Pairs = *pairs
+	}
+	if *secs > 0 {
+		cfg.Secs = *secs
+	}
+	if *only != "" {
+		cfg.Only = strings.Split(*only, ",")
+		cfg.Compare = false
+		if !isFlagSet("write") {
+			*write = false
+		}
+	}
+
+	// SIGINT and SIGTERM cancel the context: the running tools are killed
+	// and the lab is removed before blastbench exits.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cfg.Blast = *blast
+	if cfg.Blast == "" {
+		tmp, err := os.MkdirTemp("", "blastbench-")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "blastbench: %v\n", err)
+			return 1
+		}
+		defer os.RemoveAll(tmp)
+		cfg.Blast = filepath.Join(tmp, "blast")
+		build := exec.CommandContext(ctx, "go", "build", "-o", cfg.Blast, "./cmd/blast")
+		build.Dir, build.Stdout, build.Stderr = *dir, os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "blastbench: build blast: %v\n", err)
+			return 1
+		}
+	} else if abs, err := filepath.Abs(cfg.Blast); err == nil {
+		cfg.Blast = abs
+	}
+
+	res, err := bench.Run(ctx, cfg)
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "blastbench: interrupted; the lab is removed, nothing written")
+		return 130
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "blastbench: %v\n", err)
+		return 1
+	}
+	benchDir := filepath.Join(*dir, "bench")
+	path := bench.ResultsPath(benchDir, res)
+	if *write {
+		if err := bench.WriteJSON(path, res); err != nil {
+			fmt.Fprintf(os.Stderr, "blastbench: %v\n", err)
+			return 1
+		}
+		if err := bench.UpdateREADME(filepath.Join(benchDir, "README.md"), res, path); err != nil {
+			fmt.Fprintf(os.Stderr, "blastbench: README: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "blastbench: wrote %s and %s\n", path, filepath.Join(benchDir, "README.md"))
+	}
+	bench.WriteTables(os.Stdout, res, path)
+	return 0
+}
+
+func isFlagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}

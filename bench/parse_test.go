@@ -1,0 +1,123 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func readTestdata(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestParseTTCP(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want TTCPResult
+	}{
+		{"ttcp-tcp-t.txt", TTCPResult{Bytes: 2621440000, Seconds: 2.85, Backend: "readwrite"}},
+		{"ttcp-udp-t.txt", TTCPResult{Bytes: 128000000, Seconds: 9.04, Datagrams: 2000000, Backend: "mmsg"}},
+		{"ttcp-udp-r.txt", TTCPResult{Bytes: 108846144, Seconds: 9.05, Datagrams: 1700721, Backend: "mmsg"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			got, err := ParseTTCP(readTestdata(t, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ParseTTCP (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("classic ttcp prefix", func(t *testing.T) {
+		got, err := ParseTTCP("ttcp-r: 16777216 bytes in 1.44 real seconds = 11377.78 KB/sec +++\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(TTCPResult{Bytes: 16777216, Seconds: 1.44}, got); diff != "" {
+			t.Errorf("ParseTTCP (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("no result line", func(t *testing.T) {
+		if _, err := ParseTTCP("blast-t: socket\nblast-t: connect: connection refused\n"); err == nil {
+			t.Error("ParseTTCP of output without a byte count line: no error")
+		}
+	})
+}
+
+func TestParseIperf3(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want Iperf3Result
+	}{
+		{"iperf3-tcp.json", Iperf3Result{
+			SentBytes: 2621440000, SentSeconds: 4.649625, RecvBytes: 2621177856, RecvSeconds: 4.654544,
+			Streams: 1, Retransmits: 1087}},
+		{"iperf3-udp.json", Iperf3Result{
+			SentBytes: 56224000, SentSeconds: 3.000014, RecvBytes: 55949184, RecvSeconds: 3.000047,
+			Streams: 1, UDP: true, Packets: 878499, LostPackets: 4293}},
+		{"blast-client-p4.json", Iperf3Result{
+			SentBytes: 4779975656, SentSeconds: 2.000116225, RecvBytes: 4779975656, RecvSeconds: 2.003087682,
+			Streams: 4, Retransmits: 4918, Backend: "readwrite", RemoteBackend: "readwrite"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			got, err := ParseIperf3([]byte(readTestdata(t, tc.file)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ParseIperf3 (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("delivered datagrams", func(t *testing.T) {
+		r, err := ParseIperf3([]byte(readTestdata(t, "iperf3-udp.json")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 55949184 bytes received / 64 bytes = 874206 datagrams.
+		if got := r.Delivered(); got != 874206 {
+			t.Errorf("Delivered() = %d, want 874206", got)
+		}
+	})
+	t.Run("iperf3 error document", func(t *testing.T) {
+		_, err := ParseIperf3([]byte(`{"start":{},"intervals":[],"end":{},"error":"unable to connect to server: Connection refused"}`))
+		if err == nil || !cmp.Equal(err.Error(), "iperf3 reports: unable to connect to server: Connection refused") {
+			t.Errorf("ParseIperf3 of an error document: %v", err)
+		}
+	})
+	t.Run("not JSON", func(t *testing.T) {
+		if _, err := ParseIperf3([]byte("iperf3: error - unable to connect")); err == nil {
+			t.Error("ParseIperf3 of plain text: no error")
+		}
+	})
+}
+
+func TestOptionSyntax(t *testing.T) {
+	for _, tc := range []struct {
+		name, help string
+		want       []string // args for mmsg with gso; nil: no options
+	}{
+		{"none", "  --backend NAME   data path (see 'blast backends'; default readwrite)\n", nil},
+		{"separate flag", "  --backend NAME  --backend-opt OPTS  backend options (batch=N, gso, gro)\n", []string{"--backend", "mmsg", "--backend-opt", "gso"}},
+		{"colon", "  --backend NAME[:OPTS]  e.g. --backend mmsg:gso,gro\n", []string{"--backend", "mmsg:gso"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, f := optionSyntax(tc.help)
+			var got []string
+			if f != nil {
+				got = f("mmsg", "gso")
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("options for mmsg,gso (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

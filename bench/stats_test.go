@@ -1,0 +1,116 @@
+package bench
+
+import (
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []float64
+		want float64
+	}{
+		{"one", []float64{7}, 7},
+		{"odd unsorted", []float64{3, 1, 2}, 2},
+		{"even: mean of the middle two", []float64{4, 1, 3, 2}, 2.5},
+		{"duplicates", []float64{5, 5, 1, 5}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := append([]float64(nil), tc.in...)
+			if got := Median(in); got != tc.want {
+				t.Errorf("Median(%v) = %v, want %v", tc.in, got, tc.want)
+			}
+			if !cmp.Equal(in, tc.in) {
+				t.Errorf("Median reordered its input: %v", in)
+			}
+		})
+	}
+	if got := Median(nil); !math.IsNaN(got) {
+		t.Errorf("Median(nil) = %v, want NaN", got)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name string
+		in   []float64
+		want Summary
+	}{
+		{"empty", nil, Summary{}},
+		{"only NaN", []float64{nan, nan}, Summary{}},
+		{"five pairs", []float64{1.2, 0.9, 1.1, 1.5, 1.0}, Summary{Median: 1.1, Min: 0.9, Max: 1.5, N: 5}},
+		{"a failed pair is left out", []float64{2, nan, 4, 3}, Summary{Median: 3, Min: 2, Max: 4, N: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Summarize(tc.in)); diff != "" {
+				t.Errorf("Summarize(%v) (-want +got):\n%s", tc.in, diff)
+			}
+		})
+	}
+}
+
+func TestPairRatios(t *testing.T) {
+	got := PairRatios([]float64{10, 6, 3, 9}, []float64{5, 4, 0, math.NaN()})
+	want := []float64{2, 1.5, math.NaN(), math.NaN()} // a peer that moved nothing has no ratio
+	if diff := cmp.Diff(want, got, cmpopts.EquateNaNs()); diff != "" {
+		t.Errorf("PairRatios (-want +got):\n%s", diff)
+	}
+	if got := len(PairRatios([]float64{1, 2, 3}, []float64{1})); got != 1 {
+		t.Errorf("PairRatios of unequal lengths gave %d ratios, want 1", got)
+	}
+}
+
+func TestCPUPerGB(t *testing.T) {
+	if got := CPUPerGB(0.5, 2_000_000_000); got != 0.25 {
+		t.Errorf("CPUPerGB(0.5 s, 2 GB) = %v, want 0.25", got)
+	}
+	if got := CPUPerGB(1, 0); !math.IsNaN(got) {
+		t.Errorf("CPUPerGB(1 s, 0 bytes) = %v, want NaN", got)
+	}
+}
+
+func TestEvalTargets(t *testing.T) {
+	ws := []WorkloadResult{
+		{ID: "tcp1", Ratio: Summary{Median: 1.2, Min: 1.1, Max: 1.3, N: 5}},
+		{ID: "tcp1-sendfile", Ratio: Summary{Median: 0.95, Min: 0.9, Max: 1.0, N: 5},
+			SenderCPURatio: Summary{Median: 0.8, Min: 0.7, Max: 0.9, N: 5}},
+		{ID: "udp64-gso", Skipped: "not available: no options"},
+		{ID: "client-P1", Error: "calibration failed"},
+		{ID: "client-P2"},
+	}
+	got := map[string]string{}
+	for _, tr := range EvalTargets(ws) {
+		got[tr.Text] = tr.Verdict
+	}
+	want := map[string]string{
+		"TCP 1 stream, readwrite: throughput >= 1.0x iperf3":                     "pass",
+		"TCP 1 stream, sendfile: throughput >= 1.0x iperf3 -Z":                   "miss",
+		"TCP 1 stream, sendfile: sender CPU-s/GB <= 0.85x iperf3 -Z":             "pass", // lower is better
+		"UDP 64 B, mmsg with GSO+GRO: delivered pps >= 10x iperf3 -u -b 0 -l 64": "not available: no options",
+		"blast client -P 1: throughput >= 1.0x iperf3":                           "failed: calibration failed",
+		"blast client -P 2: throughput >= 1.0x iperf3 -P 2":                      "no pair measured",
+		"AF_XDP transmit, 64 B frames: pps >= 2x trafgen":                        "not run",
+	}
+	for text, v := range want {
+		if got[text] != v {
+			t.Errorf("target %q: verdict %q, want %q", text, got[text], v)
+		}
+	}
+}
+
+func TestNumJSON(t *testing.T) {
+	for _, tc := range []struct {
+		in   Num
+		want string
+	}{{1.5, "1.5"}, {Num(math.NaN()), "null"}, {Num(math.Inf(1)), "null"}} {
+		b, err := tc.in.MarshalJSON()
+		if err != nil || string(b) != tc.want {
+			t.Errorf("Num(%v).MarshalJSON() = %s, %v; want %s", float64(tc.in), b, err, tc.want)
+		}
+	}
+}

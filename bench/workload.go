@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/blastnet/blast/internal/netlab"
+)
+
+// Env is what a workload runs with: the lab, the blast binary and what it
+// can do, and the length of each run.
+type Env struct {
+	Lab   *netlab.Lab
+	Blast string // path of the blast binary
+	Secs  int    // seconds per run
+	Caps  Caps
+
+	counts map[string]int64 // calibrated ttcp buffer counts per workload
+}
+
+// target is the receiving host's address; Check made sure it is the lab's.
+func (e *Env) target() string { return e.Lab.B.Addr4.String() }
+
+// Check refuses a lab whose hosts are not both in the benchmarking range
+// 198.18.0.0/15: bench sends traffic nowhere else.
+func (e *Env) Check() error {
+	bench := netip.MustParsePrefix("198.18.0.0/15")
+	for _, h := range []*netlab.Host{e.Lab.A, e.Lab.B} {
+		if h == nil || !bench.Contains(h.Addr4) {
+			return fmt.Errorf("bench: refusing to run: lab host address %v is outside %s", h.Addr4, bench)
+		}
+	}
+	return nil
+}
+
+// Sample is one run of one side of a workload.
+type Sample struct {
+	Value Num         `json:"value"`          // the workload's metric
+	Loss  Num         `json:"loss,omitempty"` // UDP: fraction of datagrams sent that were not delivered
+	Procs []ProcStats `json:"procs"`
+	Err   string      `json:"error,omitempty"`
+}
+
+// proc returns the stats of the process with role, or nil.
+func (s Sample) proc(role string) *ProcStats {
+	for i := range s.Procs {
+		if s.Procs[i].Role == role {
+			return &s.Procs[i]
+		}
+	}
+	return nil
+}
+
+// Side is one contender of a workload: blast, or the peer.
+type Side struct {
+	Label string // what runs, in words ("blast ttcp readwrite")
+	Tool  string // the command it needs ("iperf3"), "" for blast alone
+	Run   func(ctx context.Context, e *Env) Sample
+}
+
+// Workload is one comparison: blast against a peer on one metric.
+type Workload struct {
+	ID     string
+	Title  string
+	Metric string // "throughput", "delivered datagrams/s"
+	Unit   string // "Gbit/s", "pps"
+	UDP    bool
+	Quick  bool // part of the quick suite
+	// Unavailable says why the workload cannot run with this blast ("" if
+	// it can).
+	Unavailable func(e *Env) string
+	// Calibrate runs before the pairs (a warm-up that may size the runs).
+	Calibrate   func(ctx context.Context, e *Env) error
+	Blast, Peer Side
+}
+
+// Num is a float64 that is null in JSON when it is not a number.
+type Num float64
+
+// MarshalJSON writes NaN and infinities as null.
+func (n Num) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, f, 'g', 6, 64), nil
+}
+
+// UnmarshalJSON reads a number or null (NaN).
+func (n *Num) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = Num(math.NaN())
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	*n = Num(f)
+	return err
+}
+
+func nan() Num { return Num(math.NaN()) }
+
+// failed is a sample of a run that produced no measurement.
+func failed(err error, procs ...*proc) Sample {
+	s := Sample{Value: nan(), Loss: nan(), Err: err.Error()}
+	for _, p := range procs {
+		if p != nil {
+			s.Procs = append(s.Procs, p.stats())
+		}
+	}
+	return s
+}
+
+// timeout is how long one run may take before it is killed.
+func (e *Env) timeout() time.Duration {
+	return time.Duration(max(30, 8*e.Secs)) * time.Second
+}

@@ -1,0 +1,350 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/blastnet/blast/internal/netlab"
+)
+
+const (
+	ttcpPort  = 5001
+	iperfPort = 5201
+)
+
+// ttcpSpec is a classic-mode run: blast -t in A to blast -r in B.
+type ttcpSpec struct {
+	id               string
+	udp              bool
+	bufLen           int
+	txBackend, txOpt string
+	rxBackend, rxOpt string
+}
+
+// backendArgs are the flags that select backend name with options opts.
+func (e *Env) backendArgs(name, opts string) []string {
+	if name == "" {
+		return nil
+	}
+	if opts == "" {
+		return []string{"--backend", name}
+	}
+	return e.Caps.OptionArgs(name, opts)
+}
+
+func (s ttcpSpec) argv(e *Env, n int64) (rx, tx []string) {
+	l := strconv.Itoa(s.bufLen)
+	rx = []string{e.Blast, "-r", "-s", "-l", l, "-p", strconv.Itoa(ttcpPort)}
+	tx = []string{e.Blast, "-t", "-s", "-l", l, "-n", strconv.FormatInt(n, 10), "-p", strconv.Itoa(ttcpPort)}
+	if s.udp {
+		rx = append(rx, "-u")
+		tx = append(tx, "-u")
+	}
+	rx = append(rx, e.backendArgs(s.rxBackend, s.rxOpt)...)
+	tx = append(tx, e.backendArgs(s.txBackend, s.txOpt)...)
+	tx = append(tx, e.target())
+	return rx, tx
+}
+
+func (s ttcpSpec) network() string {
+	if s.udp {
+		return "udp"
+	}
+	return "tcp"
+}
+
+// run sends n buffers and measures what the receiver got.
+func (s ttcpSpec) run(ctx context.Context, e *Env, n int64) (Sample, TTCPResult) {
+	rxArgv, txArgv := s.argv(e, n)
+	srv, cli, err := clientServer(ctx, e.Lab.B, rxArgv, s.network(), ttcpPort, e.Lab.A, txArgv, e.timeout(), false)
+	if err != nil {
+		return failed(err, srv, cli), TTCPResult{}
+	}
+	rr, err1 := ParseTTCP(srv.stdout.String())
+	tr, err2 := ParseTTCP(cli.stdout.String())
+	if err1 != nil || err2 != nil {
+		return failed(fmt.Errorf("parse: %w", firstErr(err1, err2)), srv, cli), tr
+	}
+	rs, ts := srv.stats(), cli.stats()
+	rs.Role, ts.Role = "receiver", "sender"
+	rs.setBytes(rr.Bytes)
+	ts.setBytes(tr.Bytes)
+	smp := Sample{Procs: []ProcStats{ts, rs}, Loss: nan()}
+	if s.udp {
+		smp.Value = Num(Ratio(float64(rr.Datagrams), rr.Seconds))
+		smp.Loss = Num(1 - Ratio(float64(rr.Datagrams), float64(tr.Datagrams)))
+	} else {
+		smp.Value = Num(Ratio(float64(rr.Bytes)*8, rr.Seconds) / 1e9)
+	}
+	return smp, tr
+}
+
+// calibrate sizes the run to about e.Secs seconds from warm-up runs that
+// grow until one lasts long enough to time.
+func (s ttcpSpec) calibrate(ctx context.Context, e *Env) error {
+	n := int64(200 << 20 / s.bufLen) // 200 MB of TCP
+	if s.udp {
+		n = 50_000
+	}
+	for range 4 {
+		smp, tr := s.run(ctx, e, n)
+		if smp.Err != "" {
+			return fmt.Errorf("calibration run: %s", smp.Err)
+		}
+		if tr.Seconds >= 0.25 || tr.Seconds > 0 && n > 1<<34 {
+			rate := float64(n) / tr.Seconds
+			e.counts[s.id] = max(1000, int64(rate*float64(e.Secs)))
+			return nil
+		}
+		n *= 8
+	}
+	return fmt.Errorf("calibration: runs stay too short to time")
+}
+
+func (s ttcpSpec) side(label string) Side {
+	return Side{Label: label, Run: func(ctx context.Context, e *Env) Sample {
+		smp, _ := s.run(ctx, e, e.counts[s.id])
+		return smp
+	}}
+}
+
+// iperfSide runs `iperf3 -s -1` in B and `iperf3 -c` in A with extra
+// client flags; size returns the flags that end the run (-t or -n).
+func iperfSide(label string, udp bool, flags []string, size func(e *Env, id string) []string, id string) Side {
+	return Side{Label: label, Tool: "iperf3", Run: func(ctx context.Context, e *Env) Sample {
+		srvArgv := []string{"iperf3", "-s", "-1", "-p", strconv.Itoa(iperfPort)}
+		cliArgv := append([]string{"iperf3", "-c", e.target(), "-p", strconv.Itoa(iperfPort), "-J"}, flags...)
+		cliArgv = append(cliArgv, size(e, id)...)
+		return clientServerJSON(ctx, e, srvArgv, cliArgv, udp)
+	}}
+}
+
+// blastClientSide runs `blast server -1` in B and `blast client` in A.
+func blastClientSide(label string, flags []string) Side {
+	return Side{Label: label, Run: func(ctx context.Context, e *Env) Sample {
+		srvArgv := []string{e.Blast, "server", "-1", "-p", strconv.Itoa(iperfPort)}
+		cliArgv := append([]string{e.Blast, "client", e.target(), "-p", strconv.Itoa(iperfPort), "-J",
+			"-t", strconv.Itoa(e.Secs)}, flags...)
+		return clientServerJSON(ctx, e, srvArgv, cliArgv, false)
+	}}
+}
+
+// clientServerJSON runs an iperf3-protocol server and client and reads the
+// client's -J document.
+func clientServerJSON(ctx context.Context, e *Env, srvArgv, cliArgv []string, udp bool) Sample {
+	srv, cli, err := clientServer(ctx, e.Lab.B, srvArgv, "tcp", iperfPort, e.Lab.A, cliArgv, e.timeout(), false)
+	if err != nil {
+		return failed(err, srv, cli)
+	}
+	r, err := ParseIperf3([]byte(cli.stdout.String()))
+	if err != nil {
+		return failed(err, srv, cli)
+	}
+	rs, ts := srv.stats(), cli.stats()
+	rs.Role, ts.Role = "receiver", "sender"
+	rs.setBytes(r.RecvBytes)
+	ts.setBytes(r.SentBytes)
+	smp := Sample{Procs: []ProcStats{ts, rs}, Loss: nan()}
+	if udp {
+		smp.Value = Num(Ratio(float64(r.Delivered()), r.RecvSeconds))
+		smp.Loss = Num(Ratio(float64(r.LostPackets), float64(r.Packets)))
+	} else {
+		smp.Value = Num(r.RecvBitsPerSecond() / 1e9)
+	}
+	return smp
+}
+
+// sameBytes makes iperf3 send what the calibrated blast run sends.
+func sameBytes(bufLen int) func(e *Env, id string) []string {
+	return func(e *Env, id string) []string {
+		return []string{"-n", strconv.FormatInt(e.counts[id]*int64(bufLen), 10)}
+	}
+}
+
+// sameTime makes iperf3 run the suite's seconds.
+func sameTime(e *Env, _ string) []string { return []string{"-t", strconv.Itoa(e.Secs)} }
+
+// manyClients runs one blast server in B and n blast clients with one
+// stream each in A at once; the value is the sum of their rates.
+func manyClients(label string, n int) Side {
+	return Side{Label: label, Run: func(ctx context.Context, e *Env) Sample {
+		srvArgv := []string{e.Blast, "server", "-p", strconv.Itoa(iperfPort), "--max-clients", strconv.Itoa(n)}
+		srv, err := startProc(e.Lab.B, "receiver", srvArgv)
+		if err != nil {
+			return failed(err)
+		}
+		defer srv.kill(syscall.SIGKILL)
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = netlab.WaitPort(wctx, srv.pid(), "tcp", iperfPort)
+		cancel()
+		if err != nil {
+			return failed(err, srv)
+		}
+		cliArgv := []string{e.Blast, "client", e.target(), "-p", strconv.Itoa(iperfPort), "-J", "-t", strconv.Itoa(e.Secs)}
+		clis := make([]*proc, 0, n)
+		for range n {
+			c, err := startProc(e.Lab.A, "sender", cliArgv)
+			if err != nil {
+				return failed(err, append(clis, srv)...)
+			}
+			clis = append(clis, c)
+		}
+		var errs []error
+		for _, c := range clis {
+			errs = append(errs, c.wait(ctx, e.timeout()))
+		}
+		srv.stop()
+		if err := firstErr(errs...); err != nil {
+			return failed(err, append(clis, srv)...)
+		}
+		sum := ProcStats{Role: "sender", Argv: append(cliArgv[:len(cliArgv):len(cliArgv)], fmt.Sprintf("(x%d)", n))}
+		var bps float64
+		var sent, recv int64
+		for _, c := range clis {
+			r, err := ParseIperf3([]byte(c.stdout.String()))
+			if err != nil {
+				return failed(err, append(clis, srv)...)
+			}
+			bps += r.RecvBitsPerSecond()
+			sent += r.SentBytes
+			recv += r.RecvBytes
+			st := c.stats()
+			sum.UserSec += st.UserSec
+			sum.SysSec += st.SysSec
+			sum.WallSec = max(sum.WallSec, st.WallSec)
+			sum.MaxRSSKB = max(sum.MaxRSSKB, st.MaxRSSKB)
+		}
+		sum.setBytes(sent)
+		rs := srv.stats()
+		rs.setBytes(recv)
+		return Sample{Value: Num(bps / 1e9), Loss: nan(), Procs: []ProcStats{sum, rs}}
+	}}
+}
+
+// Workloads is the suite, in the order it runs.
+func Workloads() []Workload {
+	const tcpLen = 128 << 10
+	var ws []Workload
+
+	tcp1 := ttcpSpec{id: "tcp1", bufLen: tcpLen, rxBackend: "readwrite", txBackend: "readwrite"}
+	ws = append(ws, Workload{
+		ID: "tcp1", Title: "TCP, 1 stream, 128 KiB writes", Metric: "throughput", Unit: "Gbit/s", Quick: true,
+		Calibrate: tcp1.calibrate,
+		Blast:     tcp1.side("blast -t/-r (readwrite)"),
+		Peer:      iperfSide("iperf3 -l 128K", false, []string{"-l", "128K"}, sameBytes(tcpLen), "tcp1"),
+	})
+	for _, b := range []string{"sendfile", "splice"} {
+		s := ttcpSpec{id: "tcp1-" + b, bufLen: tcpLen, txBackend: b, rxBackend: "readwrite"}
+		ws = append(ws, Workload{
+			ID: s.id, Title: "TCP, 1 stream, " + b + " sender vs iperf3 -Z", Metric: "throughput", Unit: "Gbit/s", Quick: true,
+			Unavailable: needBackend(b),
+			Calibrate:   s.calibrate,
+			Blast:       s.side("blast -t --backend " + b),
+			Peer:        iperfSide("iperf3 -Z -l 128K", false, []string{"-Z", "-l", "128K"}, sameBytes(tcpLen), s.id),
+		})
+	}
+	for _, p := range []int{1, 2, 4} {
+		ps := strconv.Itoa(p)
+		ws = append(ws, Workload{
+			ID: "client-P" + ps, Title: "TCP, client/server mode, " + ps + " stream(s)", Metric: "throughput", Unit: "Gbit/s",
+			Quick:       p != 4,
+			Unavailable: needClient,
+			Blast:       blastClientSide("blast client -P "+ps+" -> blast server", []string{"-P", ps}),
+			Peer:        iperfSide("iperf3 -c -P "+ps+" -> iperf3 -s", false, []string{"-P", ps}, sameTime, ""),
+		})
+	}
+	ws = append(ws, Workload{
+		ID: "server-8clients", Title: "blast server: 8 clients at once vs 1 client -P 8", Metric: "aggregate throughput", Unit: "Gbit/s",
+		Quick:       true,
+		Unavailable: needClient,
+		Blast:       manyClients("8 x blast client -> blast server", 8),
+		Peer:        blastClientSide("blast client -P 8 -> blast server", []string{"-P", "8"}),
+	})
+	for _, l := range []int{64, 1400} {
+		ls := strconv.Itoa(l)
+		for _, gso := range []bool{false, true} {
+			s := ttcpSpec{id: "udp" + ls, udp: true, bufLen: l, txBackend: "mmsg", rxBackend: "mmsg"}
+			title := "UDP, " + ls + "-byte datagrams, mmsg"
+			label := "blast -u --backend mmsg"
+			if gso {
+				s.id += "-gso"
+				s.txOpt, s.rxOpt = "gso", "gro"
+				title += " with GSO/GRO"
+				label += " (gso / gro)"
+			}
+			ws = append(ws, Workload{
+				ID: s.id, Title: title, Metric: "delivered datagrams/s", Unit: "pps", UDP: true,
+				Quick:       l == 64,
+				Unavailable: needOptions(gso),
+				Calibrate:   s.calibrate,
+				Blast:       s.side(label),
+				Peer:        iperfSide("iperf3 -u -b 0 -l "+ls, true, []string{"-u", "-b", "0", "-l", ls}, sameTime, ""),
+			})
+		}
+	}
+	ws = append(ws,
+		Workload{ID: "lat-tcp", Title: "TCP round-trip latency vs sockperf ping-pong / qperf tcp_lat", Metric: "p50 round trip", Unit: "us",
+			Unavailable: needLatency},
+		Workload{ID: "lat-udp", Title: "UDP round-trip latency vs sockperf ping-pong / qperf udp_lat", Metric: "p50 round trip", Unit: "us",
+			Unavailable: needLatency},
+		Workload{ID: "afxdp-tx", Title: "AF_XDP transmit, 64-byte frames, vs trafgen", Metric: "packets/s", Unit: "pps", UDP: true,
+			Unavailable: needAFXDP},
+		Workload{ID: "afxdp-rx", Title: "AF_XDP receive at trafgen's full rate", Metric: "loss", Unit: "%", UDP: true,
+			Unavailable: needAFXDP},
+	)
+	return ws
+}
+
+func needBackend(name string) func(e *Env) string {
+	return func(e *Env) string {
+		if !e.Caps.Backends[name] {
+			return "blast has no usable --backend " + name + " here ('blast backends')"
+		}
+		return ""
+	}
+}
+
+func needClient(e *Env) string {
+	if !e.Caps.Client {
+		return "not implemented: blast has no client/server mode yet"
+	}
+	return ""
+}
+
+func needOptions(gso bool) func(e *Env) string {
+	return func(e *Env) string {
+		if r := needBackend("mmsg")(e); r != "" {
+			return r
+		}
+		if gso && e.Caps.OptionArgs == nil {
+			return "not available: blast ttcp mode takes no backend options (gso, gro) yet"
+		}
+		return ""
+	}
+}
+
+func needLatency(e *Env) string {
+	if !e.Caps.Latency {
+		return "not implemented: blast has no latency mode (blast lat) yet"
+	}
+	return "not implemented in bench: blast lat exists, its workload is still to be written"
+}
+
+func needAFXDP(e *Env) string {
+	if !e.Caps.Backends["afxdp"] {
+		return "not implemented: blast has no usable --backend afxdp yet"
+	}
+	return "not implemented in bench: --backend afxdp exists, the trafgen workload is still to be written"
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
