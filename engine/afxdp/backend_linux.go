@@ -228,6 +228,27 @@ func openAll(c SocketConfig, nq int) ([]*Socket, error) {
 	return socks, nil
 }
 
+// openRX binds a socket to every RX queue in use. IFLA_NUM_RX_QUEUES is
+// how many the device allocated (a veth made without numrxqueues has one
+// per CPU); fewer may be in use, and bind refuses those beyond with
+// EINVAL.
+func openRX(c SocketConfig, nq int) ([]*Socket, error) {
+	var socks []*Socket
+	for q := range nq {
+		c.Queue = q
+		s, err := Open(c)
+		if err != nil {
+			if q > 0 && errors.Is(err, unix.EINVAL) {
+				break
+			}
+			closeAll(socks)
+			return nil, err
+		}
+		socks = append(socks, s)
+	}
+	return socks, nil
+}
+
 func closeAll(socks []*Socket) error {
 	var errs []error
 	for _, s := range socks {
@@ -302,11 +323,12 @@ func (b Backend) Recv(ctx context.Context, f *engine.Flow) error {
 		return fmt.Errorf("afxdp: %w", err)
 	}
 	defer prog.Close()
-	socks, err := openAll(SocketConfig{Ifindex: attrs.Index, Iface: attrs.Name, RX: true, ZeroCopy: b.opts.ZeroCopy}, nq)
+	socks, err := openRX(SocketConfig{Ifindex: attrs.Index, Iface: attrs.Name, RX: true, ZeroCopy: b.opts.ZeroCopy}, nq)
 	if err != nil {
 		return err
 	}
 	defer closeAll(socks)
+	nq = len(socks)
 	for q, s := range socks {
 		if err := prog.Register(q, s.FD()); err != nil {
 			return err
