@@ -77,28 +77,31 @@ func DefaultCases(udp bool) []Case {
 
 // Row is the result of one case.
 type Row struct {
-	Case        string        `json:"case"`
-	Error       string        `json:"error,omitempty"`
-	Seconds     float64       `json:"seconds"`
-	Bytes       int64         `json:"bytes_received"`
-	Datagrams   int64         `json:"datagrams_received,omitempty"`
-	BitsPerSec  float64       `json:"bits_per_second"`
-	PacketsSec  float64       `json:"packets_per_second,omitempty"`
-	Tx, Rx      engine.Sample `json:"-"`
-	TxCalls     int64         `json:"tx_io_calls"`
-	RxCalls     int64         `json:"rx_io_calls"`
-	TxPerCall   float64       `json:"tx_bytes_per_call"`
-	RxPerCall   float64       `json:"rx_bytes_per_call"`
-	TxCPU       CPU           `json:"tx_cpu"`
-	RxCPU       CPU           `json:"rx_cpu"`
-	CPUPerGB    float64       `json:"cpu_seconds_per_gb"`
-	NotCopied   int64         `json:"bytes_not_copied"`
-	TxSyscalls  int64         `json:"tx_syscalls,omitempty"`
-	RxSyscalls  int64         `json:"rx_syscalls,omitempty"`
-	Notes       []string      `json:"notes,omitempty"`
-	SentBytes   int64         `json:"bytes_sent"`
-	SentDgrams  int64         `json:"datagrams_sent,omitempty"`
-	LostPercent float64       `json:"lost_percent,omitempty"`
+	Case       string        `json:"case"`
+	Error      string        `json:"error,omitempty"`
+	Seconds    float64       `json:"seconds"`
+	Bytes      int64         `json:"bytes_received"`
+	Datagrams  int64         `json:"datagrams_received,omitempty"`
+	BitsPerSec float64       `json:"bits_per_second"`
+	PacketsSec float64       `json:"packets_per_second,omitempty"`
+	Tx, Rx     engine.Sample `json:"-"`
+	TxCalls    int64         `json:"tx_io_calls"`
+	RxCalls    int64         `json:"rx_io_calls"`
+	TxPerCall  float64       `json:"tx_bytes_per_call"`
+	RxPerCall  float64       `json:"rx_bytes_per_call"`
+	TxCPU      CPU           `json:"tx_cpu"`
+	RxCPU      CPU           `json:"rx_cpu"`
+	CPUPerGB   float64       `json:"cpu_seconds_per_gb"`
+	NotCopied  int64         `json:"bytes_not_copied"`
+	TxSyscalls int64         `json:"tx_syscalls,omitempty"`
+	RxSyscalls int64         `json:"rx_syscalls,omitempty"`
+	Notes      []string      `json:"notes,omitempty"`
+	// TxFacts and RxFacts are each end's backend facts (engine.Facts).
+	TxFacts     map[string]int64 `json:"tx_facts,omitempty"`
+	RxFacts     map[string]int64 `json:"rx_facts,omitempty"`
+	SentBytes   int64            `json:"bytes_sent"`
+	SentDgrams  int64            `json:"datagrams_sent,omitempty"`
+	LostPercent float64          `json:"lost_percent,omitempty"`
 }
 
 // CPU is the CPU time one end's thread used.
@@ -233,6 +236,7 @@ func runCase(ctx context.Context, cfg Config, lab *netlab.Lab, c Case) Row {
 	row.NotCopied = tf.Counts[engine.FactBytesNotCopied] + rf.Counts[engine.FactBytesNotCopied]
 	row.TxSyscalls, row.RxSyscalls = tf.Counts[engine.FactSyscalls], rf.Counts[engine.FactSyscalls]
 	row.Notes = engine.SumFacts(tf, rf).Notes
+	row.TxFacts, row.RxFacts = tf.Counts, rf.Counts
 	return row
 }
 

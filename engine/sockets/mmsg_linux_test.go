@@ -2,7 +2,9 @@ package sockets_test
 
 import (
 	"context"
+	"errors"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -12,10 +14,18 @@ import (
 	"github.com/blastnet/blast/engine/enginetest"
 )
 
-// The suite holds every I/O call to at most one buffer, so it runs mmsg
-// with batches of one; TestMMsgBatches covers real batches.
+// The suite runs mmsg with its default batches of 64 datagrams per call
+// and with batches of one.
 func TestMMsgConformance(t *testing.T) {
-	enginetest.Run(t, backend(t, "mmsg", engine.Options{Batch: 1}), enginetest.Caps{UDPSend: true, UDPRecv: true, Source: true, Sink: true})
+	caps := enginetest.Caps{UDPSend: true, UDPRecv: true, Source: true, Sink: true}
+	t.Run("batch=64", func(t *testing.T) {
+		caps := caps
+		caps.Batch = 64
+		enginetest.Run(t, backend(t, "mmsg", engine.Options{}), caps)
+	})
+	t.Run("batch=1", func(t *testing.T) {
+		enginetest.Run(t, backend(t, "mmsg", engine.Options{Batch: 1}), caps)
+	})
 }
 
 // udpLoopback returns a connected pair with large receive buffers.
@@ -123,5 +133,86 @@ func TestMMsgTCPRefused(t *testing.T) {
 	f := &engine.Flow{Conn: mine, Spec: &engine.Spec{BufLen: 100}, Stats: &engine.Counters{}}
 	if err := backend(t, "mmsg", engine.Options{}).Send(context.Background(), f); err == nil {
 		t.Error("mmsg sent TCP")
+	}
+}
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip(err)
+	}
+	return len(ents)
+}
+
+// TestMMsgWaits covers the ways out of a receiver waiting in the kernel
+// (ppoll, not the runtime poller) and of a timed send: a cancelled
+// context ends the wait at once, a conn deadline within the wait slice,
+// and neither leaves a descriptor behind.
+func TestMMsgWaits(t *testing.T) {
+	before := openFDs(t)
+	t.Run("cancel recv", func(t *testing.T) {
+		_, b := udpLoopback(t)
+		f := &engine.Flow{Conn: b, Spec: &engine.Spec{Protocol: engine.UDP, BufLen: 64, SentinelMax: 4}, Stats: &engine.Counters{}}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- backend(t, "mmsg", engine.Options{}).Recv(ctx, f) }()
+		time.Sleep(100 * time.Millisecond)
+		start := time.Now()
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("got %v, want context.Canceled", err)
+			}
+			if d := time.Since(start); d > 20*time.Millisecond {
+				t.Errorf("took %v to see the cancel", d)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("receiver still waiting 5s after cancel")
+		}
+	})
+	t.Run("recv deadline", func(t *testing.T) {
+		_, b := udpLoopback(t)
+		f := &engine.Flow{Conn: b, Spec: &engine.Spec{Protocol: engine.UDP, BufLen: 64, SentinelMax: 4}, Stats: &engine.Counters{}}
+		b.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		done := make(chan error, 1)
+		go func() { done <- backend(t, "mmsg", engine.Options{}).Recv(context.Background(), f) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("got %v, want os.ErrDeadlineExceeded", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("receiver ignored the read deadline")
+		}
+	})
+	t.Run("timed send", func(t *testing.T) {
+		a, b := udpLoopback(t)
+		tx := &engine.Flow{Conn: a, Spec: &engine.Spec{Protocol: engine.UDP, BufLen: 64, Duration: 200 * time.Millisecond, Rate: 50e6}, Stats: &engine.Counters{}}
+		rx := &engine.Flow{Conn: b, Spec: &engine.Spec{Protocol: engine.UDP, BufLen: 64, SentinelMax: 4}, Stats: &engine.Counters{}}
+		done := make(chan error, 1)
+		go func() { done <- backend(t, "mmsg", engine.Options{}).Recv(context.Background(), rx) }()
+		start := time.Now()
+		if err := backend(t, "mmsg", engine.Options{}).Send(context.Background(), tx); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < 150*time.Millisecond || d > 2*time.Second {
+			t.Errorf("a 200ms send took %v", d)
+		}
+		for range 3 {
+			a.Write([]byte("end!"))
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if s, r := tx.Stats.Snapshot(), rx.Stats.Snapshot(); s.Datagrams == 0 || r.Datagrams != s.Datagrams {
+			t.Errorf("sent %d datagrams, received %d", s.Datagrams, r.Datagrams)
+		}
+	})
+	if after := openFDs(t); after != before {
+		t.Errorf("%d descriptors open before, %d after", before, after)
 	}
 }
