@@ -44,6 +44,9 @@ func Run(ctx context.Context, c Config) (*report.TTCPResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b, err = engine.Configure(b, c.options()); err != nil {
+		return nil, err
+	}
 	r := &run{c: &c, out: c.Stdout, backend: b}
 	if c.dataOnStdout() {
 		r.out = c.Stderr
@@ -61,9 +64,12 @@ func Run(ctx context.Context, c Config) (*report.TTCPResult, error) {
 		spec.SentinelMax = sentinel
 	}
 	if c.Transmit {
-		if c.SinkMode {
+		switch {
+		case c.SendsFile():
+			// The backend opens the file and sends it to its end.
+		case c.SinkMode:
 			spec.Bytes = int64(c.NBuf) * int64(c.BufLen)
-		} else {
+		default:
 			spec.Source = c.Stdin
 		}
 	} else if !c.SinkMode {
@@ -313,9 +319,31 @@ func (r *run) result(stop time.Time) *report.TTCPResult {
 		Rusage:   rusageDelta(&r.ru0, &ru1),
 		Data:     s,
 		UDP:      r.c.UDP,
-		Backend:  r.backend.Name(),
-		Notes:    r.notes,
+		Backend:  r.backendName(),
+		Notes:    append(r.notes, r.facts()...),
 	}
+}
+
+// backendName is the backend with its options, as --backend takes it.
+func (r *run) backendName() string {
+	if o := r.c.options(); !o.IsZero() {
+		return r.backend.Name() + ":" + o.String()
+	}
+	return r.backend.Name()
+}
+
+// facts renders what the backend reported about the flow (engine.Facts):
+// counts such as system calls and zero-copy completions, and its notes.
+func (r *run) facts() []string {
+	fs, ok := engine.FlowFacts(r.flow)
+	if !ok {
+		return nil
+	}
+	var lines []string
+	for _, l := range fs.Lines() {
+		lines = append(lines, r.backend.Name()+": "+l)
+	}
+	return lines
 }
 
 func rusageDelta(a, b *syscall.Rusage) report.Rusage {

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/blastnet/blast/engine"
@@ -47,9 +48,15 @@ type Config struct {
 	Verbose  bool   // -v
 	TOS      int    // -S; -1 leaves it
 	Family   int    // 0 (either), 4 or 6
-	Backend  string // --backend
-	Rate     float64
-	Device   string // -I
+	Backend  string // --backend NAME[:OPTS]
+	// BackendOpts are the options after the colon of --backend
+	// (batch=64,gso ...); File is set by -F too.
+	BackendOpts engine.Options
+	// File is -F: the transmitter sends this file, with the sendfile or
+	// splice backend, instead of the pattern or standard input.
+	File   string
+	Rate   float64
+	Device string // -I
 	// Prog is the name lines start with: "ttcp" or "blast".
 	Prog string
 
@@ -108,11 +115,57 @@ func (c *Config) Validate() error {
 	case c.Family != 0 && c.Family != 4 && c.Family != 6:
 		return usagef("address family %d: use -4 or -6", c.Family)
 	}
-	if _, err := engine.Lookup(c.Backend); err != nil {
+	b, err := engine.Lookup(c.Backend)
+	if err != nil {
+		return usagef("--backend: %v", err)
+	}
+	if c.File != "" {
+		if err := c.validateFile(); err != nil {
+			return err
+		}
+	}
+	if _, err := engine.Configure(b, c.options()); err != nil {
 		return usagef("--backend: %v", err)
 	}
 	return nil
 }
+
+// validateFile checks -F.
+func (c *Config) validateFile() error {
+	switch {
+	case !c.Transmit:
+		return usagef("-F %s: only the transmitter (-t) sends a file; the receiver writes to standard output without -s", c.File)
+	case c.SinkMode:
+		return usagef("-F %s and -s conflict: -s sends a pattern, -F sends the file; choose one", c.File)
+	case c.UDP:
+		return usagef("-F %s sends a TCP stream with sendfile or splice: drop -u", c.File)
+	case c.Backend != "sendfile" && c.Backend != "splice":
+		return usagef("-F %s needs --backend sendfile or --backend splice (got %s); other backends send a file given on standard input (< %s)", c.File, c.Backend, c.File)
+	case c.BackendOpts.File != "" && c.BackendOpts.File != c.File:
+		return usagef("-F %s and --backend %s:file=%s conflict: name the file once", c.File, c.Backend, c.BackendOpts.File)
+	}
+	fi, err := os.Stat(c.File)
+	switch {
+	case err != nil:
+		return usagef("-F %s: %v", c.File, errors.Unwrap(err))
+	case !fi.Mode().IsRegular():
+		return usagef("-F %s: not a regular file (sendfile and splice read from files; pipe anything else to standard input)", c.File)
+	}
+	return nil
+}
+
+// options are the backend's options, -F included.
+func (c *Config) options() engine.Options {
+	o := c.BackendOpts
+	if c.File != "" {
+		o.File = c.File
+	}
+	return o
+}
+
+// SendsFile reports whether the transmitter sends a file named by -F or
+// the file option, which the backend reads itself.
+func (c *Config) SendsFile() bool { return c.Transmit && c.options().File != "" }
 
 func (c *Config) prefix() string {
 	if c.Transmit {

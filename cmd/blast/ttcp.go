@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/blastnet/blast/engine"
 	_ "github.com/blastnet/blast/engine/sockets"
 	"github.com/blastnet/blast/ttcp"
 )
@@ -35,14 +36,29 @@ Options:
   -A N      buffer alignment         -O N      buffer offset
   -v        verbose (CPU seconds)    -T        touch each byte received
   -S TOS    IP TOS byte (0x10 ...)   -4 / -6   IPv4 or IPv6 only
-  --backend NAME   data path (see 'blast backends'; default readwrite)
+  --backend NAME[:OPTS]
+                   data path (see 'blast backends'; default readwrite), with
+                   its options after a colon, comma-separated: batch=N (mmsg:
+                   datagrams per call; iouring: operations per submission),
+                   gso and gro (mmsg), zc and multishot (iouring), file=PATH
+                   (sendfile, splice; same as -F). Each end names its own:
+                   the transmitter's backend sends, the receiver's receives.
+  -F FILE          -t: send FILE with --backend sendfile or splice (instead
+                   of -s or standard input); ends at the end of the file
   --rate RATE      pace the transmitter, bits/s with K, M, G (e.g. 100M)
   -I IFACE         send and receive on this interface only
+
+  There is no --rx-backend here: ttcp's two ends are two processes, and
+  each takes --backend. --rx-backend belongs where one process runs both
+  ends (blast compare).
 
 Examples:
   blast -r -s                       # sink on port 5001
   blast -t -s -n 100000 198.18.0.2  # send 800 MiB of pattern
   tar cf - dir | blast -t 198.18.0.2    and    blast -r | tar xf -
+  blast -r -s -u --backend mmsg:batch=64,gro
+  blast -t -s -u -l 64 -n 1000000 --backend mmsg:batch=64,gso 198.18.0.2
+  blast -t --backend sendfile -F big.iso 198.18.0.2
 `
 
 func runTTCP(e *env, args []string) int {
@@ -85,6 +101,7 @@ func parseTTCP(args []string, prog string) (ttcp.Config, error) {
 	var (
 		transmit, receive, v4, v6, help bool
 		format, port, tos, rate         string
+		backend, rxBackend              string
 	)
 	fs.BoolVarP(&transmit, "transmit", "t", false, "")
 	fs.BoolVarP(&receive, "receive", "r", false, "")
@@ -103,7 +120,9 @@ func parseTTCP(args []string, prog string) (ttcp.Config, error) {
 	fs.StringVarP(&tos, "tos", "S", "", "")
 	fs.BoolVarP(&v4, "ipv4", "4", false, "")
 	fs.BoolVarP(&v6, "ipv6", "6", false, "")
-	fs.StringVar(&cfg.Backend, "backend", cfg.Backend, "")
+	fs.StringVar(&backend, "backend", cfg.Backend, "")
+	fs.StringVar(&rxBackend, "rx-backend", "", "")
+	fs.StringVarP(&cfg.File, "file", "F", "", "")
 	fs.StringVar(&rate, "rate", "", "")
 	fs.StringVarP(&cfg.Device, "interface", "I", "", "")
 	fs.BoolVarP(&help, "help", "h", false, "")
@@ -120,6 +139,18 @@ func parseTTCP(args []string, prog string) (ttcp.Config, error) {
 		return cfg, fmt.Errorf("say -t HOST to transmit or -r to receive: run '%s -h' for the options", prog)
 	case v4 && v6:
 		return cfg, errors.New("-4 and -6 conflict: choose one address family, or neither for both")
+	}
+	if fs.Changed("rx-backend") {
+		return cfg, fmt.Errorf("--rx-backend %s: in ttcp mode each end is its own process: give the receiver --backend %s (blast -r --backend %s); --rx-backend is for blast compare, where one process runs both ends", rxBackend, rxBackend, rxBackend)
+	}
+	name, opts, hasOpts := strings.Cut(backend, ":")
+	cfg.Backend = name
+	if hasOpts {
+		o, err := engine.ParseOptions(opts)
+		if err != nil {
+			return cfg, fmt.Errorf("--backend %s: %v", backend, err)
+		}
+		cfg.BackendOpts = o
 	}
 	cfg.Transmit = transmit
 	if v4 {

@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/ttcp"
 )
 
@@ -41,6 +44,17 @@ func TestTTCPFlags(t *testing.T) {
 			c.Transmit, c.SinkMode, c.Rate, c.Device, c.Family, c.Host = true, true, 100e6, "veth0", 4, "h"
 		}},
 		{[]string{"-t", "-s", "--rate", "2.5G", "h"}, func(c *ttcp.Config) { c.Transmit, c.SinkMode, c.Rate, c.Host = true, true, 2.5e9, "h" }},
+		{[]string{"-t", "-s", "-u", "--backend", "mmsg:batch=64,gso", "h"}, func(c *ttcp.Config) {
+			c.Transmit, c.SinkMode, c.UDP, c.Host = true, true, true, "h"
+			c.Backend, c.BackendOpts = "mmsg", engine.Options{Batch: 64, GSO: true}
+		}},
+		{[]string{"-rsu", "--backend=mmsg:gro"}, func(c *ttcp.Config) {
+			c.SinkMode, c.UDP, c.Backend, c.BackendOpts = true, true, "mmsg", engine.Options{GRO: true}
+		}},
+		{[]string{"-t", "-s", "--backend", "iouring:zc", "h"}, func(c *ttcp.Config) {
+			c.Transmit, c.SinkMode, c.Host, c.Backend, c.BackendOpts = true, true, "h", "iouring", engine.Options{ZeroCopy: true}
+		}},
+		{[]string{"-r", "--backend", "mmsg:"}, func(c *ttcp.Config) { c.Backend = "mmsg" }},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			got, err := parseTTCP(tc.args, "blast")
@@ -79,6 +93,20 @@ func TestTTCPUsageErrors(t *testing.T) {
 		{[]string{"-t", "-s", "a", "b"}, "blast: too many arguments: \"a b\": give one host\n"},
 		{[]string{"-t", "-4", "-6", "h"}, "blast: -4 and -6 conflict: choose one address family, or neither for both\n"},
 		{[]string{"-t", "-l", "70000", "-u", "-s", "h"}, "blast: -l 70000: a UDP datagram carries at most 65507 bytes\n"},
+		{[]string{"-t", "-s", "-u", "--backend", "mmsg:batch=0", "h"}, "blast: --backend mmsg:batch=0: backend option \"batch=0\": batch takes a count of at least 1\n"},
+		{[]string{"-t", "-s", "-u", "--backend", "mmsg:batch=5000", "h"}, "blast: --backend: mmsg: batch 5000: must be between 1 and 1024\n"},
+		{[]string{"-t", "-s", "-u", "--backend", "mmsg:fast", "h"}, "blast: --backend mmsg:fast: unknown backend option \"fast\": known are batch=N, gso, gro, file=PATH, zc, multishot\n"},
+		{[]string{"-t", "-s", "--backend", "readwrite:gso", "h"}, "blast: --backend: backend readwrite takes no options (given: gso)\n"},
+		{[]string{"-t", "-s", "--backend", "sendfile:gso", "h"}, "blast: --backend: backend sendfile has no option gso\n"},
+		{[]string{"-t", "-s", "--backend", "nope:batch=2", "h"}, "blast: --backend: unknown backend \"nope\": choose one of "},
+		{[]string{"-r", "-s", "--rx-backend", "mmsg"}, "blast: --rx-backend mmsg: in ttcp mode each end is its own process: give the receiver --backend mmsg (blast -r --backend mmsg); --rx-backend is for blast compare, where one process runs both ends\n"},
+		{[]string{"-t", "-F", "/nonexistent/file", "--backend", "sendfile", "h"}, "blast: -F /nonexistent/file: no such file or directory\n"},
+		{[]string{"-t", "-F", "/dev/null", "--backend", "splice", "h"}, "blast: -F /dev/null: not a regular file (sendfile and splice read from files; pipe anything else to standard input)\n"},
+		{[]string{"-r", "-F", "x"}, "blast: -F x: only the transmitter (-t) sends a file; the receiver writes to standard output without -s\n"},
+		{[]string{"-t", "-s", "-F", "x", "--backend", "sendfile", "h"}, "blast: -F x and -s conflict: -s sends a pattern, -F sends the file; choose one\n"},
+		{[]string{"-t", "-F", "x", "h"}, "blast: -F x needs --backend sendfile or --backend splice (got readwrite); other backends send a file given on standard input (< x)\n"},
+		{[]string{"-t", "-F", "x", "-u", "-s", "--backend", "sendfile", "h"}, "blast: -F x and -s conflict: -s sends a pattern, -F sends the file; choose one\n"},
+		{[]string{"-t", "-F", "x", "--backend", "splice:file=y", "h"}, "blast: -F x and --backend splice:file=y conflict: name the file once\n"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, out, errs := runArgs(t, "blast", tc.args...)
@@ -92,6 +120,43 @@ func TestTTCPUsageErrors(t *testing.T) {
 				t.Errorf("stderr:\n got %q\nwant %q (one line)", errs, tc.want)
 			}
 		})
+	}
+}
+
+func TestTTCPFileFlag(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(file, []byte("some data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, backend := range []string{"sendfile", "splice", "splice:file=" + file} {
+		got, err := parseTTCP([]string{"-t", "-F", file, "--backend", backend, "h"}, "blast")
+		if err != nil {
+			t.Fatalf("%s: %v", backend, err)
+		}
+		want := ttcp.Defaults()
+		want.Transmit, want.Host, want.File = true, "h", file
+		want.Backend, _, _ = strings.Cut(backend, ":")
+		if strings.Contains(backend, "file=") {
+			want.BackendOpts.File = file
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: config (-want +got):\n%s", backend, diff)
+		}
+		if !got.SendsFile() {
+			t.Errorf("%s: SendsFile() = false", backend)
+		}
+	}
+}
+
+func TestTTCPHelpNamesTheNewFlags(t *testing.T) {
+	code, out, _ := runArgs(t, "blast", "ttcp", "-h")
+	if code != exitOK {
+		t.Fatalf("exit status %d", code)
+	}
+	for _, want := range []string{"--backend NAME[:OPTS]", "batch=N", "-F FILE", "--rx-backend"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("help does not mention %q", want)
+		}
 	}
 }
 
