@@ -107,17 +107,21 @@ func WriteTables(w io.Writer, r *Results, resultsFile string) {
 	}
 
 	fmt.Fprintf(w, "\n### Targets (issues 4, 5, 6)\n\n")
-	fmt.Fprintf(w, "| issue | target | measured (median ratio) | min-max | verdict |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| issue | target | measured (median) | range | verdict |\n|---|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		span := "-"
+		f := fmtRatio
+		if t.Loss {
+			f = fmtLoss
+		}
 		if t.Pairs > 0 {
-			span = fmt.Sprintf("%s-%s (%d pairs)", fmtRatio(float64(t.Min)), fmtRatio(float64(t.Max)), t.Pairs)
+			span = fmt.Sprintf("%s to %s (%d pairs)", f(float64(t.Min)), f(float64(t.Max)), t.Pairs)
 		}
 		v := t.Verdict
 		if v == "pass" || v == "miss" {
 			v = "**" + v + "**"
 		}
-		fmt.Fprintf(w, "| #%d | %s | %s | %s | %s |\n", t.Issue, t.Text, fmtRatio(float64(t.Measured)), span, v)
+		fmt.Fprintf(w, "| #%d | %s | %s | %s | %s |\n", t.Issue, t.Text, f(float64(t.Measured)), span, v)
 	}
 
 	fmt.Fprintf(w, "\n### Workloads\n\nValues are medians over the pairs with [min-max]; CPU is CPU-seconds per GB moved (sender / receiver); RSS is peak resident memory (sender / receiver).\n\n")
@@ -180,6 +184,13 @@ func valueCell(s Summary, unit string, loss *Summary) string {
 		c += fmt.Sprintf(", loss %.1f%%", loss.Median*100)
 	}
 	return c
+}
+
+func fmtLoss(f float64) string {
+	if math.IsNaN(f) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%% loss", f*100)
 }
 
 func ratioCell(s Summary) string {

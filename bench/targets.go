@@ -11,7 +11,9 @@ type Target struct {
 	Text     string
 	Workload string
 	// CPU judges the senders' CPU-seconds per GB instead of the metric.
-	CPU  bool
+	CPU bool
+	// Loss judges blast's median loss (a fraction) instead of a ratio.
+	Loss bool
 	Less bool // the ratio must be at most Want (else at least)
 	Want float64
 }
@@ -29,7 +31,7 @@ var Targets = []Target{
 	{Issue: 5, Text: "blast client -P 2: throughput >= 1.0x iperf3 -P 2", Workload: "client-P2", Want: 1.0},
 	{Issue: 5, Text: "blast server, 8 clients: aggregate >= 0.9x one client -P 8", Workload: "server-8clients", Want: 0.9},
 	{Issue: 6, Text: "AF_XDP transmit, 64 B frames: pps >= 2x trafgen", Workload: "afxdp-tx", Want: 2.0},
-	{Issue: 6, Text: "AF_XDP receive: no loss at trafgen's full rate", Workload: "afxdp-rx", Less: true, Want: 0},
+	{Issue: 6, Text: "AF_XDP receive: no loss at trafgen's full rate", Workload: "afxdp-rx", Loss: true, Less: true, Want: 0},
 }
 
 // TargetResult is a target with what this run measured for it.
@@ -41,14 +43,15 @@ type TargetResult struct {
 	Min      Num    `json:"min"`
 	Max      Num    `json:"max"`
 	Pairs    int    `json:"pairs"`
-	Verdict  string `json:"verdict"` // pass, miss, or why nothing was measured
+	Verdict  string `json:"verdict"`        // pass, miss, or why nothing was measured
+	Loss     bool   `json:"loss,omitempty"` // Measured is a loss fraction, not a ratio
 }
 
 // EvalTargets judges each target on the median of its per-pair ratios.
 func EvalTargets(ws []WorkloadResult) []TargetResult {
 	var out []TargetResult
 	for _, t := range Targets {
-		tr := TargetResult{Issue: t.Issue, Text: t.Text, Workload: t.Workload, Measured: nan(), Min: nan(), Max: nan()}
+		tr := TargetResult{Issue: t.Issue, Text: t.Text, Workload: t.Workload, Measured: nan(), Min: nan(), Max: nan(), Loss: t.Loss}
 		var w *WorkloadResult
 		for i := range ws {
 			if ws[i].ID == t.Workload {
@@ -58,8 +61,13 @@ func EvalTargets(ws []WorkloadResult) []TargetResult {
 		s := Summary{}
 		if w != nil {
 			s = w.Ratio
-			if t.CPU {
+			switch {
+			case t.CPU:
 				s = w.SenderCPURatio
+			case t.Loss && w.BlastLoss != nil:
+				s = *w.BlastLoss
+			case t.Loss:
+				s = Summary{}
 			}
 		}
 		switch {

@@ -290,10 +290,12 @@ func Workloads() []Workload {
 			Unavailable: needLatency},
 		Workload{ID: "lat-udp", Title: "UDP round-trip latency vs sockperf ping-pong / qperf udp_lat", Metric: "p50 round trip", Unit: "us",
 			Unavailable: needLatency},
-		Workload{ID: "afxdp-tx", Title: "AF_XDP transmit, 64-byte frames, vs trafgen", Metric: "packets/s", Unit: "pps", UDP: true,
-			Unavailable: needAFXDP},
-		Workload{ID: "afxdp-rx", Title: "AF_XDP receive at trafgen's full rate", Metric: "loss", Unit: "%", UDP: true,
-			Unavailable: needAFXDP},
+		Workload{ID: "afxdp-tx", Title: "AF_XDP transmit, 64-byte frames, vs trafgen", Metric: "frames/s received by B", Unit: "pps", UDP: true,
+			Quick: true, Unavailable: needAFXDP, Calibrate: afxdpCalibrate, Blast: afxdpTxSide(), Peer: trafgenSide()},
+		Workload{ID: "afxdp-rx", Title: "AF_XDP receive from trafgen at its full rate, vs a socket receiver", Metric: "received datagrams/s", Unit: "pps", UDP: true,
+			Quick: true, Unavailable: needAFXDP,
+			Blast: trafgenRx("trafgen -> blast -r -u --backend afxdp", "afxdp"),
+			Peer:  trafgenRx("trafgen -> blast -r -u --backend mmsg", "mmsg")},
 	)
 	return ws
 }
@@ -337,7 +339,7 @@ func needAFXDP(e *Env) string {
 	if !e.Caps.Backends["afxdp"] {
 		return "not implemented: blast has no usable --backend afxdp yet"
 	}
-	return "not implemented in bench: --backend afxdp exists, the trafgen workload is still to be written"
+	return ""
 }
 
 func firstErr(errs ...error) error {

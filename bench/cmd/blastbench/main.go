@@ -24,14 +24,14 @@ func main() {
 }
 
 func run() int {
-	quick := flag.Bool("quick", false, "the short suite (under 2 minutes): fewer pairs, shorter runs, no blast compare")
+	quick := flag.Bool("quick", false, "the short suite (under 2 minutes): 3 pairs of 1 s, fewer workloads")
 	pairs := flag.Int("pairs", 0, "blast/peer pairs per workload (default 5, quick 3)")
 	secs := flag.Int("secs", 0, "seconds per run (default 3, quick 1)")
 	blast := flag.String("blast", "", "blast binary to measure (default: build ./cmd/blast into a temporary directory)")
 	dir := flag.String("dir", ".", "the blast source tree (module root)")
 	only := flag.String("only", "", "comma-separated workload IDs to run (results then go nowhere unless -write)")
 	write := flag.Bool("write", true, "write bench/results/<date>-<host>.json and the table in bench/README.md")
-	cmp := flag.Bool("compare", true, "also run blast compare --lab (always off in -quick)")
+	cmp := flag.Bool("compare", true, "also run blast compare --lab, TCP and UDP (-secs per backend)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "blastbench: unexpected argument %q: bench takes no hosts; it builds its own lab\n", flag.Arg(0))
@@ -41,7 +41,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "blastbench: needs root: it builds a network-namespace lab (sudo make bench-quick)")
 		return 2
 	}
-	cfg := bench.Config{Quick: *quick, Pairs: 5, Secs: 3, Compare: *cmp && !*quick, Dir: *dir, Log: os.Stderr}
+	cfg := bench.Config{Quick: *quick, Pairs: 5, Secs: 3, Compare: *cmp, Dir: *dir, Log: os.Stderr}
 	if *quick {
 		cfg.Pairs, cfg.Secs = 3, 1
 	}
