@@ -5,7 +5,9 @@ export PATH := $(PATH):/usr/local/go/bin
 # Debian packages the tests run against: command -> package.
 TEST_TOOLS := ip:iproute2 tc:iproute2 socat:socat iperf3:iperf3 ethtool:ethtool
 
-.PHONY: help build test vet deps demo clean
+.PHONY: help build test vet deps demo bench bench-quick clean
+
+BENCH_FLAGS ?=
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -37,6 +39,12 @@ test: deps vet ## vet and run every test (the lab tests need root)
 
 demo: build ## build blast and run its demo on a lab it builds (root) or loopback
 	./bin/blast demo
+
+bench: ## blast vs iperf3, trafgen, ... on a netns lab (root, <15 min); writes bench/results and bench/README.md
+	$(GO) run ./bench/cmd/blastbench $(BENCH_FLAGS)
+
+bench-quick: ## the short benchmark suite (root, <2 min): 3 pairs of 1 s, fewer workloads
+	$(GO) run ./bench/cmd/blastbench -quick $(BENCH_FLAGS)
 
 clean: ## remove what build made
 	rm -rf bin
