@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +38,9 @@ func TestPeers(t *testing.T) {
 	only := os.Getenv("BLAST_PEERS_ONLY")
 	if only == "" || only == "udp" {
 		peerUDP(t, lab, rounds, secs)
+	}
+	if only == "" || only == "udp" || only == "ttcp" {
+		peerUDPTTCP(t, lab, rounds, secs)
 	}
 	if only == "" || only == "tcp" {
 		peerTCP(t, lab, rounds, secs)
@@ -203,4 +208,64 @@ func TestOneCase(t *testing.T) {
 	t.Logf("%.0f pkt/s %s lost %.2f%% tx %+v rx %+v txcpu %+v rxcpu %+v", row.PacketsSec, FormatRate(row.BitsPerSec), row.LostPercent, row.Tx, row.Rx, row.TxCPU, row.RxCPU)
 	t.Logf("tx syscalls %d rx syscalls %d", row.TxSyscalls, row.RxSyscalls)
 	t.Logf("tx facts %v rx facts %v notes %v err %q", row.TxFacts, row.RxFacts, row.Notes, row.Error)
+}
+
+var ttcpRecv = regexp.MustCompile(`(?m)^blast-r: (\d+) bytes in ([0-9.]+) real seconds`)
+
+// peerUDPTTCP measures mmsg the way iperf3 runs: two processes, blast -t
+// and blast -r (ttcp mode), with the socket buffers left at the kernel's
+// defaults on both sides, as iperf3 leaves them.
+func peerUDPTTCP(t *testing.T, lab *netlab.Lab, rounds, secs int) {
+	bin := filepath.Join(t.TempDir(), "blast")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/blastnet/blast/cmd/blast").CombinedOutput(); err != nil {
+		t.Fatalf("build blast: %v\n%s", err, out)
+	}
+	type tcase struct{ name, tx, rx string }
+	cases := []tcase{{"blast -u mmsg -> mmsg", "mmsg", "mmsg"}, {"blast -u mmsg:gso -> mmsg:gro", "mmsg:gso", "mmsg:gro"}}
+	var peer []float64
+	got := make([][]float64, len(cases))
+	// About secs seconds at the rates seen here.
+	nbuf := []int{300000 * secs, 10000000 * secs}
+	for r := range rounds {
+		m := iperf3(t, lab, "-u", "-b", "0", "-l", "64", "-t", strconv.Itoa(secs))
+		p := (dig(m, "end", "sum", "packets") - dig(m, "end", "sum", "lost_packets")) / dig(m, "end", "sum", "seconds")
+		peer = append(peer, p)
+		t.Logf("round %d: iperf3 -u -b 0 -l 64: %.0f datagrams/s delivered", r, p)
+		for i, c := range cases {
+			rx := lab.B.Command(bin, "-r", "-s", "-u", "-l", "65507", "--backend", c.rx)
+			var rout strings.Builder
+			rx.Stdout = &rout
+			if err := rx.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if err := netlab.WaitPort(t.Context(), rx.Process.Pid, "udp", 5001); err != nil {
+				t.Fatal(err)
+			}
+			out, err := lab.A.Command(bin, "-t", "-s", "-u", "-l", "64", "-n", strconv.Itoa(nbuf[i]), "--backend", c.tx, lab.B.Addr4.String()).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", c.name, err, out)
+			}
+			if err := rx.Wait(); err != nil {
+				t.Fatalf("%s receiver: %v", c.name, err)
+			}
+			mm := ttcpRecv.FindStringSubmatch(rout.String())
+			if mm == nil {
+				t.Fatalf("no result line:\n%s", rout.String())
+			}
+			b, _ := strconv.ParseFloat(mm[1], 64)
+			s, _ := strconv.ParseFloat(mm[2], 64)
+			dps := b / 64 / s
+			got[i] = append(got[i], dps)
+			t.Logf("round %d: %s: %.0f datagrams/s delivered (%.1f%% of %d)", r, c.name, dps, 100*b/64/float64(nbuf[i]), nbuf[i])
+			if os.Getenv("BLAST_PEERS_VERBOSE") != "" {
+				t.Logf("transmitter:\n%s\nreceiver:\n%s", out, rout.String())
+			}
+		}
+	}
+	p := median(peer)
+	t.Logf("median iperf3 -u -b 0 -l 64: %.0f datagrams/s", p)
+	for i, c := range cases {
+		b := median(got[i])
+		t.Logf("median %s (ttcp mode): %.0f datagrams/s = %.2fx iperf3", c.name, b, b/p)
+	}
 }

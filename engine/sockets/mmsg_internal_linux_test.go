@@ -100,3 +100,44 @@ func TestMMsgGSORefused(t *testing.T) {
 	}
 	t.Log(facts.Lines())
 }
+
+// TestQuietNetpoll takes a socket out of the runtime's poller and puts it
+// back: afterwards a read that parks in the poller must still be woken by
+// a datagram that arrives later.
+func TestQuietNetpoll(t *testing.T) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	peer, err := net.DialUDP("udp4", nil, c.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // twice: the restored entry must be found again
+		restore, err := quietNetpoll(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc.Control(func(fd uintptr) {
+			if _, ev, _, err := findEpollEntry(int(fd)); err != nil || ev&^(unix.EPOLLERR|unix.EPOLLHUP) != unix.EPOLLET {
+				t.Errorf("while quiet: events %#x, %v; want EPOLLET and the errors the kernel always adds", ev, err)
+			}
+		})
+		restore()
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		peer.Write([]byte("hello"))
+	}()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 100)
+	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "hello" {
+		t.Fatalf("read after restore: %q, %v", buf[:n], err)
+	}
+}

@@ -108,6 +108,7 @@ func (b MMsg) Send(ctx context.Context, f *engine.Flow) error {
 			m.setGSO(rc)
 		}
 		m.facts.Notef("batches of %d messages", m.batch)
+		defer quiet(rc, m.facts)()
 		return m.loop(ctx, rc)
 	})
 }
@@ -329,6 +330,18 @@ func (m *mmsgSender) sendBatch(ctx context.Context, rc syscall.RawConn) error {
 	return nil
 }
 
+// quiet keeps the runtime's poller from being woken by the flow's socket
+// while the flow waits for it in the kernel itself (see quietNetpoll), and
+// returns what undoes it.
+func quiet(rc syscall.RawConn, facts *engine.Facts) (restore func()) {
+	restore, err := quietNetpoll(rc)
+	if err != nil {
+		facts.Notef("the Go runtime's poller still watches the socket (%v): expect more thread wakeups", err)
+		return func() {}
+	}
+	return restore
+}
+
 // gsoRefused tells the errors of a GSO message the same datagrams would not
 // get one at a time: a device or path without the offload (EIO), too many
 // segments (EINVAL), a segment over the path MTU (EMSGSIZE).
@@ -354,6 +367,7 @@ func (b MMsg) Recv(ctx context.Context, f *engine.Flow) error {
 				facts.Notef("GRO: a message may carry several datagrams")
 			}
 		}
+		defer quiet(rc, facts)()
 		return mmsgRecvLoop(ctx, rc, f, b.batch(), gro)
 	})
 }
@@ -380,7 +394,7 @@ func mmsgRecvLoop(ctx context.Context, rc syscall.RawConn, f *engine.Flow, batch
 		msgs[i].Hdr.Iov = &iov[i]
 		msgs[i].Hdr.SetIovlen(1)
 	}
-	mod := newRxModerator(rc, s.BufLen)
+	mod := newRxModerator(rc)
 	deliver := make([][]byte, 0, batch) // the received messages of one call
 	left := limit(s)
 	for left != 0 {
@@ -474,7 +488,7 @@ func mmsgRecvLoop(ctx context.Context, rc syscall.RawConn, f *engine.Flow, batch
 		if left > 0 {
 			left = max(left-int64(bytes), 0)
 		}
-		if mod.pause(n, batch) {
+		if mod.pause(n, batch, bytes, dgs) {
 			facts.Add("recv_pauses", 1)
 		}
 	}
@@ -495,8 +509,8 @@ func mmsgRecvLoop(ctx context.Context, rc syscall.RawConn, f *engine.Flow, batch
 // quarter full; when that bound is too short for a sleep to be worth it
 // (and timer slack adds up to 50 µs to every sleep), there is no pause.
 type rxModerator struct {
-	capacity int // datagrams the receive buffer holds, about
-	last     time.Time
+	rcvbuf int // SO_RCVBUF as the kernel reports it
+	last   time.Time
 }
 
 const (
@@ -504,33 +518,33 @@ const (
 	rxPauseMin = 150 * time.Microsecond // the least room, in time, to pause in
 )
 
-// newRxModerator sizes the moderator for datagrams of size bytes on the
-// socket behind rc.
-func newRxModerator(rc syscall.RawConn, size int) *rxModerator {
+// newRxModerator returns a moderator for the socket behind rc.
+func newRxModerator(rc syscall.RawConn) *rxModerator {
 	rcvbuf := 212992
 	rc.Control(func(fd uintptr) {
 		if v, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF); err == nil {
 			rcvbuf = v
 		}
 	})
-	// A queued datagram costs its payload plus about 768 bytes of skb
-	// (its truesize), which the buffer counts.
-	return &rxModerator{capacity: rcvbuf / (size + 768), last: time.Now()}
+	return &rxModerator{rcvbuf: rcvbuf, last: time.Now()}
 }
 
-// pause is called after each call that received n datagrams of batch; it
-// reports whether it paused. The datagrams a call takes arrived since the
-// previous call returned, pause included.
-func (m *rxModerator) pause(n, batch int) bool {
+// pause is called after each call that received n messages of batch,
+// carrying dgs datagrams and bytes bytes; it reports whether it paused.
+// The datagrams a call takes arrived since the previous call returned,
+// pause included.
+func (m *rxModerator) pause(n, batch, bytes, dgs int) bool {
 	now := time.Now()
 	gap := now.Sub(m.last)
 	m.last = now
 	if n <= 0 || n >= batch {
 		return false
 	}
-	// n datagrams arrived in about gap: a quarter of the buffer fills in
-	// gap*capacity/(4n).
-	if room := gap * time.Duration(m.capacity) / time.Duration(4*n); room < rxPauseMin {
+	// A queued message costs its payload plus about 768 bytes of skb (its
+	// truesize), which the buffer counts; n of them arrived in about gap,
+	// so a quarter of the buffer fills in gap*capacity/(4n).
+	capacity := m.rcvbuf / (bytes/n + 768)
+	if room := gap * time.Duration(capacity) / time.Duration(4*n); room < rxPauseMin {
 		return false
 	}
 	// A raw nanosleep keeps this goroutine's P: the runtime would take
