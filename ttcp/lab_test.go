@@ -144,7 +144,7 @@ func TestLabTCPSinkSource(t *testing.T) {
 				t.Errorf("transmitter progress lines %q", got)
 			}
 			// Each end names the veth that carried the test, with its
-			// counters: at least the payload went out of A and into B.
+			// counters.
 			lineWith(t, tx.stdout.String(), `^blast-t: nic `+regexp.QuoteMeta(lab.A.Iface)+`: veth, 10G/full, `)
 			lineWith(t, r.stdout.String(), `^blast-r: nic `+regexp.QuoteMeta(lab.B.Iface)+`: veth, 10G/full, `)
 			// ttcp's transmitter stops its clock at close, with up to a
@@ -154,9 +154,12 @@ func TestLabTCPSinkSource(t *testing.T) {
 			if n, _ := strconv.ParseInt(m[1], 10, 64); n < want/2 {
 				t.Errorf("the transmitter's veth sent %d bytes during the test, less than half the %d of payload", n, want)
 			}
+			// The receiver's veth counts a NAPI batch when the batch is done,
+			// which can be after the application read its bytes: the last
+			// batch may be missing from its delta.
 			m = lineWith(t, r.stdout.String(), `^blast-r: nic deltas `+regexp.QuoteMeta(lab.B.Iface)+`: .*rx_bytes \+(\d+)`)
-			if n, _ := strconv.ParseInt(m[1], 10, 64); n < want {
-				t.Errorf("the receiver's veth received %d bytes, less than the %d of payload", n, want)
+			if n, _ := strconv.ParseInt(m[1], 10, 64); n < want/2 {
+				t.Errorf("the receiver's veth received %d bytes during the test, less than half the %d of payload", n, want)
 			}
 			// The receiver's buffer is 128 KiB, so no read is larger.
 			m = lineWith(t, r.stdout.String(), `^blast-r: bytes per read: avg [0-9.]+, min (\d+), max (\d+) over (\d+) reads$`)
