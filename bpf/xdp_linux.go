@@ -29,9 +29,11 @@ const (
 	ip4Frag   = ethLen + 6 // flags and fragment offset
 	ip4Proto  = ethLen + 9
 	ip4DPort  = ethLen + 20 + 2 // UDP destination port behind a 20-byte header
+	ip4ULen   = ethLen + 20 + 4 // UDP length
 	ip4Min    = ethLen + 20 + 8
 	ip6Next   = ethLen + 6 // next header
 	ip6DPort  = ethLen + 40 + 2
+	ip6ULen   = ethLen + 40 + 4
 	ip6Min    = ethLen + 40 + 8
 )
 
@@ -43,9 +45,29 @@ func be16(v uint16) int32 {
 	return int32(binary.NativeEndian.Uint16(b[:]))
 }
 
+// Config says which datagrams the program steers.
+type Config struct {
+	// Port is the UDP destination port of the test's flow.
+	Port uint16
+	// Queues is the number of XSKMAP slots, one per receive queue.
+	Queues int
+	// PassMax passes datagrams of the flow with at most this many bytes
+	// of payload to the kernel's stack (ttcp's 4-byte sentinels, so that
+	// the flow's socket sees them); 0 passes none.
+	PassMax int
+	// PassFirst passes the flow's first datagram (beyond those of
+	// PassMax) to the kernel's stack and redirects the rest, so that a
+	// receiver waiting on its socket for the transmitter wakes up even
+	// when the transmitter sends no start sentinel. The program keeps
+	// the "seen" flag in its state map.
+	PassFirst bool
+}
+
 // Instructions returns the XDP program that redirects UDP datagrams to
-// port into the XSKMAP whose file descriptor is xskMap, by receive queue,
-// and passes every other frame to the kernel. In C it reads:
+// c.Port into the XSKMAP whose file descriptor is xskMap, by receive
+// queue, and passes every other frame to the kernel. stateMap is a
+// one-slot array of a u32 "first datagram seen" flag, used when
+// c.PassFirst is set. In C it reads:
 //
 //	if (data + 14 > data_end) return XDP_PASS;
 //	switch (eth->h_proto) {
@@ -61,11 +83,16 @@ func be16(v uint16) int32 {
 //	default:                // ARP, VLAN, everything else
 //		return XDP_PASS;
 //	}
+//	if (ntohs(udp->len) <= 8 + pass_max) return XDP_PASS; // sentinels
+//	if (pass_first) {
+//		__u32 *seen = bpf_map_lookup_elem(&state, &zero);
+//		if (seen && !*seen) { *seen = 1; return XDP_PASS; }
+//	}
 //	// An empty slot (no socket on this queue) passes the frame on too.
 //	return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
-func Instructions(port uint16, xskMap int) asm.Instructions {
+func Instructions(c Config, xskMap, stateMap int) asm.Instructions {
 	const pass = "pass"
-	return asm.Instructions{
+	insns := asm.Instructions{
 		// R6 = ctx, R2 = data, R3 = data_end.
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.LoadMem(asm.R2, asm.R1, mdData, asm.Word),
@@ -91,8 +118,9 @@ func Instructions(port uint16, xskMap int) asm.Instructions {
 		asm.LoadMem(asm.R5, asm.R2, ip4Proto, asm.Byte),
 		asm.JNE.Imm(asm.R5, unix.IPPROTO_UDP, pass),
 		asm.LoadMem(asm.R5, asm.R2, ip4DPort, asm.Half),
-		asm.JNE.Imm(asm.R5, be16(port), pass),
-		asm.Ja.Label("redirect"),
+		asm.JNE.Imm(asm.R5, be16(c.Port), pass),
+		asm.LoadMem(asm.R5, asm.R2, ip4ULen, asm.Half),
+		asm.Ja.Label("matched"),
 
 		// IPv6: the fixed 40-byte header, then UDP.
 		asm.Mov.Reg(asm.R4, asm.R2).WithSymbol("ipv6"),
@@ -101,8 +129,29 @@ func Instructions(port uint16, xskMap int) asm.Instructions {
 		asm.LoadMem(asm.R5, asm.R2, ip6Next, asm.Byte),
 		asm.JNE.Imm(asm.R5, unix.IPPROTO_UDP, pass),
 		asm.LoadMem(asm.R5, asm.R2, ip6DPort, asm.Half),
-		asm.JNE.Imm(asm.R5, be16(port), pass),
+		asm.JNE.Imm(asm.R5, be16(c.Port), pass),
+		asm.LoadMem(asm.R5, asm.R2, ip6ULen, asm.Half),
 
+		// R5 = the UDP length field: sentinels go to the stack.
+		asm.HostTo(asm.BE, asm.R5, asm.Half).WithSymbol("matched"),
+		asm.JLE.Imm(asm.R5, int32(8+c.PassMax), pass),
+	}
+	if c.PassFirst {
+		insns = append(insns,
+			// R0 = bpf_map_lookup_elem(&state, &zero)
+			asm.StoreImm(asm.R10, -4, 0, asm.Word),
+			asm.Mov.Reg(asm.R2, asm.R10),
+			asm.Add.Imm(asm.R2, -4),
+			asm.LoadMapPtr(asm.R1, stateMap),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, "redirect"),
+			asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
+			asm.JNE.Imm(asm.R1, 0, "redirect"),
+			asm.StoreImm(asm.R0, 0, 1, asm.Word),
+			asm.Ja.Label(pass),
+		)
+	}
+	return append(insns,
 		// return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS)
 		asm.LoadMem(asm.R2, asm.R6, mdRxQueueIndex, asm.Word).WithSymbol("redirect"),
 		asm.LoadMapPtr(asm.R1, xskMap),
@@ -112,7 +161,7 @@ func Instructions(port uint16, xskMap int) asm.Instructions {
 
 		asm.Mov.Imm(asm.R0, XDPPass).WithSymbol(pass),
 		asm.Return(),
-	}
+	)
 }
 
 // XDP actions, as the program returns them.
@@ -133,30 +182,45 @@ const (
 	Generic Mode = "generic"
 )
 
-// Redirect is the loaded program and its XSKMAP, attached to at most one
-// interface. Close releases all of it.
+// Redirect is the loaded program, its XSKMAP and its state map, attached
+// to at most one interface. Close releases all of it.
 type Redirect struct {
-	Map  *ebpf.Map
-	Prog *ebpf.Program
-	link link.Link
+	Map   *ebpf.Map
+	State *ebpf.Map
+	Prog  *ebpf.Program
+	link  link.Link
 }
 
-// Load creates the XSKMAP with a slot per queue and loads the program for
-// port.
+// Load creates the XSKMAP with a slot per queue and loads the program
+// that redirects every datagram to port.
 func Load(port uint16, queues int) (*Redirect, error) {
-	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "blast_xsks", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: uint32(queues)})
+	return LoadConfig(Config{Port: port, Queues: queues})
+}
+
+// LoadConfig creates the maps and loads the program c describes.
+func LoadConfig(c Config) (_ *Redirect, err error) {
+	r := &Redirect{}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	r.Map, err = ebpf.NewMap(&ebpf.MapSpec{Name: "blast_xsks", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: uint32(max(c.Queues, 1))})
 	if err != nil {
 		return nil, fmt.Errorf("xdp: create XSKMAP: %w", privilege(err))
 	}
-	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+	r.State, err = ebpf.NewMap(&ebpf.MapSpec{Name: "blast_state", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err != nil {
+		return nil, fmt.Errorf("xdp: create state map: %w", privilege(err))
+	}
+	r.Prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name: "blast_xsk", Type: ebpf.XDP, License: "GPL",
-		Instructions: Instructions(port, m.FD()),
+		Instructions: Instructions(c, r.Map.FD(), r.State.FD()),
 	})
 	if err != nil {
-		m.Close()
 		return nil, fmt.Errorf("xdp: load program: %w", privilege(err))
 	}
-	return &Redirect{Map: m, Prog: p}, nil
+	return r, nil
 }
 
 func privilege(err error) error {
@@ -210,6 +274,14 @@ func (r *Redirect) Close() error {
 		errs = append(errs, r.link.Close())
 		r.link = nil
 	}
-	errs = append(errs, r.Prog.Close(), r.Map.Close())
+	if r.Prog != nil {
+		errs = append(errs, r.Prog.Close())
+	}
+	if r.State != nil {
+		errs = append(errs, r.State.Close())
+	}
+	if r.Map != nil {
+		errs = append(errs, r.Map.Close())
+	}
 	return errors.Join(errs...)
 }

@@ -23,8 +23,40 @@ var (
 
 func udpFrame(t *testing.T, src, dst string) []byte {
 	t.Helper()
+	return udpFrameTemplate(t, src, dst, 64)
+}
+
+// udpFrameLen builds a UDP frame with payload bytes of payload, which
+// may be shorter than the sequence header afxdp's template needs.
+func udpFrameLen(t *testing.T, src, dst string, payload int) []byte {
+	t.Helper()
+	s, d := netip.MustParseAddrPort(src), netip.MustParseAddrPort(dst)
+	eth := &layers.Ethernet{SrcMAC: macA, DstMAC: macB, EthernetType: layers.EthernetTypeIPv4}
+	udp := &layers.UDP{SrcPort: layers.UDPPort(s.Port()), DstPort: layers.UDPPort(d.Port())}
+	var ip gopacket.SerializableLayer
+	if s.Addr().Is4() {
+		ip4 := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: s.Addr().AsSlice(), DstIP: d.Addr().AsSlice()}
+		udp.SetNetworkLayerForChecksum(ip4)
+		ip = ip4
+	} else {
+		eth.EthernetType = layers.EthernetTypeIPv6
+		ip6 := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP, SrcIP: s.Addr().AsSlice(), DstIP: d.Addr().AsSlice()}
+		udp.SetNetworkLayerForChecksum(ip6)
+		ip = ip6
+	}
+	buf := gopacket.NewSerializeBuffer()
+	err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
+		eth, ip, udp, gopacket.Payload(make([]byte, payload)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func udpFrameTemplate(t *testing.T, src, dst string, payload int) []byte {
+	t.Helper()
 	tp, err := afxdp.NewTemplate(afxdp.TemplateConfig{SrcMAC: macA, DstMAC: macB,
-		Src: netip.MustParseAddrPort(src), Dst: netip.MustParseAddrPort(dst), PayloadLen: 64})
+		Src: netip.MustParseAddrPort(src), Dst: netip.MustParseAddrPort(dst), PayloadLen: payload})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +143,40 @@ func TestProgram(t *testing.T) {
 		}
 		if got != bpf.XDPPass {
 			t.Errorf("empty slot: action %d, want pass", got)
+		}
+
+		// Sentinels and the first datagram go to the stack, the rest to
+		// the socket.
+		r3, err := bpf.LoadConfig(bpf.Config{Port: port, Queues: 1, PassMax: 4, PassFirst: true})
+		if err != nil {
+			return err
+		}
+		defer r3.Close()
+		if err := r3.Register(0, s.FD()); err != nil {
+			return err
+		}
+		steps := []struct {
+			name  string
+			frame []byte
+			want  uint32
+		}{
+			{"start sentinel", udpFrameLen(t, "198.18.0.1:40000", "198.18.0.2:5001", 4), bpf.XDPPass},
+			{"first datagram", v4, bpf.XDPPass},
+			{"second datagram", v4, bpf.XDPRedirect},
+			{"5-byte datagram", udpFrameLen(t, "198.18.0.1:40000", "198.18.0.2:5001", 5), bpf.XDPRedirect},
+			{"end sentinel v6", udpFrameLen(t, "[2001:2::1]:40000", "[2001:2::2]:5001", 4), bpf.XDPPass},
+			{"third datagram v6", udpFrame(t, "[2001:2::1]:40000", "[2001:2::2]:5001"), bpf.XDPRedirect},
+			{"other port", udpFrame(t, "198.18.0.1:40000", "198.18.0.2:5002"), bpf.XDPPass},
+		}
+		for _, st := range steps {
+			got, err := r3.Prog.Run(&ebpf.RunOptions{Data: st.frame})
+			if err != nil {
+				t.Errorf("%s: run: %v", st.name, err)
+				continue
+			}
+			if got != st.want {
+				t.Errorf("%s: action %d, want %d", st.name, got, st.want)
+			}
 		}
 		return nil
 	})

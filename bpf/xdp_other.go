@@ -14,6 +14,19 @@ type Redirect struct{}
 // Mode says how the program was attached.
 type Mode string
 
+// Config says which datagrams the program steers.
+type Config struct {
+	Port      uint16
+	Queues    int
+	PassMax   int
+	PassFirst bool
+}
+
+// LoadConfig returns an error off Linux.
+func LoadConfig(c Config) (*Redirect, error) {
+	return nil, fmt.Errorf("xdp: needs Linux: %w", engine.ErrNotSupported)
+}
+
 // Load returns an error off Linux.
 func Load(port uint16, queues int) (*Redirect, error) {
 	return nil, fmt.Errorf("xdp: needs Linux: %w", engine.ErrNotSupported)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 )
@@ -32,6 +33,13 @@ type Options struct {
 	// Multishot makes iouring receive with one multishot receive into a
 	// ring of provided buffers.
 	Multishot bool
+	// Queues is the number of queues afxdp transmits on, one AF_XDP
+	// socket and locked thread each; 0: one.
+	Queues int
+	// DstMAC is the destination MAC address of afxdp's frames, in the
+	// form net.ParseMAC reads (ttcp's --dst-mac); empty: from the
+	// neighbour table.
+	DstMAC string
 }
 
 // IsZero reports whether o asks for nothing beyond the defaults.
@@ -58,6 +66,12 @@ func (o Options) String() string {
 	if o.Multishot {
 		s = append(s, "multishot")
 	}
+	if o.Queues != 0 {
+		s = append(s, "queues="+strconv.Itoa(o.Queues))
+	}
+	if o.DstMAC != "" {
+		s = append(s, "dstmac="+o.DstMAC)
+	}
 	return strings.Join(s, ",")
 }
 
@@ -73,7 +87,8 @@ func (o Options) set() []string {
 }
 
 // ParseOptions reads options written as comma-separated words:
-// "batch=64,gso,gro", "file=/tmp/x", "zc", "multishot".
+// "batch=64,gso,gro", "file=/tmp/x", "zc", "multishot",
+// "queues=2,dstmac=02:00:00:00:00:01".
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	for _, w := range strings.Split(s, ",") {
@@ -89,6 +104,18 @@ func ParseOptions(s string) (Options, error) {
 				return Options{}, fmt.Errorf("backend option %q: batch takes a count of at least 1", w)
 			}
 			o.Batch = n
+		case "queues":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return Options{}, fmt.Errorf("backend option %q: queues takes a count of at least 1", w)
+			}
+			o.Queues = n
+		case "dstmac":
+			mac, err := net.ParseMAC(v)
+			if err != nil || len(mac) != 6 {
+				return Options{}, fmt.Errorf("backend option %q: dstmac takes an Ethernet address such as 02:00:00:00:00:01", w)
+			}
+			o.DstMAC = mac.String()
 		case "file":
 			if v == "" {
 				return Options{}, fmt.Errorf("backend option %q: file takes a path", w)
@@ -109,7 +136,7 @@ func ParseOptions(s string) (Options, error) {
 				o.Multishot = true
 			}
 		default:
-			return Options{}, fmt.Errorf("unknown backend option %q: known are batch=N, gso, gro, file=PATH, zc, multishot", k)
+			return Options{}, fmt.Errorf("unknown backend option %q: known are batch=N, gso, gro, file=PATH, zc, multishot, queues=N, dstmac=MAC", k)
 		}
 	}
 	return o, nil

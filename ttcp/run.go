@@ -246,6 +246,13 @@ func (r *run) receiveUDP(ctx context.Context) error {
 		return err
 	}
 	r.flow.Conn = conn
+	// A backend that steers datagrams away from the socket (afxdp) sets
+	// up before the transmitter can start, not after the sentinel.
+	release, err := engine.Prepare(ctx, r.backend, r.flow)
+	if err != nil {
+		return err
+	}
+	defer release()
 
 	// Wait for the start sentinel; a datagram of data first means the
 	// sentinel was lost, and the data counts from there.

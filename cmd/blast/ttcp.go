@@ -40,13 +40,17 @@ Options:
                    data path (see 'blast backends'; default readwrite), with
                    its options after a colon, comma-separated: batch=N (mmsg:
                    datagrams per call; iouring: operations per submission),
-                   gso and gro (mmsg), zc and multishot (iouring), file=PATH
-                   (sendfile, splice; same as -F). Each end names its own:
-                   the transmitter's backend sends, the receiver's receives.
+                   gso and gro (mmsg), zc and multishot (iouring, afxdp),
+                   file=PATH (sendfile, splice; same as -F), queues=N and
+                   dstmac=MAC (afxdp). Each end names its own: the
+                   transmitter's backend sends, the receiver's receives.
   -F FILE          -t: send FILE with --backend sendfile or splice (instead
                    of -s or standard input); ends at the end of the file
   --rate RATE      pace the transmitter, bits/s with K, M, G (e.g. 100M)
-  -I IFACE         send and receive on this interface only
+  -I IFACE         send and receive on this interface only (afxdp: the
+                   interface its AF_XDP sockets and XDP program use)
+  --dst-mac MAC    -t --backend afxdp: the frames' destination MAC, instead
+                   of the neighbour table's (same as afxdp:dstmac=MAC)
 
   There is no --rx-backend here: ttcp's two ends are two processes, and
   each takes --backend. --rx-backend belongs where one process runs both
@@ -59,6 +63,8 @@ Examples:
   blast -r -s -u --backend mmsg:batch=64,gro
   blast -t -s -u -l 64 -n 1000000 --backend mmsg:batch=64,gso 198.18.0.2
   blast -t --backend sendfile -F big.iso 198.18.0.2
+  blast -r -s -u -I veth1 --backend afxdp
+  blast -t -s -u -l 18 -n 1000000 --backend afxdp:queues=2 198.18.0.2
 `
 
 func runTTCP(e *env, args []string) int {
@@ -101,7 +107,7 @@ func parseTTCP(args []string, prog string) (ttcp.Config, error) {
 	var (
 		transmit, receive, v4, v6, help bool
 		format, port, tos, rate         string
-		backend, rxBackend              string
+		backend, rxBackend, dstMAC      string
 	)
 	fs.BoolVarP(&transmit, "transmit", "t", false, "")
 	fs.BoolVarP(&receive, "receive", "r", false, "")
@@ -125,6 +131,7 @@ func parseTTCP(args []string, prog string) (ttcp.Config, error) {
 	fs.StringVarP(&cfg.File, "file", "F", "", "")
 	fs.StringVar(&rate, "rate", "", "")
 	fs.StringVarP(&cfg.Device, "interface", "I", "", "")
+	fs.StringVar(&dstMAC, "dst-mac", "", "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("%s: run '%s -h' for the options", flagError(err), prog)
@@ -151,6 +158,18 @@ func parseTTCP(args []string, prog string) (ttcp.Config, error) {
 			return cfg, fmt.Errorf("--backend %s: %v", backend, err)
 		}
 		cfg.BackendOpts = o
+	}
+	if fs.Changed("dst-mac") {
+		mac, err := net.ParseMAC(dstMAC)
+		switch {
+		case err != nil || len(mac) != 6:
+			return cfg, fmt.Errorf("--dst-mac %s: not an Ethernet address (e.g. 02:00:00:00:00:01)", dstMAC)
+		case !transmit:
+			return cfg, fmt.Errorf("--dst-mac %s: only the transmitter (-t) builds frames; drop it on the receiver", dstMAC)
+		case cfg.BackendOpts.DstMAC != "" && cfg.BackendOpts.DstMAC != mac.String():
+			return cfg, fmt.Errorf("--dst-mac %s and --backend %s conflict: name the MAC once", dstMAC, backend)
+		}
+		cfg.BackendOpts.DstMAC = mac.String()
 	}
 	cfg.Transmit = transmit
 	if v4 {

@@ -55,6 +55,14 @@ func TestTTCPFlags(t *testing.T) {
 			c.Transmit, c.SinkMode, c.Host, c.Backend, c.BackendOpts = true, true, "h", "iouring", engine.Options{ZeroCopy: true}
 		}},
 		{[]string{"-r", "--backend", "mmsg:"}, func(c *ttcp.Config) { c.Backend = "mmsg" }},
+		{[]string{"-t", "-s", "-u", "-I", "veth0", "--backend", "afxdp:queues=2,batch=64", "--dst-mac", "02:AA:00:00:00:01", "h"}, func(c *ttcp.Config) {
+			c.Transmit, c.SinkMode, c.UDP, c.Device, c.Host = true, true, true, "veth0", "h"
+			c.Backend, c.BackendOpts = "afxdp", engine.Options{Batch: 64, Queues: 2, DstMAC: "02:aa:00:00:00:01"}
+		}},
+		{[]string{"-t", "-s", "-u", "--backend", "afxdp:dstmac=02:aa:00:00:00:01,zc", "h"}, func(c *ttcp.Config) {
+			c.Transmit, c.SinkMode, c.UDP, c.Host = true, true, true, "h"
+			c.Backend, c.BackendOpts = "afxdp", engine.Options{ZeroCopy: true, DstMAC: "02:aa:00:00:00:01"}
+		}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			got, err := parseTTCP(tc.args, "blast")
@@ -95,7 +103,13 @@ func TestTTCPUsageErrors(t *testing.T) {
 		{[]string{"-t", "-l", "70000", "-u", "-s", "h"}, "blast: -l 70000: a UDP datagram carries at most 65507 bytes\n"},
 		{[]string{"-t", "-s", "-u", "--backend", "mmsg:batch=0", "h"}, "blast: --backend mmsg:batch=0: backend option \"batch=0\": batch takes a count of at least 1\n"},
 		{[]string{"-t", "-s", "-u", "--backend", "mmsg:batch=5000", "h"}, "blast: --backend: mmsg: batch 5000: must be between 1 and 1024\n"},
-		{[]string{"-t", "-s", "-u", "--backend", "mmsg:fast", "h"}, "blast: --backend mmsg:fast: unknown backend option \"fast\": known are batch=N, gso, gro, file=PATH, zc, multishot\n"},
+		{[]string{"-t", "-s", "-u", "--backend", "mmsg:fast", "h"}, "blast: --backend mmsg:fast: unknown backend option \"fast\": known are batch=N, gso, gro, file=PATH, zc, multishot, queues=N, dstmac=MAC\n"},
+		{[]string{"-t", "-s", "-u", "--backend", "mmsg", "--dst-mac", "02:00:00:00:00:01", "h"}, "blast: --backend: backend mmsg has no option dstmac\n"},
+		{[]string{"-t", "-s", "-u", "--backend", "afxdp", "--dst-mac", "02:00:00", "h"}, "blast: --dst-mac 02:00:00: not an Ethernet address (e.g. 02:00:00:00:00:01)\n"},
+		{[]string{"-r", "-s", "-u", "--backend", "afxdp", "--dst-mac", "02:00:00:00:00:01"}, "blast: --dst-mac 02:00:00:00:00:01: only the transmitter (-t) builds frames; drop it on the receiver\n"},
+		{[]string{"-t", "-s", "-u", "--backend", "afxdp:dstmac=02:00:00:00:00:02", "--dst-mac", "02:00:00:00:00:01", "h"}, "blast: --dst-mac 02:00:00:00:00:01 and --backend afxdp:dstmac=02:00:00:00:00:02 conflict: name the MAC once\n"},
+		{[]string{"-t", "-s", "-u", "--backend", "afxdp:queues=0", "h"}, "blast: --backend afxdp:queues=0: backend option \"queues=0\": queues takes a count of at least 1\n"},
+		{[]string{"-t", "-s", "-u", "--backend", "afxdp:queues=65", "h"}, "blast: --backend: afxdp: queues 65: at most 64\n"},
 		{[]string{"-t", "-s", "--backend", "readwrite:gso", "h"}, "blast: --backend: backend readwrite takes no options (given: gso)\n"},
 		{[]string{"-t", "-s", "--backend", "sendfile:gso", "h"}, "blast: --backend: backend sendfile has no option gso\n"},
 		{[]string{"-t", "-s", "--backend", "nope:batch=2", "h"}, "blast: --backend: unknown backend \"nope\": choose one of "},

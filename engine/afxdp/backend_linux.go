@@ -26,14 +26,18 @@ func init() { engine.Register(Backend{}) }
 // neighbour tables.
 //
 // Options (engine.Options): batch=N descriptors per ring batch, zc to ask
-// for zero-copy. The fields below are for modes that have flags for them.
+// for zero-copy, queues=N and dstmac=MAC as the fields below. The
+// interface is also the flow socket's SO_BINDTODEVICE (ttcp's -I).
 type Backend struct {
-	// Iface overrides the interface (-I).
+	// Iface overrides the interface; empty: the flow socket's
+	// SO_BINDTODEVICE, else the route's (sender) or the one holding the
+	// bind address (receiver).
 	Iface string
-	// DstMAC overrides the destination MAC address (--dst-mac).
+	// DstMAC overrides the destination MAC address (--dst-mac, dstmac=).
 	DstMAC net.HardwareAddr
 	// Queues is the number of TX queues a sender uses, one socket and
-	// thread each (0: 1). A receiver always binds every RX queue.
+	// thread each (0: 1; queues=N). A receiver always binds every RX
+	// queue in use.
 	Queues int
 	// NativeOnly refuses the generic-mode (skb) attach that is otherwise
 	// the fallback where the driver has no native XDP.
@@ -45,6 +49,7 @@ type Backend struct {
 var (
 	_ engine.Backend      = Backend{}
 	_ engine.Configurable = Backend{}
+	_ engine.Preparer     = Backend{}
 )
 
 const defaultBatch = 256
@@ -52,13 +57,26 @@ const defaultBatch = 256
 // Name implements engine.Backend.
 func (Backend) Name() string { return "afxdp" }
 
-// Configure implements engine.Configurable: batch, zc.
+// Configure implements engine.Configurable: batch, zc, queues, dstmac.
 func (b Backend) Configure(o engine.Options) (engine.Backend, error) {
-	if err := engine.Refuse(b.Name(), o, engine.Options{Batch: o.Batch, ZeroCopy: o.ZeroCopy}); err != nil {
+	if err := engine.Refuse(b.Name(), o, engine.Options{Batch: o.Batch, ZeroCopy: o.ZeroCopy, Queues: o.Queues, DstMAC: o.DstMAC}); err != nil {
 		return nil, err
 	}
 	if o.Batch > 1024 {
 		return nil, fmt.Errorf("afxdp: batch %d: at most 1024", o.Batch)
+	}
+	if o.Queues > 64 {
+		return nil, fmt.Errorf("afxdp: queues %d: at most 64", o.Queues)
+	}
+	if o.Queues > 0 {
+		b.Queues = o.Queues
+	}
+	if o.DstMAC != "" {
+		mac, err := net.ParseMAC(o.DstMAC)
+		if err != nil || len(mac) != 6 {
+			return nil, fmt.Errorf("afxdp: dstmac %q: not an Ethernet address", o.DstMAC)
+		}
+		b.DstMAC = mac
 	}
 	b.opts = o
 	return b, nil
@@ -134,9 +152,13 @@ func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 	if err != nil {
 		return err
 	}
-	if b.Iface != "" && b.Iface != link.Attrs().Name {
-		if link, err = netlink.LinkByName(b.Iface); err != nil {
-			return fmt.Errorf("afxdp: no such interface %q: %w", b.Iface, err)
+	iface := b.Iface
+	if iface == "" {
+		iface = boundDevice(f.Conn)
+	}
+	if iface != "" && iface != link.Attrs().Name {
+		if link, err = netlink.LinkByName(iface); err != nil {
+			return fmt.Errorf("afxdp: no such interface %q: %w", iface, err)
 		}
 	}
 	attrs := link.Attrs()
@@ -212,6 +234,22 @@ func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 		return err
 	}
 	return ctx.Err()
+}
+
+// boundDevice is the interface c's socket is bound to (SO_BINDTODEVICE,
+// ttcp's -I), or "".
+func boundDevice(c net.Conn) string {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return ""
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return ""
+	}
+	var name string
+	rc.Control(func(fd uintptr) { name, _ = unix.GetsockoptString(int(fd), unix.SOL_SOCKET, unix.SO_BINDTODEVICE) })
+	return name
 }
 
 func openAll(c SocketConfig, nq int) ([]*Socket, error) {
@@ -291,56 +329,119 @@ func addStats(facts *engine.Facts, socks []*Socket) {
 	facts.Add("xdp_tx_ring_empty", int64(t.Tx_ring_empty_descs))
 }
 
-// Recv implements engine.Backend. f.Conn is the UDP socket bound to the
-// test's port: the XDP program steers that port's datagrams into AF_XDP
-// sockets, one per RX queue of the interface, while Recv runs; datagrams
-// that reached the socket before the program was attached are read from
-// it and counted too. Recv ends at an end sentinel (Spec.SentinelMax) or
-// when ctx is done. It must run in the network namespace of the interface.
-func (b Backend) Recv(ctx context.Context, f *engine.Flow) error {
+// rxSetup is a receive made ready: the program loaded and attached, an
+// AF_XDP socket bound to every RX queue in use and put into its map.
+type rxSetup struct {
+	attrs *netlink.LinkAttrs
+	port  uint16
+	prog  *bpf.Redirect
+	socks []*Socket
+}
+
+// close closes the sockets, then detaches and frees the program.
+func (x *rxSetup) close() error {
+	return errors.Join(closeAll(x.socks), x.prog.Close())
+}
+
+// prepared holds the receives Prepare set up until Recv takes them.
+var prepared sync.Map // *engine.Flow -> *rxSetup
+
+// Prepare implements engine.Preparer: it attaches the XDP program and
+// binds the AF_XDP sockets before the transmitter can start, so no
+// datagram goes past them. The program passes the flow's sentinels
+// (Spec.SentinelMax) and its first datagram to the flow's socket, where
+// ttcp waits for the transmitter; everything else waits in the RX rings
+// for Recv.
+func (b Backend) Prepare(ctx context.Context, f *engine.Flow) (func() error, error) {
+	x, err := b.setupRX(f, true)
+	if err != nil {
+		return nil, err
+	}
+	prepared.Store(f, x)
+	return func() error {
+		if v, ok := prepared.LoadAndDelete(f); ok {
+			return v.(*rxSetup).close()
+		}
+		return nil
+	}, nil
+}
+
+// setupRX loads the program, binds the sockets and attaches the program.
+func (b Backend) setupRX(f *engine.Flow, passFirst bool) (_ *rxSetup, err error) {
 	local, _, err := udpAddrs(f)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sc, ok := f.Conn.(syscall.Conn)
 	if !ok {
-		return errors.New("afxdp: the flow's socket has no file descriptor")
+		return nil, errors.New("afxdp: the flow's socket has no file descriptor")
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var link netlink.Link
 	var lerr error
 	rc.Control(func(fd uintptr) { link, lerr = rxIface(b.Iface, int(fd), local.Addr()) })
 	if lerr != nil {
-		return lerr
+		return nil, lerr
 	}
 	attrs := link.Attrs()
 	nq := max(attrs.NumRxQueues, 1)
-	prog, err := bpf.Load(local.Port(), nq)
+	x := &rxSetup{attrs: attrs, port: local.Port()}
+	x.prog, err = bpf.LoadConfig(bpf.Config{Port: local.Port(), Queues: nq, PassMax: f.Spec.SentinelMax, PassFirst: passFirst})
 	if err != nil {
-		return fmt.Errorf("afxdp: %w", err)
+		return nil, fmt.Errorf("afxdp: %w", err)
 	}
-	defer prog.Close()
-	socks, err := openRX(SocketConfig{Ifindex: attrs.Index, Iface: attrs.Name, RX: true, ZeroCopy: b.opts.ZeroCopy}, nq)
+	defer func() {
+		if err != nil {
+			x.close()
+		}
+	}()
+	x.socks, err = openRX(SocketConfig{Ifindex: attrs.Index, Iface: attrs.Name, RX: true, ZeroCopy: b.opts.ZeroCopy}, nq)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer closeAll(socks)
-	nq = len(socks)
-	for q, s := range socks {
-		if err := prog.Register(q, s.FD()); err != nil {
+	for q, s := range x.socks {
+		if err := x.prog.Register(q, s.FD()); err != nil {
+			return nil, err
+		}
+	}
+	mode, err := x.prog.Attach(attrs.Index, !b.NativeOnly)
+	if err != nil {
+		return nil, fmt.Errorf("afxdp: %w", err)
+	}
+	facts := engine.FactsOf(f)
+	noteSockets(facts, x.socks, attrs.Name, "receive")
+	facts.Notef("afxdp: XDP program attached in %s mode, UDP port %d only", mode, local.Port())
+	if passFirst {
+		facts.Notef("afxdp: attached before the transmitter started; sentinels and the first datagram went to the socket")
+	}
+	return x, nil
+}
+
+// Recv implements engine.Backend. f.Conn is the UDP socket bound to the
+// test's port: the XDP program steers that port's datagrams into AF_XDP
+// sockets, one per RX queue of the interface, while Recv runs; datagrams
+// that reached the socket before the program was attached (or that it
+// passes: sentinels, and the first datagram after Prepare) are read from
+// it and counted too. Recv ends at an end sentinel (Spec.SentinelMax),
+// after draining what the rings still hold, or when ctx is done. It must
+// run in the network namespace of the interface.
+func (b Backend) Recv(ctx context.Context, f *engine.Flow) error {
+	var x *rxSetup
+	if v, ok := prepared.LoadAndDelete(f); ok {
+		x = v.(*rxSetup)
+	} else {
+		var err error
+		if x, err = b.setupRX(f, false); err != nil {
 			return err
 		}
 	}
-	mode, err := prog.Attach(attrs.Index, !b.NativeOnly)
-	if err != nil {
-		return fmt.Errorf("afxdp: %w", err)
-	}
+	defer x.close()
+	socks := x.socks
+	nq := len(socks)
 	facts := engine.FactsOf(f)
-	noteSockets(facts, socks, attrs.Name, "receive")
-	facts.Notef("afxdp: XDP program attached in %s mode, UDP port %d only", mode, local.Port())
 
 	done := make(chan struct{})
 	var once sync.Once
@@ -352,10 +453,11 @@ func (b Backend) Recv(ctx context.Context, f *engine.Flow) error {
 	errs := make([]error, nq+1)
 	var wg sync.WaitGroup
 	for i, s := range socks {
-		rxs[i] = &receiver{s: s, f: f, port: local.Port(), batch: b.batch(), sinkM: &sinkM, sentinel: end}
-		wg.Go(func() { errs[i] = rxs[i].run(done) })
+		rxs[i] = &receiver{s: s, f: f, port: x.port, batch: b.batch(), sinkM: &sinkM, sentinel: end}
+		wg.Go(func() { errs[i] = rxs[i].run(done, ctx.Done()) })
 	}
-	// The socket itself: what came before the attach.
+	// The socket itself: what came before the attach, and what the
+	// program passes.
 	var sockSeq Seq
 	wg.Go(func() { errs[nq] = drainSocket(f, done, end, &sinkM, &sockSeq) })
 	wg.Wait()

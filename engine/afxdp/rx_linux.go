@@ -3,6 +3,7 @@ package afxdp
 import (
 	"runtime"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -22,27 +23,59 @@ type receiver struct {
 	sentinel func()
 }
 
-// run receives until done is closed or an end sentinel arrives.
-func (r *receiver) run(done <-chan struct{}) error {
+// quiet is how long a receiver's ring must stay empty after the end
+// sentinel reached the socket before it stops: the sentinel and the
+// datagrams before it may arrive on different queues, whose NAPI polls
+// run on different CPUs.
+const quiet = 5 * time.Millisecond
+
+// run receives until cancel is closed, or done is closed (the end
+// sentinel reached the socket or another queue) and the ring has stayed
+// empty for quiet, or an end sentinel arrives in the ring.
+func (r *receiver) run(done, cancel <-chan struct{}) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	s := r.s
 	mask := ^uint64(s.cfg.FrameSize - 1)
 	spec := r.f.Spec
 	pfd := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
+	ending := false
+	var giveUp time.Time
 	for {
-		select {
-		case <-done:
-			return nil
-		default:
+		if !ending {
+			select {
+			case <-done:
+				ending, giveUp = true, time.Now().Add(time.Second)
+			default:
+			}
+		}
+		if ending {
+			select {
+			case <-cancel:
+				return nil
+			default:
+			}
+			if time.Now().After(giveUp) {
+				return nil
+			}
 		}
 		idx, n := s.rx.peek(uint32(r.batch))
 		if n == 0 {
 			if s.fill.needWakeup() {
 				s.wakeRX()
 			}
-			if _, err := unix.Poll(pfd, 20); err != nil && err != unix.EINTR {
+			wait := 20
+			if ending {
+				wait = int(quiet / time.Millisecond)
+			}
+			k, err := unix.Poll(pfd, wait)
+			if err != nil && err != unix.EINTR {
 				return err
+			}
+			if ending && k == 0 {
+				if _, n := s.rx.peek(1); n == 0 {
+					return nil
+				}
 			}
 			continue
 		}
