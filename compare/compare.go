@@ -5,6 +5,9 @@
 //
 // In lab mode both ends run in this process, each in its own network
 // namespace of an internal/netlab lab (root only), joined by a veth pair.
+// In the HOST form this host runs one end and a blast server the other,
+// through package control; the server's half of each row comes from the
+// blast extensions of its results.
 package compare
 
 import (
@@ -29,6 +32,12 @@ type Config struct {
 	BufLen   int
 	// Cases to run; nil: DefaultCases for the protocol.
 	Cases []Case
+
+	// Host and Port are the blast server RunHost measures against (port
+	// 0: 5201); Reverse makes the server the sender.
+	Host    string
+	Port    int
+	Reverse bool
 }
 
 // Case is one row: a sending and a receiving backend with their options.
@@ -102,6 +111,10 @@ type Row struct {
 	SentBytes   int64            `json:"bytes_sent"`
 	SentDgrams  int64            `json:"datagrams_sent,omitempty"`
 	LostPercent float64          `json:"lost_percent,omitempty"`
+	// LocalEnd is, in the HOST form, the end this host ran: "tx" or "rx"
+	// (the other ran on the server). CPU is then each end's whole process.
+	// Empty in lab mode, where both ends are threads of this process.
+	LocalEnd string `json:"local_end,omitempty"`
 }
 
 // CPU is the CPU time one end's thread used.

@@ -37,7 +37,15 @@ func WriteTable(w io.Writer, rows []Row, udp bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nCPU is each end's thread (softirq work is charged to whichever thread the kernel ran it on); not copied: bytes that never crossed between user memory and the kernel by a copy, both ends, as a share of the bytes received.")
+	cpu := "CPU is each end's thread (softirq work is charged to whichever thread the kernel ran it on)"
+	if len(rows) > 0 && rows[0].LocalEnd != "" {
+		here, there := "tx", "rx"
+		if rows[0].LocalEnd == "rx" {
+			here, there = there, here
+		}
+		cpu = fmt.Sprintf("%s is this host, %s the server; CPU is each end's whole process over the test (a server running other tests charges theirs too; softirq work is charged to whichever process the kernel ran it on)", here, there)
+	}
+	fmt.Fprintf(w, "\n%s; not copied: bytes that never crossed between user memory and the kernel by a copy, both ends, as a share of the bytes received.\n", cpu)
 	for _, r := range rows {
 		for _, n := range r.Notes {
 			fmt.Fprintf(w, "  %s: %s\n", r.Case, n)

@@ -41,6 +41,10 @@ type Config struct {
 	// RxBackend (--rx-backend) receives; "" means Backend, or readwrite
 	// if Backend only sends.
 	RxBackend string
+	// BackendOptions and RxBackendOptions configure the two backends
+	// (engine.Configure); a blast server applies them too, except a file
+	// to send.
+	BackendOptions, RxBackendOptions engine.Options
 
 	Title           string // -T
 	GetServerOutput bool   // --get-server-output
@@ -135,7 +139,8 @@ func (c *Config) params() Params {
 		Title:         c.Title,
 		Congestion:    c.Congestion,
 		ClientVersion: "3.12",
-		Blast:         &BlastParams{Version: Version, Backend: c.Backend, RxBackend: c.RxBackend},
+		Blast: &BlastParams{Version: Version, Backend: c.Backend, RxBackend: c.RxBackend,
+			BackendOptions: c.BackendOptions.String(), RxBackendOptions: c.RxBackendOptions.String()},
 	}
 	if c.Bytes > 0 || c.Blocks > 0 {
 		p.Time = 0 // iperf3 drops the default duration when a byte or block count is given
@@ -203,6 +208,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cl := &client{cfg: cfg, backend: backend, rxBackend: backend}
 	if cfg.RxBackend != "" {
 		if cl.rxBackend, err = engine.Usable(cfg.RxBackend); err != nil {
+			return nil, err
+		}
+	}
+	if cl.backend, err = engine.Configure(cl.backend, cfg.BackendOptions); err != nil {
+		return nil, err
+	}
+	if cfg.RxBackend != "" || !cfg.RxBackendOptions.IsZero() {
+		if cl.rxBackend, err = engine.Configure(cl.rxBackend, cfg.RxBackendOptions); err != nil {
 			return nil, err
 		}
 	}

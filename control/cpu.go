@@ -10,6 +10,9 @@ import (
 // and system.
 type CPUUtil struct {
 	Total, User, System float64
+	// UserSeconds and SystemSeconds are the same CPU time in seconds
+	// (blast peers exchange them; from iperf3 they are 0).
+	UserSeconds, SystemSeconds float64
 }
 
 // cpuMeter measures CPUUtil from a starting point. The figure covers the
@@ -33,7 +36,7 @@ func (m cpuMeter) read() CPUUtil {
 	}
 	du, ds := u-m.user, s-m.sys
 	pct := func(d time.Duration) float64 { return 100 * float64(d) / float64(wall) }
-	return CPUUtil{Total: pct(du + ds), User: pct(du), System: pct(ds)}
+	return CPUUtil{Total: pct(du + ds), User: pct(du), System: pct(ds), UserSeconds: du.Seconds(), SystemSeconds: ds.Seconds()}
 }
 
 func rusage() (user, sys time.Duration) {

@@ -174,11 +174,13 @@ type jsonEndBlast struct {
 }
 
 type jsonEndStreamB struct {
-	ID     int            `json:"id"`
-	Socket int            `json:"socket"`
-	Sender bool           `json:"sender"`
-	IO     engine.Sample  `json:"io"`
-	PeerIO *engine.Sample `json:"peer_io,omitempty"`
+	ID        int                `json:"id"`
+	Socket    int                `json:"socket"`
+	Sender    bool               `json:"sender"`
+	IO        engine.Sample      `json:"io"`
+	PeerIO    *engine.Sample     `json:"peer_io,omitempty"`
+	Facts     *engine.FactSample `json:"facts,omitempty"`
+	PeerFacts *engine.FactSample `json:"peer_facts,omitempty"`
 }
 
 func i64(v int64) *int64 { return &v }
@@ -327,7 +329,12 @@ func jsonOf(r *Result) *jsonDoc {
 	e.SenderTCPCongestion, e.ReceiverTCPCongestion = snd, rcv
 	e.Blast = jsonEndBlast{Backend: r.Backend, RemoteBackend: r.RemoteBackend, RemoteVersion: r.RemoteVersion, Notes: r.Notes, NIC: r.NIC, RemoteNIC: r.RemoteNIC, Streams: []jsonEndStreamB{}}
 	for _, st := range r.Streams {
-		e.Blast.Streams = append(e.Blast.Streams, jsonEndStreamB{ID: st.ID, Socket: st.Socket, Sender: st.Sender, IO: st.IO, PeerIO: st.PeerIO})
+		jb := jsonEndStreamB{ID: st.ID, Socket: st.Socket, Sender: st.Sender, IO: st.IO, PeerIO: st.PeerIO, PeerFacts: st.PeerFacts}
+		if len(st.Facts.Counts) > 0 || len(st.Facts.Notes) > 0 {
+			f := st.Facts
+			jb.Facts = &f
+		}
+		e.Blast.Streams = append(e.Blast.Streams, jb)
 	}
 	return d
 }

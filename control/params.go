@@ -112,6 +112,10 @@ type BlastParams struct {
 	Backend string `json:"backend,omitempty"`
 	// RxBackend is what the client asks the server to receive with.
 	RxBackend string `json:"rx_backend,omitempty"`
+	// BackendOptions and RxBackendOptions are the options of the two, in
+	// the form engine.ParseOptions reads.
+	BackendOptions   string `json:"backend_options,omitempty"`
+	RxBackendOptions string `json:"rx_backend_options,omitempty"`
 }
 
 // Validate checks p the way iperf3's server does and returns the iperf3
@@ -199,12 +203,23 @@ type BlastResults struct {
 	Note string `json:"note,omitempty"`
 	// NIC is the interface that carried the traffic on this side.
 	NIC *nicinfo.Result `json:"nic,omitempty"`
+	// CPU is this side's process CPU time over the test, in seconds.
+	CPU *CPUSeconds `json:"cpu_seconds,omitempty"`
+}
+
+// CPUSeconds is CPU time in seconds, user and system.
+type CPUSeconds struct {
+	User   float64 `json:"user"`
+	System float64 `json:"system"`
 }
 
 // BlastStream is one stream's I/O counters on one side.
 type BlastStream struct {
 	ID Int           `json:"id"`
 	IO engine.Sample `json:"io"`
+	// Facts are what the backend reported beyond the counters (engine.Facts):
+	// bytes not copied, system calls, zero-copy completions, fallbacks.
+	Facts *engine.FactSample `json:"facts,omitempty"`
 }
 
 // check reports what is missing from results a peer sent, as iperf3's

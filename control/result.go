@@ -99,6 +99,10 @@ type StreamResult struct {
 
 	IO     engine.Sample  // this side's I/O counters
 	PeerIO *engine.Sample // the peer's, if it is blast
+	// Facts are what this side's backend reported (engine.Facts);
+	// PeerFacts the peer's, if it is blast and reported any.
+	Facts     engine.FactSample
+	PeerFacts *engine.FactSample
 }
 
 // SentBytes and ReceivedBytes give the sender's and receiver's view of the

@@ -288,6 +288,9 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 			res.Notes = append(res.Notes, fmt.Sprintf("the server cannot receive with %s (%v)", p.Blast.RxBackend, err))
 		}
 	}
+	if p.Blast != nil {
+		backend, rxBackend = peerOptions(backend, rxBackend, p.Blast, res)
+	}
 	res.Backend = backend.Name()
 	res.SockBufSize = int(p.Window)
 

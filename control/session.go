@@ -26,6 +26,8 @@ type stream struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error // what Send/Recv returned, nil on a normal end
+	// facts the backend reported, copied when Send/Recv returned.
+	facts engine.FactSample
 
 	// Sampling state, guarded by session.mu.
 	base, last                     engine.Sample
@@ -147,6 +149,7 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 				err = nil // we stopped it
 			}
 			st.err = err
+			st.facts, _ = engine.FlowFacts(f)
 		}(st)
 	}
 
@@ -465,7 +468,7 @@ func (s *session) finish(now time.Time) {
 			ssecs = re.Sub(s.start).Seconds()
 		}
 		sr := &StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender, Local: st.local, Remote: st.remote,
-			Bytes: d.Bytes, Seconds: ssecs, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1, IO: cur}
+			Bytes: d.Bytes, Seconds: ssecs, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1, IO: cur, Facts: st.facts}
 		if st.sender && st.haveTCP {
 			sr.Retransmits = st.lastRetrans - st.retransBase
 			sr.MaxSndCwnd, sr.MaxSndWnd, sr.MinRTT, sr.MaxRTT = st.maxCwnd, st.maxWnd, st.minRTT, st.maxRT
@@ -593,7 +596,8 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 		CPUUtilTotal: cpu.Total, CPUUtilUser: cpu.User, CPUUtilSystem: cpu.System,
 		CongestionUsed: congestion,
 		Streams:        []StreamResults{},
-		Blast:          &BlastResults{Version: Version, Backend: backend, NIC: s.res.NIC},
+		Blast: &BlastResults{Version: Version, Backend: backend, NIC: s.res.NIC,
+			CPU: &CPUSeconds{User: cpu.UserSeconds, System: cpu.SystemSeconds}},
 	}
 	hasSender := false
 	for _, st := range s.streams {
@@ -614,7 +618,12 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 		}
 		r.Streams = append(r.Streams, StreamResults{ID: Int(sr.ID), Bytes: Int(sr.Bytes), Retransmits: retr,
 			StartTime: 0, EndTime: sr.Seconds})
-		r.Blast.Streams = append(r.Blast.Streams, BlastStream{ID: Int(sr.ID), IO: sr.IO})
+		bs := BlastStream{ID: Int(sr.ID), IO: sr.IO}
+		if len(sr.Facts.Counts) > 0 || len(sr.Facts.Notes) > 0 {
+			f := sr.Facts
+			bs.Facts = &f
+		}
+		r.Blast.Streams = append(r.Blast.Streams, bs)
 	}
 	return r
 }
@@ -622,7 +631,10 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 // merge takes in the peer's results.
 func (s *session) merge(pr *Results) error {
 	r := s.res
-	r.RemoteCPU = CPUUtil{pr.CPUUtilTotal, pr.CPUUtilUser, pr.CPUUtilSystem}
+	r.RemoteCPU = CPUUtil{Total: pr.CPUUtilTotal, User: pr.CPUUtilUser, System: pr.CPUUtilSystem}
+	if pr.Blast != nil && pr.Blast.CPU != nil {
+		r.RemoteCPU.UserSeconds, r.RemoteCPU.SystemSeconds = pr.Blast.CPU.User, pr.Blast.CPU.System
+	}
 	r.RemoteHasRetransmits = pr.SenderHasRetransmits == 1
 	r.RemoteCongestion = pr.CongestionUsed
 	r.ServerOutputText = pr.ServerOutputText
@@ -652,6 +664,7 @@ func (s *session) merge(pr *Results) error {
 		if pr.Blast != nil && i < len(pr.Blast.Streams) && int(pr.Blast.Streams[i].ID) == sr.ID {
 			io := pr.Blast.Streams[i].IO
 			sr.PeerIO = &io
+			sr.PeerFacts = pr.Blast.Streams[i].Facts
 		}
 	}
 	return nil

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/compare"
+	"github.com/blastnet/blast/control"
 )
 
 func init() {
@@ -16,6 +20,7 @@ func init() {
 }
 
 const compareHelp = `Usage: blast compare --lab [options]
+       blast compare HOST [options]
 
 Runs the same test once per backend (each sending strategy against a
 readwrite receiver, each receiving strategy against a readwrite sender;
@@ -25,12 +30,19 @@ and the share of bytes that were not copied.
 
 --lab builds a pair of network namespaces joined by a veth pair (root
 only), runs both ends in this process and removes the lab at the end.
-The HOST form, against a 'blast server', arrives with client/server mode.
+
+HOST runs one client/server test per backend pair against a 'blast
+server' on HOST: this host sends (with -R it receives) and the server
+runs the other end with the backend the row names, then reports its CPU
+time, I/O counters and backend facts. A plain iperf3 server cannot; TCP
+only, until client/server mode carries UDP.
 
 Options:
   --lab              run both ends in a netns lab on this machine (root)
-  -u, --udp          compare the UDP backends
-  -t, --time SECS    seconds per backend (default 3)
+  -p, --port PORT    the server's port (HOST; default 5201)
+  -R, --reverse      the server sends, this host receives (HOST)
+  -u, --udp          compare the UDP backends (--lab)
+  -t, --time SECS    seconds per backend (default 3; whole seconds with HOST)
   -l, --len BYTES    buffer length (default 131072 for TCP, 64 for UDP)
   -J, --json         JSON instead of the table
   -h, --help         this text
@@ -38,12 +50,16 @@ Options:
 Examples:
   sudo blast compare --lab
   sudo blast compare --lab -u -l 64 -t 5
+  blast compare 10.0.0.2 -t 5         (after 'blast server' on 10.0.0.2)
+  blast compare 10.0.0.2 -R -p 5202
 `
 
 func runCompare(e *env, args []string) int {
 	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	lab := fs.Bool("lab", false, "")
+	port := fs.IntP("port", "p", control.DefaultPort, "")
+	reverse := fs.BoolP("reverse", "R", false, "")
 	udp := fs.BoolP("udp", "u", false, "")
 	secs := fs.Float64P("time", "t", 3, "")
 	bufLen := fs.IntP("len", "l", 0, "")
@@ -57,43 +73,74 @@ func runCompare(e *env, args []string) int {
 		fmt.Fprint(e.stdout, compareHelp)
 		return exitOK
 	}
-	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(e.stderr, "blast compare: comparing against a HOST needs client/server mode, which is not wired yet: use --lab\n")
-		return exitUsage
-	case !*lab:
-		fmt.Fprintf(e.stderr, "blast compare: say where: --lab (a netns lab on this machine)\n")
-		return exitUsage
-	case *secs <= 0:
-		fmt.Fprintf(e.stderr, "blast compare: -t %g: must be more than 0 seconds\n", *secs)
-		return exitUsage
-	case os.Geteuid() != 0:
-		fmt.Fprintf(e.stderr, "blast compare: --lab builds network namespaces: run as root\n")
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(e.stderr, "blast compare: "+format+"\n", a...)
 		return exitUsage
 	}
-	cfg := compare.Config{UDP: *udp, Duration: time.Duration(*secs * float64(time.Second)), BufLen: *bufLen}
+	host := fs.Arg(0)
+	switch {
+	case fs.NArg() > 1:
+		return usage("unexpected argument %q: compare one HOST at a time", fs.Arg(1))
+	case host != "" && *lab:
+		return usage("HOST and --lab both given: choose one")
+	case host == "" && !*lab:
+		return usage("say where: HOST (a 'blast server' there) or --lab (a netns lab on this machine)")
+	case *secs <= 0:
+		return usage("-t %g: must be more than 0 seconds", *secs)
+	case host == "" && (fs.Changed("port") || *reverse):
+		return usage("-p and -R are for the HOST form")
+	case host != "" && *udp:
+		return usage("-u with HOST: client/server mode carries TCP only so far; compare the UDP backends with --lab")
+	case host != "" && *secs != math.Trunc(*secs):
+		return usage("-t %g: the HOST form runs whole seconds (iperf3's protocol); use -t %g", *secs, math.Max(1, math.Round(*secs)))
+	case host != "" && (*port < 1 || *port > 65535):
+		return usage("-p %d: must be 1 to 65535", *port)
+	case host == "" && os.Geteuid() != 0:
+		return usage("--lab builds network namespaces: run as root")
+	}
+	cfg := compare.Config{UDP: *udp, Duration: time.Duration(*secs * float64(time.Second)), BufLen: *bufLen,
+		Host: host, Port: *port, Reverse: *reverse}
 	if cfg.BufLen == 0 {
 		cfg.BufLen = 128 << 10
 		if cfg.UDP {
 			cfg.BufLen = 64
 		}
 	}
-	if cfg.UDP && cfg.BufLen > 65507 || cfg.BufLen < 1 {
-		fmt.Fprintf(e.stderr, "blast compare: -l %d: must be between 1 and %d\n", cfg.BufLen, map[bool]int{true: 65507, false: 1 << 30}[cfg.UDP])
-		return exitUsage
+	maxLen := 1 << 30
+	switch {
+	case cfg.UDP:
+		maxLen = 65507
+	case host != "":
+		maxLen = 1 << 20 // iperf3's protocol
 	}
-	rows, err := compare.RunLab(e.ctx, cfg)
-	if err != nil && len(rows) == 0 {
-		fmt.Fprintf(e.stderr, "blast compare: %v\n", err)
-		return exitFailure
+	if cfg.BufLen < 1 || cfg.BufLen > maxLen {
+		return usage("-l %d: must be between 1 and %d", cfg.BufLen, maxLen)
 	}
-	if *jsonOut {
-		err = compare.WriteJSON(e.stdout, rows)
+	var rows []compare.Row
+	var runErr error
+	if host != "" {
+		rows, runErr = compare.RunHost(e.ctx, cfg)
 	} else {
-		err = compare.WriteTable(e.stdout, rows, cfg.UDP)
+		rows, runErr = compare.RunLab(e.ctx, cfg)
 	}
-	if err != nil {
-		fmt.Fprintf(e.stderr, "blast compare: %v\n", err)
+	if errors.Is(runErr, context.Canceled) {
+		runErr = errors.New("interrupted")
+	}
+	// The rows measured before a failure are shown, then the failure;
+	// a server that is not blast has no rows worth showing.
+	if len(rows) > 0 && !errors.Is(runErr, compare.ErrNotBlast) {
+		var err error
+		if *jsonOut {
+			err = compare.WriteJSON(e.stdout, rows)
+		} else {
+			err = compare.WriteTable(e.stdout, rows, cfg.UDP)
+		}
+		if err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	if runErr != nil {
+		fmt.Fprintf(e.stderr, "blast compare: %v\n", runErr)
 		return exitFailure
 	}
 	return exitOK
