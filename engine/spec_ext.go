@@ -36,6 +36,9 @@ type Options struct {
 	// Queues is the number of queues afxdp transmits on, one AF_XDP
 	// socket and locked thread each; 0: one.
 	Queues int
+	// Threads is the number of afxdp sending threads, spread over the
+	// queues; 0: afxdp's default.
+	Threads int
 	// DstMAC is the destination MAC address of afxdp's frames, in the
 	// form net.ParseMAC reads (ttcp's --dst-mac); empty: from the
 	// neighbour table.
@@ -69,6 +72,9 @@ func (o Options) String() string {
 	if o.Queues != 0 {
 		s = append(s, "queues="+strconv.Itoa(o.Queues))
 	}
+	if o.Threads != 0 {
+		s = append(s, "threads="+strconv.Itoa(o.Threads))
+	}
 	if o.DstMAC != "" {
 		s = append(s, "dstmac="+o.DstMAC)
 	}
@@ -88,7 +94,7 @@ func (o Options) set() []string {
 
 // ParseOptions reads options written as comma-separated words:
 // "batch=64,gso,gro", "file=/tmp/x", "zc", "multishot",
-// "queues=2,dstmac=02:00:00:00:00:01".
+// "queues=2,threads=4,dstmac=02:00:00:00:00:01".
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	for _, w := range strings.Split(s, ",") {
@@ -110,6 +116,12 @@ func ParseOptions(s string) (Options, error) {
 				return Options{}, fmt.Errorf("backend option %q: queues takes a count of at least 1", w)
 			}
 			o.Queues = n
+		case "threads":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return Options{}, fmt.Errorf("backend option %q: threads takes a count of at least 1", w)
+			}
+			o.Threads = n
 		case "dstmac":
 			mac, err := net.ParseMAC(v)
 			if err != nil || len(mac) != 6 {
@@ -136,7 +148,7 @@ func ParseOptions(s string) (Options, error) {
 				o.Multishot = true
 			}
 		default:
-			return Options{}, fmt.Errorf("unknown backend option %q: known are batch=N, gso, gro, file=PATH, zc, multishot, queues=N, dstmac=MAC", k)
+			return Options{}, fmt.Errorf("unknown backend option %q: known are batch=N, gso, gro, file=PATH, zc, multishot, queues=N, threads=N, dstmac=MAC", k)
 		}
 	}
 	return o, nil

@@ -41,9 +41,10 @@ Options:
                    its options after a colon, comma-separated: batch=N (mmsg:
                    datagrams per call; iouring: operations per submission),
                    gso and gro (mmsg), zc and multishot (iouring, afxdp),
-                   file=PATH (sendfile, splice; same as -F), queues=N and
-                   dstmac=MAC (afxdp). Each end names its own: the
-                   transmitter's backend sends, the receiver's receives.
+                   file=PATH (sendfile, splice; same as -F), queues=N,
+                   threads=N and dstmac=MAC (afxdp). Each end names its
+                   own: the transmitter's backend sends, the receiver's
+                   receives.
   -F FILE          -t: send FILE with --backend sendfile or splice (instead
                    of -s or standard input); ends at the end of the file
   --rate RATE      pace the transmitter, bits/s with K, M, G (e.g. 100M)

@@ -103,7 +103,7 @@ func TestTTCPUsageErrors(t *testing.T) {
 		{[]string{"-t", "-l", "70000", "-u", "-s", "h"}, "blast: -l 70000: a UDP datagram carries at most 65507 bytes\n"},
 		{[]string{"-t", "-s", "-u", "--backend", "mmsg:batch=0", "h"}, "blast: --backend mmsg:batch=0: backend option \"batch=0\": batch takes a count of at least 1\n"},
 		{[]string{"-t", "-s", "-u", "--backend", "mmsg:batch=5000", "h"}, "blast: --backend: mmsg: batch 5000: must be between 1 and 1024\n"},
-		{[]string{"-t", "-s", "-u", "--backend", "mmsg:fast", "h"}, "blast: --backend mmsg:fast: unknown backend option \"fast\": known are batch=N, gso, gro, file=PATH, zc, multishot, queues=N, dstmac=MAC\n"},
+		{[]string{"-t", "-s", "-u", "--backend", "mmsg:fast", "h"}, "blast: --backend mmsg:fast: unknown backend option \"fast\": known are batch=N, gso, gro, file=PATH, zc, multishot, queues=N, threads=N, dstmac=MAC\n"},
 		{[]string{"-t", "-s", "-u", "--backend", "mmsg", "--dst-mac", "02:00:00:00:00:01", "h"}, "blast: --backend: backend mmsg has no option dstmac\n"},
 		{[]string{"-t", "-s", "-u", "--backend", "afxdp", "--dst-mac", "02:00:00", "h"}, "blast: --dst-mac 02:00:00: not an Ethernet address (e.g. 02:00:00:00:00:01)\n"},
 		{[]string{"-r", "-s", "-u", "--backend", "afxdp", "--dst-mac", "02:00:00:00:00:01"}, "blast: --dst-mac 02:00:00:00:00:01: only the transmitter (-t) builds frames; drop it on the receiver\n"},

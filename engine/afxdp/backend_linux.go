@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -39,6 +40,10 @@ type Backend struct {
 	// thread each (0: 1; queues=N). A receiver always binds every RX
 	// queue in use.
 	Queues int
+	// Threads is the number of sending threads, spread over the queues,
+	// each with a socket of its own (threads=N; 0: one per CPU when
+	// unpaced, else one per queue; see threads).
+	Threads int
 	// NativeOnly refuses the generic-mode (skb) attach that is otherwise
 	// the fallback where the driver has no native XDP.
 	NativeOnly bool
@@ -57,9 +62,10 @@ const defaultBatch = 256
 // Name implements engine.Backend.
 func (Backend) Name() string { return "afxdp" }
 
-// Configure implements engine.Configurable: batch, zc, queues, dstmac.
+// Configure implements engine.Configurable: batch, zc, queues, threads,
+// dstmac.
 func (b Backend) Configure(o engine.Options) (engine.Backend, error) {
-	if err := engine.Refuse(b.Name(), o, engine.Options{Batch: o.Batch, ZeroCopy: o.ZeroCopy, Queues: o.Queues, DstMAC: o.DstMAC}); err != nil {
+	if err := engine.Refuse(b.Name(), o, engine.Options{Batch: o.Batch, ZeroCopy: o.ZeroCopy, Queues: o.Queues, Threads: o.Threads, DstMAC: o.DstMAC}); err != nil {
 		return nil, err
 	}
 	if o.Batch > 1024 {
@@ -70,6 +76,12 @@ func (b Backend) Configure(o engine.Options) (engine.Backend, error) {
 	}
 	if o.Queues > 0 {
 		b.Queues = o.Queues
+	}
+	if o.Threads > 256 {
+		return nil, fmt.Errorf("afxdp: threads %d: at most 256", o.Threads)
+	}
+	if o.Threads > 0 {
+		b.Threads = o.Threads
 	}
 	if o.DstMAC != "" {
 		mac, err := net.ParseMAC(o.DstMAC)
@@ -202,18 +214,34 @@ func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 		return fmt.Errorf("afxdp: %d TX queues asked, %s has %d", nq, attrs.Name, attrs.NumTxQueues)
 	}
 	facts := engine.FactsOf(f)
-	socks, err := openAll(SocketConfig{Ifindex: attrs.Index, Iface: attrs.Name, TX: true, ZeroCopy: b.opts.ZeroCopy}, nq)
+	owners, err := openAll(SocketConfig{Ifindex: attrs.Index, Iface: attrs.Name, TX: true, ZeroCopy: b.opts.ZeroCopy}, nq)
 	if err != nil {
 		return err
 	}
-	defer closeAll(socks)
-	noteSockets(facts, socks, attrs.Name, "transmit")
-	facts.Notef("afxdp: %s -> %s (%s), UDP checksum computed per datagram", attrs.HardwareAddr, dst, hop)
-	senders := make([]*sender, nq)
-	for i, sk := range socks {
-		senders[i] = newSender(sk, plan, b.batch(), s.Rate/float64(nq))
+	socks := owners
+	defer func() { closeAll(socks) }()
+	nt := b.threads(nq, s.Rate, owners[0].ZC)
+	for i := nq; i < nt; i++ {
+		sk, err := OpenShared(owners[i%nq])
+		if err != nil {
+			return err
+		}
+		socks = append(socks, sk)
 	}
-	errs := make([]error, nq)
+	noteSockets(facts, owners, attrs.Name, "transmit")
+	if nt > nq {
+		facts.Notef("afxdp: %d sending threads, each with a socket of its own sharing its queue's UMEM", nt)
+	}
+	facts.Notef("afxdp: %s -> %s (%s), UDP checksum computed per datagram", attrs.HardwareAddr, dst, hop)
+	pools := make([]*txPool, nq)
+	for i, o := range owners {
+		pools[i] = newTxPool(o, plan.full)
+	}
+	senders := make([]*sender, len(socks))
+	for i, sk := range socks {
+		senders[i] = newSender(sk, pools[i%nq], plan, b.batch(), s.Rate/float64(len(socks)))
+	}
+	errs := make([]error, len(senders))
 	var wg sync.WaitGroup
 	for i, x := range senders {
 		wg.Go(func() { errs[i] = x.run(ctx.Done()) })
@@ -222,7 +250,9 @@ func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 	var kicks, pending int64
 	for _, x := range senders {
 		kicks += x.kicks
-		pending += int64(x.pending)
+	}
+	for _, p := range pools {
+		pending += int64(p.pending())
 	}
 	facts.Add(engine.FactSyscalls, kicks)
 	facts.Add("tx_kicks", kicks)
@@ -287,12 +317,33 @@ func openRX(c SocketConfig, nq int) ([]*Socket, error) {
 	return socks, nil
 }
 
+// closeAll closes socks in reverse order: sockets sharing a UMEM before
+// its owner.
 func closeAll(socks []*Socket) error {
 	var errs []error
-	for _, s := range socks {
-		errs = append(errs, s.Close())
+	for i := len(socks) - 1; i >= 0; i-- {
+		errs = append(errs, socks[i].Close())
 	}
 	return errors.Join(errs...)
+}
+
+// maxThreadsPerQueue bounds the senders sharing one queue's frames.
+const maxThreadsPerQueue = 4
+
+// threads is how many senders transmit on nq queues: Threads when set
+// (at least one per queue); else one per queue when paced or in
+// zero-copy mode (where the driver, not the kick, does the work); else one
+// per CPU, as trafgen does, at most maxThreadsPerQueue per queue: in copy
+// mode a kick runs the whole transmit path, and the receive path of a
+// veth peer, on the calling CPU.
+func (b Backend) threads(nq int, rate float64, zc bool) int {
+	switch {
+	case b.Threads > 0:
+		return max(b.Threads, nq)
+	case rate > 0 || zc:
+		return nq
+	}
+	return max(nq, min(runtime.GOMAXPROCS(0), maxThreadsPerQueue*nq))
 }
 
 func noteSockets(facts *engine.Facts, socks []*Socket, iface, dir string) {

@@ -16,7 +16,8 @@ func init() { engine.Register(Backend{}) }
 type Backend struct {
 	Iface  string
 	DstMAC net.HardwareAddr
-	Queues int
+	Queues  int
+	Threads int
 }
 
 var _ engine.Configurable = Backend{}

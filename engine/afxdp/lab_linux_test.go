@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -123,6 +124,14 @@ func send(ctx context.Context, h *netlab.Host, b engine.Backend, f *engine.Flow)
 }
 
 func TestTransmitToSocket(t *testing.T) {
+	for _, threads := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d threads", threads), func(t *testing.T) { transmitToSocket(t, threads) })
+	}
+}
+
+// transmitToSocket sends from threads senders (beyond the first, on
+// sockets sharing the queue's UMEM) to a socket receiver.
+func transmitToSocket(t *testing.T, threads int) {
 	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
 	fds, maps := resources(t)
 	s := newSink(t, lab.B)
@@ -130,7 +139,7 @@ func TestTransmitToSocket(t *testing.T) {
 	conn := dial(t, lab.A, lab.B)
 	f := &engine.Flow{Conn: conn, Stats: &engine.Counters{},
 		Spec: &engine.Spec{Protocol: engine.UDP, BufLen: 64, Bytes: n * 64, Rate: 20000 * 64 * 8}}
-	if err := send(t.Context(), lab.A, afxdp.Backend{}, f); err != nil {
+	if err := send(t.Context(), lab.A, afxdp.Backend{Threads: threads}, f); err != nil {
 		t.Fatal(err)
 	}
 	conn.Write([]byte("end!"))

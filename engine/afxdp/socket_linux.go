@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -50,16 +51,19 @@ func (c *SocketConfig) defaults() {
 // fill and RX rings, TX frames in the TX and completion rings and the
 // sender's free list, so a receiver and a sender need no lock.
 type Socket struct {
-	fd    int
-	cfg   SocketConfig
-	umem  []byte // mmap'd, off the Go heap
-	maps  [][]byte
-	fill  ring[uint64]
-	comp  ring[uint64]
-	rx    ring[unix.XDPDesc]
-	tx    ring[unix.XDPDesc]
-	rxN   int // RX frames: [0, rxN)
-	txN   int // TX frames: [rxN, rxN+txN)
+	fd   int
+	cfg  SocketConfig
+	umem []byte // mmap'd, off the Go heap
+	maps [][]byte
+	fill ring[uint64]
+	comp ring[uint64]
+	rx   ring[unix.XDPDesc]
+	tx   ring[unix.XDPDesc]
+	rxN  int // RX frames: [0, rxN)
+	txN  int // TX frames: [rxN, rxN+txN)
+	// owner is the socket whose UMEM, fill and completion rings this one
+	// shares (OpenShared), or nil.
+	owner *Socket
 	ZC    bool
 	Notes []string // what the kernel granted or refused
 }
@@ -185,13 +189,78 @@ func Open(c SocketConfig) (_ *Socket, err error) {
 	if c.ZeroCopy {
 		flags = unix.XDP_USE_NEED_WAKEUP | unix.XDP_ZEROCOPY
 	}
-	if err := unix.Bind(fd, &unix.SockaddrXDP{Flags: flags, Ifindex: uint32(c.Ifindex), QueueID: uint32(c.Queue)}); err != nil {
+	if err := bindRetry(fd, &unix.SockaddrXDP{Flags: flags, Ifindex: uint32(c.Ifindex), QueueID: uint32(c.Queue)}); err != nil {
 		return nil, bindError(c, err)
 	}
 	var opts uint32
 	olen = 4
 	if err := getsockopt(fd, unix.XDP_OPTIONS, unsafe.Pointer(&opts), &olen); err == nil {
 		s.ZC = opts&unix.XDP_OPTIONS_ZEROCOPY != 0
+	}
+	return s, nil
+}
+
+// bindRetry binds fd, waiting out EBUSY for a while: the kernel releases
+// a closed socket's hold on its queue in a deferred work item, so a
+// socket that follows another on the same queue (back-to-back runs) may
+// find it still taken for a few milliseconds.
+func bindRetry(fd int, sa *unix.SockaddrXDP) error {
+	var err error
+	for range 100 {
+		if err = unix.Bind(fd, sa); !errors.Is(err, unix.EBUSY) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return err
+}
+
+// OpenShared opens another transmit socket on owner's queue that shares
+// owner's UMEM, TX frames and completion ring (XDP_SHARED_UMEM), so that
+// a second thread can send on a queue: in copy mode each kick runs the
+// transmit path on the caller's CPU. It has a TX ring of its own and no
+// fill, completion or RX ring; the caller serializes access to the
+// completion ring. Close it before owner.
+func OpenShared(owner *Socket) (_ *Socket, err error) {
+	c := owner.cfg
+	if !c.TX {
+		return nil, errors.New("afxdp: a shared socket needs an owner with a TX ring")
+	}
+	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("afxdp: socket: %w", privilege(err))
+	}
+	s := &Socket{fd: fd, cfg: c, umem: owner.umem, rxN: owner.rxN, txN: owner.txN, owner: owner, ZC: owner.ZC}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	ring := c.RingSize
+	if err := unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_TX_RING, ring); err != nil {
+		return nil, fmt.Errorf("afxdp: TX ring: %w", err)
+	}
+	var off unix.XDPMmapOffsets
+	olen := uint32(unsafe.Sizeof(off))
+	if err := getsockopt(fd, unix.XDP_MMAP_OFFSETS, unsafe.Pointer(&off), &olen); err != nil {
+		return nil, fmt.Errorf("afxdp: ring offsets: %w", err)
+	}
+	m, err := unix.Mmap(fd, unix.XDP_PGOFF_TX_RING, int(off.Tx.Desc)+ring*int(unsafe.Sizeof(unix.XDPDesc{})), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return nil, fmt.Errorf("afxdp: mmap TX ring: %w", err)
+	}
+	s.maps = append(s.maps, m)
+	liveMaps.Add(1)
+	s.tx = newRing[unix.XDPDesc](m, off.Tx, uint32(ring))
+	s.tx.initProducer()
+	if !c.ZeroCopy {
+		// Best effort: Open has reported what the kernel does with it.
+		unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, c.TxBudget)
+	}
+	// Flags other than XDP_SHARED_UMEM are the owner's and refused here.
+	sa := &unix.SockaddrXDP{Flags: unix.XDP_SHARED_UMEM, Ifindex: uint32(c.Ifindex), QueueID: uint32(c.Queue), SharedUmemFD: uint32(owner.fd)}
+	if err := bindRetry(fd, sa); err != nil {
+		return nil, fmt.Errorf("afxdp: bind a second socket to %s queue %d (shared UMEM): %w", c.Iface, c.Queue, privilege(err))
 	}
 	return s, nil
 }
@@ -242,6 +311,9 @@ func (s *Socket) Close() error {
 		liveMaps.Add(-1)
 	}
 	s.maps = nil
+	if s.owner != nil { // the UMEM is the owner's
+		s.umem = nil
+	}
 	if s.umem != nil {
 		errs = append(errs, unix.Munmap(s.umem))
 		liveMaps.Add(-1)

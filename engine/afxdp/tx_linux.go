@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -74,41 +75,87 @@ func (b *bucket) take(done <-chan struct{}, want, size int) int {
 	}
 }
 
-// sender drives the TX and completion rings of one socket.
-type sender struct {
-	s        *Socket
-	plan     *txPlan
-	batch    int
-	bucket   bucket
+// txPool is the TX frames of one UMEM and its completion ring, shared by
+// the senders on one queue (the owner socket's and those opened with
+// OpenShared). A sender takes frames a batch at a time, under mu.
+type txPool struct {
+	mu       sync.Mutex
+	comp     *ring[uint64]
 	free     []uint64
-	inFlight int
-	kicks    int64
-	pending  int // in flight when the flow ended
+	inFlight int // in the TX rings or the kernel, not yet completed
 }
 
-func newSender(s *Socket, plan *txPlan, batch int, rate float64) *sender {
-	x := &sender{s: s, plan: plan, batch: min(batch, s.txN)}
-	fs := uint64(s.cfg.FrameSize)
-	for i := range s.txN {
-		addr := uint64(s.rxN+i) * fs
-		copy(s.frame(addr, plan.full.Len()), plan.full.Frame)
-		x.free = append(x.free, addr)
+// newTxPool copies the template into every TX frame of owner's UMEM.
+func newTxPool(owner *Socket, t *Template) *txPool {
+	p := &txPool{comp: &owner.comp}
+	fs := uint64(owner.cfg.FrameSize)
+	for i := range owner.txN {
+		addr := uint64(owner.rxN+i) * fs
+		copy(owner.frame(addr, t.Len()), t.Frame)
+		p.free = append(p.free, addr)
 	}
-	x.bucket = bucket{rate: rate / 8, burst: float64(x.batch * plan.payload)}
-	return x
+	return p
 }
 
-// reap takes finished TX frames back from the completion ring.
-func (x *sender) reap() int {
-	idx, n := x.s.comp.peek(uint32(x.s.txN))
+// reapLocked takes finished frames back from the completion ring.
+func (p *txPool) reapLocked() int {
+	idx, n := p.comp.peek(p.comp.size)
 	for i := range n {
-		x.free = append(x.free, *x.s.comp.at(idx + i))
+		p.free = append(p.free, *p.comp.at(idx + i))
 	}
 	if n > 0 {
-		x.s.comp.release(n)
-		x.inFlight -= int(n)
+		p.comp.release(n)
+		p.inFlight -= int(n)
 	}
 	return int(n)
+}
+
+// take moves up to want free frames (reaping completions first) to dst,
+// counting them in flight.
+func (p *txPool) take(dst []uint64, want int) ([]uint64, bool) {
+	p.mu.Lock()
+	reaped := p.reapLocked() > 0
+	n := min(want, len(p.free))
+	dst = append(dst, p.free[len(p.free)-n:]...)
+	p.free = p.free[:len(p.free)-n]
+	p.inFlight += n
+	p.mu.Unlock()
+	return dst, reaped
+}
+
+// give returns frames taken but not sent.
+func (p *txPool) give(frames []uint64) {
+	p.mu.Lock()
+	p.free = append(p.free, frames...)
+	p.inFlight -= len(frames)
+	p.mu.Unlock()
+}
+
+// pending reaps and returns how many frames are still in flight.
+func (p *txPool) pending() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reapLocked()
+	return p.inFlight
+}
+
+// sender drives the TX ring of one socket, with frames from its queue's
+// pool.
+type sender struct {
+	s      *Socket
+	pool   *txPool
+	plan   *txPlan
+	batch  int
+	bucket bucket
+	frames []uint64 // taken from the pool, not yet sent
+	kicks  int64
+}
+
+func newSender(s *Socket, pool *txPool, plan *txPlan, batch int, rate float64) *sender {
+	x := &sender{s: s, pool: pool, plan: plan, batch: min(batch, s.txN)}
+	x.frames = make([]uint64, 0, x.batch)
+	x.bucket = bucket{rate: rate / 8, burst: float64(x.batch * plan.payload)}
+	return x
 }
 
 // run sends until the plan is used up, the deadline passes or done is
@@ -120,7 +167,10 @@ func (x *sender) run(done <-chan struct{}) error {
 	finished := false
 	var idle int
 	for !finished {
-		progress := x.reap() > 0
+		progress := false
+		if len(x.frames) < x.batch {
+			x.frames, progress = x.pool.take(x.frames, x.batch-len(x.frames))
+		}
 		select {
 		case <-done:
 			finished = true
@@ -129,7 +179,7 @@ func (x *sender) run(done <-chan struct{}) error {
 		if !p.deadline.IsZero() && time.Now().After(p.deadline) {
 			finished = true
 		}
-		if want := min(x.batch, len(x.free)); want > 0 && !finished {
+		if want := len(x.frames); want > 0 && !finished {
 			n := x.bucket.take(done, want, p.payload)
 			first, got := p.claim(n)
 			if got == 0 {
@@ -155,18 +205,17 @@ func (x *sender) run(done <-chan struct{}) error {
 			idle = 0
 		}
 	}
+	x.pool.give(x.frames)
+	x.frames = x.frames[:0]
 	// Drain: the frames in flight are the kernel's until it completes them.
 	stop := time.Now().Add(2 * time.Second)
-	for x.inFlight > 0 && time.Now().Before(stop) {
-		if x.reap() == 0 {
-			if x.s.txQueued() > 0 && x.s.tx.needWakeup() {
-				x.s.kick()
-				x.kicks++
-			}
-			unix.Poll([]unix.PollFd{{Fd: int32(x.s.fd), Events: unix.POLLOUT}}, 1)
+	for x.pool.pending() > 0 && time.Now().Before(stop) {
+		if x.s.txQueued() > 0 && x.s.tx.needWakeup() {
+			x.s.kick()
+			x.kicks++
 		}
+		unix.Poll([]unix.PollFd{{Fd: int32(x.s.fd), Events: unix.POLLOUT}}, 1)
 	}
-	x.pending = x.inFlight
 	return nil
 }
 
@@ -177,9 +226,9 @@ func (x *sender) send(first uint64, got int) {
 	now := time.Now()
 	sec, usec := uint32(now.Unix()), uint32(now.Nanosecond()/1000)
 	bytes := 0
+	frames := x.frames[len(x.frames)-int(n):]
 	for i := range n {
-		addr := x.free[len(x.free)-1]
-		x.free = x.free[:len(x.free)-1]
+		addr := frames[i]
 		seq := first + uint64(i)
 		t, plen := p.full, p.payload
 		if p.last != nil && seq == p.total {
@@ -190,7 +239,7 @@ func (x *sender) send(first uint64, got int) {
 		*x.s.tx.at(idx + i) = unix.XDPDesc{Addr: addr, Len: uint32(t.Len())}
 		bytes += plen
 	}
+	x.frames = x.frames[:len(x.frames)-int(n)]
 	x.s.tx.submit()
-	x.inFlight += int(n)
 	p.stats.AddIO(bytes, int(n))
 }
