@@ -14,8 +14,8 @@ func init() { engine.Register(Backend{}) }
 
 // Backend is the afxdp backend, which needs Linux.
 type Backend struct {
-	Iface  string
-	DstMAC net.HardwareAddr
+	Iface   string
+	DstMAC  net.HardwareAddr
 	Queues  int
 	Threads int
 }
