@@ -1,0 +1,284 @@
+package latency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// Result is what a client run measured. Every duration is a full round
+// trip.
+type Result struct {
+	Protocol string // "tcp" or "udp"
+	Remote   string // the server's address
+	Local    string
+	Size     int // request and reply payload, bytes
+	Warmup   int // round trips before measuring, not recorded
+	Timeout  time.Duration
+
+	Requests   int64 // measured requests sent
+	RoundTrips int64 // replies received in time; RTT.Count
+	Lost       int64 // UDP: requests without a reply within Timeout
+	Late       int64 // UDP: replies seen after their request was counted lost
+	Elapsed    time.Duration
+	// Interrupted is set when the run was cut short (Ctrl-C); the figures
+	// cover what ran.
+	Interrupted bool
+
+	RTT       Stats
+	Buckets   []Bucket
+	Intervals []Interval
+}
+
+// PerSecond is completed round trips (transactions) per second.
+func (r *Result) PerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.RoundTrips) / r.Elapsed.Seconds()
+}
+
+// Interval is one -i report: the round trips that ended between Start and
+// End (offsets from the start of measuring).
+type Interval struct {
+	Start, End time.Duration
+	Requests   int64
+	RoundTrips int64
+	Lost       int64
+	RTT        Stats
+}
+
+// roundTripper runs one request/response exchange on an open flow.
+type roundTripper interface {
+	// roundTrip sends request seq and waits for its reply. ok is false
+	// when the reply did not come within the timeout (UDP only).
+	roundTrip(seq uint64) (rtt time.Duration, ok bool, err error)
+	close() error
+}
+
+// Run measures round trips to cfg.Host and returns the result. progress,
+// if not nil, is called with each interval report (cfg.Interval > 0).
+func Run(ctx context.Context, cfg Config, progress func(Interval)) (*Result, error) {
+	if cfg.Server {
+		return nil, usagef("latency.Run is the client; the server is Serve")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rt, res, err := dial(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Cancellation closes the flow's wait: the blocked read returns and the
+	// loop sees ctx.Err().
+	stop := context.AfterFunc(ctx, func() { rt.close() })
+	defer func() {
+		if stop() {
+			rt.close()
+		}
+	}()
+
+	var seq uint64
+	for range cfg.Warmup {
+		seq++
+		if _, _, err := rt.roundTrip(seq); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+
+	all, iv := NewHistogram(), NewHistogram()
+	begin := time.Now()
+	deadline := begin.Add(cfg.Duration)
+	nextIv, ivStart := begin.Add(cfg.Interval), begin
+	var ivReq, ivLost int64
+	report := func(now time.Time) {
+		if ivReq > 0 {
+			i := Interval{Start: ivStart.Sub(begin), End: now.Sub(begin), Requests: ivReq,
+				RoundTrips: iv.Count(), Lost: ivLost, RTT: iv.Stats()}
+			res.Intervals = append(res.Intervals, i)
+			if progress != nil {
+				progress(i)
+			}
+		}
+		iv.Reset()
+		ivReq, ivLost, ivStart = 0, 0, now
+	}
+	var runErr error
+	now := begin
+	for {
+		if cfg.Count > 0 && res.Requests >= cfg.Count || cfg.Count == 0 && !now.Before(deadline) {
+			break
+		}
+		seq++
+		rtt, ok, err := rt.roundTrip(seq)
+		now = time.Now()
+		if err != nil {
+			if ctx.Err() != nil {
+				res.Interrupted = true
+			} else {
+				runErr = err
+			}
+			break
+		}
+		res.Requests++
+		ivReq++
+		if ok {
+			all.Record(rtt)
+			if cfg.Interval > 0 {
+				iv.Record(rtt)
+			}
+		} else {
+			res.Lost++
+			ivLost++
+		}
+		if cfg.Interval > 0 && !now.Before(nextIv) {
+			report(now)
+			for !nextIv.After(now) {
+				nextIv = nextIv.Add(cfg.Interval)
+			}
+		}
+	}
+	if cfg.Interval > 0 {
+		report(now)
+	}
+	res.Elapsed = now.Sub(begin)
+	res.RoundTrips = all.Count()
+	res.RTT = all.Stats()
+	res.Buckets = all.Buckets()
+	if u, ok := rt.(*udpFlow); ok {
+		res.Late = u.late
+	}
+	if runErr != nil {
+		return res, runErr
+	}
+	return res, nil
+}
+
+func dial(ctx context.Context, cfg Config) (roundTripper, *Result, error) {
+	network := "tcp"
+	if cfg.UDP {
+		network = "udp"
+	}
+	addr := hostPort(cfg.Host, cfg.Port)
+	opts := cfg.Sock
+	opts.NoDelay = true
+	d := net.Dialer{Control: opts.Control(), Timeout: 10 * time.Second}
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, nil, explain("connect to", addr, err)
+	}
+	res := &Result{Protocol: network, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String(),
+		Size: cfg.Size, Warmup: cfg.Warmup, Timeout: cfg.Timeout}
+	if cfg.UDP {
+		return newUDPFlow(c.(*net.UDPConn), cfg), res, nil
+	}
+	return &tcpFlow{c: c.(*net.TCPConn), addr: res.Remote, req: pattern(cfg.Size), reply: make([]byte, cfg.Size), timeout: cfg.Timeout}, res, nil
+}
+
+// pattern is a request payload: bytes that are not all zero.
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + i%26)
+	}
+	return b
+}
+
+// tcpFlow writes the request and reads exactly as many bytes back.
+type tcpFlow struct {
+	c          *net.TCPConn
+	addr       string
+	req, reply []byte
+	timeout    time.Duration
+}
+
+func (t *tcpFlow) roundTrip(uint64) (time.Duration, bool, error) {
+	if err := t.c.SetDeadline(time.Now().Add(t.timeout)); err != nil {
+		return 0, false, err
+	}
+	start := time.Now()
+	if _, err := t.c.Write(t.req); err != nil {
+		return 0, false, explain("send to", t.addr, err)
+	}
+	if _, err := io.ReadFull(t.c, t.reply); err != nil {
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return 0, false, fmt.Errorf("receive from %s: no reply within %s: is the server an echo server (blast lat -s)? raise --timeout for slow paths", t.addr, t.timeout)
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return 0, false, fmt.Errorf("receive from %s: the server closed the connection mid-run: is it blast lat -s?", t.addr)
+		}
+		return 0, false, explain("receive from", t.addr, err)
+	}
+	return time.Since(start), true, nil
+}
+
+func (t *tcpFlow) close() error { return t.c.Close() }
+
+// udpFlow sends numbered requests and matches replies by their number.
+type udpFlow struct {
+	c          *net.UDPConn
+	addr       string
+	req, reply []byte
+	timeout    time.Duration
+	late       int64
+	lastLost   uint64 // highest sequence counted lost
+	closeOnce  sync.Once
+	closeErr   error
+}
+
+func newUDPFlow(c *net.UDPConn, cfg Config) *udpFlow {
+	return &udpFlow{c: c, addr: c.RemoteAddr().String(), req: pattern(cfg.Size),
+		reply: make([]byte, max(cfg.Size, UDPHeader)+1), timeout: cfg.Timeout}
+}
+
+func (u *udpFlow) roundTrip(seq uint64) (time.Duration, bool, error) {
+	putHeader(u.req, kindRequest, seq)
+	if err := u.c.SetReadDeadline(time.Now().Add(u.timeout)); err != nil {
+		return 0, false, err
+	}
+	start := time.Now()
+	if _, err := u.c.Write(u.req); err != nil {
+		return 0, false, explain("send to", u.addr, err)
+	}
+	for {
+		n, err := u.c.Read(u.reply)
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				u.lastLost = seq
+				return 0, false, nil
+			}
+			return 0, false, explain("receive from", u.addr, err)
+		}
+		kind, got, ok := header(u.reply[:n])
+		switch {
+		case !ok || kind != kindRequest || n != len(u.req):
+			// not a reply to us: ignore it
+		case got == seq:
+			return time.Since(start), true, nil
+		case got <= u.lastLost:
+			u.late++
+		}
+	}
+}
+
+// close tells the server this client is done (three times: a datagram
+// may be lost), then closes the socket.
+func (u *udpFlow) close() error {
+	u.closeOnce.Do(func() {
+		bye := make([]byte, UDPHeader)
+		putHeader(bye, kindBye, 0)
+		for range 3 {
+			u.c.Write(bye)
+		}
+		u.closeErr = u.c.Close()
+	})
+	return u.closeErr
+}

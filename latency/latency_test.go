@@ -1,0 +1,239 @@
+package latency
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// startServer runs blast's own server on a free loopback port until the
+// test ends; the channel is closed when Serve returns (with once, after
+// the first client), and *serveErr holds what it returned.
+func startServer(t *testing.T, once bool) (port int, served <-chan struct{}, serveErr *error) {
+	t.Helper()
+	var log syncWriter
+	s, err := Listen(Config{Server: true, Once: once, Bind: "127.0.0.1", Sock: Defaults().Sock}, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var serr error
+	go func() { serr = s.Serve(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		t.Logf("server log:\n%s", log.String())
+	})
+	return s.Port(), done, &serr
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+func clientConfig(port int, udp bool, n int64) Config {
+	c := Defaults()
+	c.Host, c.Port, c.UDP, c.Count, c.Warmup = "127.0.0.1", port, udp, n, 5
+	return c
+}
+
+// TestLoopback runs exact -n counts over TCP and UDP, against a server
+// with -1 that must exit once the client is done.
+func TestLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		udp  bool
+		size int
+	}{
+		{"tcp 1 byte", false, 1},
+		{"tcp 64 KiB", false, 64 << 10},
+		{"udp 16 bytes", true, 16},
+		{"udp 1400 bytes", true, 1400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			port, served, serr := startServer(t, true)
+			cfg := clientConfig(port, tc.udp, 700)
+			cfg.Size = tc.size
+			cfg.Interval = 10 * time.Millisecond
+			var ivs []Interval
+			res, err := Run(context.Background(), cfg, func(iv Interval) { ivs = append(ivs, iv) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Requests != 700 || res.RoundTrips != 700 || res.RTT.Count != 700 || res.Lost != 0 || res.Late != 0 {
+				t.Errorf("requests %d, round trips %d, rtt count %d, lost %d, late %d; want 700, 700, 700, 0, 0",
+					res.Requests, res.RoundTrips, res.RTT.Count, res.Lost, res.Late)
+			}
+			var inBuckets, inIntervals int64
+			for _, b := range res.Buckets {
+				inBuckets += b.Count
+			}
+			for _, iv := range ivs {
+				inIntervals += iv.RoundTrips
+			}
+			if inBuckets != 700 || inIntervals != 700 || len(res.Intervals) != len(ivs) {
+				t.Errorf("buckets hold %d, intervals %d (%d reported, %d kept); want 700 each", inBuckets, inIntervals, len(ivs), len(res.Intervals))
+			}
+			s := res.RTT
+			if !(0 < s.Min && s.Min <= s.P50 && s.P50 <= s.P90 && s.P90 <= s.P99 && s.P99 <= s.P999 && s.P999 <= s.P9999 && s.P9999 <= s.Max) {
+				t.Errorf("figures out of order: %+v", s)
+			}
+			if want := "udp"; tc.udp && res.Protocol != want || !tc.udp && res.Protocol != "tcp" {
+				t.Errorf("protocol %q", res.Protocol)
+			}
+			select {
+			case <-served:
+				if *serr != nil {
+					t.Errorf("server: %v", *serr)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("server with Once still running 5 s after its client finished")
+			}
+		})
+	}
+}
+
+func TestDuration(t *testing.T) {
+	port, _, _ := startServer(t, false)
+	cfg := clientConfig(port, false, 0)
+	cfg.Duration = 200 * time.Millisecond
+	res, err := Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Elapsed < cfg.Duration || res.RoundTrips == 0 || res.RoundTrips != res.Requests {
+		t.Errorf("elapsed %v (want >= %v), round trips %d of %d requests", res.Elapsed, cfg.Duration, res.RoundTrips, res.Requests)
+	}
+}
+
+// lossyServer is a UDP echo server of the test's own: it holds back every
+// k-th request; with release, it sends the held reply just before the
+// next one (late), otherwise never (lost).
+func lossyServer(t *testing.T, k int, release bool) int {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 65536)
+		var held []byte
+		n := 0
+		for {
+			m, from, err := c.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			if kind, _, ok := header(buf[:m]); !ok || kind != kindRequest {
+				continue
+			}
+			n++
+			if n%k == 0 {
+				held = append(held[:0], buf[:m]...)
+				continue
+			}
+			if release && held != nil {
+				c.WriteToUDP(held, from)
+				held = nil
+			}
+			c.WriteToUDP(buf[:m], from)
+		}
+	}()
+	t.Cleanup(func() { c.Close(); <-done })
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+func TestUDPLoss(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		release       bool
+		n, k          int64
+		lost, late    int64
+		roundTripsNum int64
+	}{
+		// every 5th of 100 requests dropped: 20 lost, none late
+		{"drop every 5th", false, 100, 5, 20, 0, 80},
+		// every 10th held until the next request: 10 lost, 9 of them late
+		// (the 100th is never released)
+		{"delay every 10th", true, 100, 10, 10, 9, 90},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			port := lossyServer(t, int(tc.k), tc.release)
+			cfg := clientConfig(port, true, tc.n)
+			cfg.Warmup = 0
+			cfg.Timeout = 40 * time.Millisecond
+			res, err := Run(context.Background(), cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Requests != tc.n || res.RoundTrips != tc.roundTripsNum || res.Lost != tc.lost || res.Late != tc.late {
+				t.Errorf("requests %d, round trips %d, lost %d, late %d; want %d, %d, %d, %d",
+					res.Requests, res.RoundTrips, res.Lost, res.Late, tc.n, tc.roundTripsNum, tc.lost, tc.late)
+			}
+			var text bytes.Buffer
+			WriteText(&text, res)
+			if want := "lost (no reply within 40ms)"; !strings.Contains(text.String(), want) {
+				t.Errorf("text report lacks %q:\n%s", want, text.String())
+			}
+		})
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	// A port with nothing on it: TCP is refused at connect, UDP at the
+	// first reply (ICMP port unreachable).
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	for _, udp := range []bool{false, true} {
+		cfg := clientConfig(port, udp, 10)
+		_, err := Run(context.Background(), cfg, nil)
+		if err == nil || !strings.Contains(err.Error(), "connection refused: is blast lat -s running there") || IsUsage(err) {
+			t.Errorf("udp=%v: err = %v, want a run-time 'connection refused' with the fix", udp, err)
+		}
+	}
+	cfg := clientConfig(port, true, 10)
+	cfg.Size = 8
+	if _, err := Run(context.Background(), cfg, nil); !IsUsage(err) {
+		t.Errorf("-u -l 8: err = %v, want a usage error", err)
+	}
+}
+
+func TestInterrupt(t *testing.T) {
+	port, _, _ := startServer(t, false)
+	cfg := clientConfig(port, false, 0)
+	cfg.Duration = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	res, err := Run(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Interrupted || res.RoundTrips == 0 || time.Since(began) > 5*time.Second {
+		t.Errorf("interrupted %v after %v with %d round trips; want a prompt stop with the figures so far", res.Interrupted, time.Since(began), res.RoundTrips)
+	}
+}

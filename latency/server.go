@@ -1,0 +1,212 @@
+package latency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+)
+
+// Server echoes requests on one port over TCP and UDP.
+type Server struct {
+	cfg  Config
+	tcp  net.Listener
+	udp  *net.UDPConn
+	log  io.Writer
+	port int
+
+	mu       sync.Mutex
+	conns    map[net.Conn]struct{}
+	udpPeers map[netip.AddrPort]int64 // datagrams echoed per peer
+	done     chan struct{}            // closed when a client is done (Once)
+	doneOnce sync.Once
+}
+
+// Listen opens the server's TCP listener and UDP socket on cfg.Port (0:
+// a free port, the same number for both) and cfg.Bind. Lines about
+// clients go to log.
+func Listen(cfg Config, log io.Writer) (*Server, error) {
+	if cfg.Port != 0 || cfg.Host != "" {
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	if log == nil {
+		log = io.Discard
+	}
+	opts := cfg.Sock
+	opts.NoDelay = true
+	lc := net.ListenConfig{Control: opts.Control()}
+	s := &Server{cfg: cfg, log: log, conns: map[net.Conn]struct{}{}, udpPeers: map[netip.AddrPort]int64{}, done: make(chan struct{})}
+	// With port 0 the TCP port is chosen first and UDP takes the same
+	// number; if that one is taken, try again.
+	for try := 0; ; try++ {
+		addr := hostPort(cfg.Bind, cfg.Port)
+		l, err := lc.Listen(context.Background(), "tcp", addr)
+		if err != nil {
+			return nil, explain("listen on tcp", addr, err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		addr = hostPort(cfg.Bind, port)
+		pc, err := lc.ListenPacket(context.Background(), "udp", addr)
+		if err != nil {
+			l.Close()
+			if cfg.Port == 0 && try < 10 {
+				continue
+			}
+			return nil, explain("listen on udp", addr, err)
+		}
+		s.tcp, s.udp, s.port = l, pc.(*net.UDPConn), port
+		return s, nil
+	}
+}
+
+// Port is the port the server listens on, TCP and UDP.
+func (s *Server) Port() int { return s.port }
+
+// Serve echoes until ctx ends or, with cfg.Once, until the first client
+// is done (its TCP connection closed, or its UDP goodbye came). It closes
+// the server's sockets before it returns.
+func (s *Server) Serve(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	wg.Add(2)
+	go func() { defer wg.Done(); errc <- s.acceptLoop(&wg) }()
+	go func() { defer wg.Done(); errc <- s.udpLoop() }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case <-s.done:
+	case err = <-errc:
+	}
+	s.tcp.Close()
+	s.udp.Close()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	wg.Wait()
+	return err
+}
+
+// Serve listens as cfg says and serves until ctx ends (or, with Once,
+// the first client is done). ready, if not nil, is called with the port
+// once both sockets are open.
+func Serve(ctx context.Context, cfg Config, log io.Writer, ready func(port int)) error {
+	s, err := Listen(cfg, log)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.log, "blast lat: echoing TCP and UDP round trips on port %d\n", s.port)
+	if ready != nil {
+		ready(s.port)
+	}
+	return s.Serve(ctx)
+}
+
+func (s *Server) clientDone() {
+	if s.cfg.Once {
+		s.doneOnce.Do(func() { close(s.done) })
+	}
+}
+
+func (s *Server) closing() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Server) acceptLoop(wg *sync.WaitGroup) error {
+	for {
+		c, err := s.tcp.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		s.mu.Lock()
+		if s.closing() {
+			s.mu.Unlock()
+			c.Close()
+			continue
+		}
+		s.conns[c] = struct{}{}
+		wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer wg.Done()
+			n, err := echoTCP(c)
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+			c.Close()
+			if err != nil && !errors.Is(err, net.ErrClosed) {
+				fmt.Fprintf(s.log, "blast lat: tcp %s: %v (after %d bytes echoed)\n", c.RemoteAddr(), err, n)
+			} else {
+				fmt.Fprintf(s.log, "blast lat: tcp %s: done, %d bytes echoed\n", c.RemoteAddr(), n)
+			}
+			s.clientDone()
+		}()
+	}
+}
+
+// echoTCP writes back everything it reads until the client closes.
+func echoTCP(c net.Conn) (int64, error) {
+	buf := make([]byte, 256<<10)
+	var total int64
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				return total, werr
+			}
+			total += int64(n)
+		}
+		if errors.Is(err, io.EOF) {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+// udpLoop sends each datagram back to its sender, except a client's
+// goodbye, which ends that client.
+func (s *Server) udpLoop() error {
+	buf := make([]byte, 64<<10)
+	for {
+		n, from, err := s.udp.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			// An ICMP error from an earlier reply (the client went away)
+			// is reported on the next read: not the server's problem.
+			continue
+		}
+		if kind, _, ok := header(buf[:n]); ok && kind == kindBye {
+			if cnt, seen := s.udpPeers[from]; seen {
+				fmt.Fprintf(s.log, "blast lat: udp %s: done, %d datagrams echoed\n", from, cnt)
+				delete(s.udpPeers, from)
+				s.clientDone()
+			}
+			continue
+		}
+		if _, err := s.udp.WriteToUDPAddrPort(buf[:n], from); err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			continue
+		}
+		s.udpPeers[from]++
+	}
+}
