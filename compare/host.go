@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/engine"
@@ -91,6 +92,12 @@ func runHostCase(ctx context.Context, cfg Config, c Case) (Row, error) {
 		return row, fmt.Errorf("%s runs plain iperf3 (no blast extensions in its results): %w: run 'blast server' on %s", addr, ErrNotBlast, cfg.Host)
 	}
 	fillHostRow(&row, c, res)
+	switch {
+	case len(res.RemoteErrors) > 0:
+		row.Error = "on the server: " + strings.Join(res.RemoteErrors, "; ")
+	case row.Bytes == 0:
+		row.Error = "no bytes arrived"
+	}
 	return row, nil
 }
 

@@ -170,6 +170,7 @@ type jsonEndBlast struct {
 	Notes         []string         `json:"notes,omitempty"`
 	NIC           *nicinfo.Result  `json:"nic,omitempty"`
 	RemoteNIC     *nicinfo.Result  `json:"remote_nic,omitempty"`
+	RemoteErrors  []string         `json:"remote_errors,omitempty"`
 	Streams       []jsonEndStreamB `json:"streams"`
 }
 
@@ -327,7 +328,7 @@ func jsonOf(r *Result) *jsonDoc {
 		snd, rcv = rcv, snd
 	}
 	e.SenderTCPCongestion, e.ReceiverTCPCongestion = snd, rcv
-	e.Blast = jsonEndBlast{Backend: r.Backend, RemoteBackend: r.RemoteBackend, RemoteVersion: r.RemoteVersion, Notes: r.Notes, NIC: r.NIC, RemoteNIC: r.RemoteNIC, Streams: []jsonEndStreamB{}}
+	e.Blast = jsonEndBlast{Backend: r.Backend, RemoteBackend: r.RemoteBackend, RemoteVersion: r.RemoteVersion, RemoteErrors: r.RemoteErrors, Notes: r.Notes, NIC: r.NIC, RemoteNIC: r.RemoteNIC, Streams: []jsonEndStreamB{}}
 	for _, st := range r.Streams {
 		jb := jsonEndStreamB{ID: st.ID, Socket: st.Socket, Sender: st.Sender, IO: st.IO, PeerIO: st.PeerIO, PeerFacts: st.PeerFacts}
 		if len(st.Facts.Counts) > 0 || len(st.Facts.Notes) > 0 {

@@ -205,6 +205,10 @@ type BlastResults struct {
 	NIC *nicinfo.Result `json:"nic,omitempty"`
 	// CPU is this side's process CPU time over the test, in seconds.
 	CPU *CPUSeconds `json:"cpu_seconds,omitempty"`
+	// Errors are the failures of this side's data streams (a backend
+	// that stopped early), which the control exchange alone would not
+	// show: the peer only sees the stream end.
+	Errors []string `json:"errors,omitempty"`
 }
 
 // CPUSeconds is CPU time in seconds, user and system.

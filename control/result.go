@@ -48,7 +48,9 @@ type Result struct {
 	// blast).
 	Backend, RemoteBackend string
 	RemoteVersion          string
-	Notes                  []string
+	// RemoteErrors are the peer's data stream failures, if it is blast.
+	RemoteErrors []string
+	Notes        []string
 
 	// NIC is the interface that carried the traffic on this side (state,
 	// counter deltas, findings); RemoteNIC the peer's, if it is blast.

@@ -611,6 +611,11 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 	case s.res.HasRetransmits:
 		r.SenderHasRetransmits = 1
 	}
+	for _, st := range s.streams {
+		if st.err != nil {
+			r.Blast.Errors = append(r.Blast.Errors, fmt.Sprintf("stream %d: %v", st.id, st.err))
+		}
+	}
 	for _, sr := range s.res.Streams {
 		retr := Int(-1)
 		if sr.Sender && sr.Retransmits >= 0 {
@@ -643,6 +648,7 @@ func (s *session) merge(pr *Results) error {
 		r.RemoteNIC = pr.Blast.NIC
 		r.RemoteBackend = pr.Blast.Backend
 		r.RemoteVersion = pr.Blast.Version
+		r.RemoteErrors = pr.Blast.Errors
 		if pr.Blast.Note != "" {
 			r.Notes = append(r.Notes, "peer: "+pr.Blast.Note)
 		}
