@@ -1,0 +1,187 @@
+package latency_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/latency"
+)
+
+// blastBin is the blast binary the lab tests run on both ends, built once.
+var blastBin string
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		if os.Geteuid() == 0 {
+			dir, err := os.MkdirTemp("", "blast-lat-test")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			defer os.RemoveAll(dir)
+			blastBin = filepath.Join(dir, "blast")
+			out, err := exec.Command("go", "build", "-o", blastBin, "github.com/blastnet/blast/cmd/blast").CombinedOutput()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "build blast: %v\n%s", err, out)
+				return 1
+			}
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+type proc struct {
+	cmd            *netlab.Cmd
+	stdout, stderr bytes.Buffer
+	done           chan error
+}
+
+func start(t *testing.T, h *netlab.Host, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: h.Command(name, args...), done: make(chan error, 1)}
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s %v: %v", name, args, err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// server starts name in h and waits until it has port bound.
+func server(t *testing.T, h *netlab.Host, network string, port int, name string, args ...string) *proc {
+	t.Helper()
+	p := start(t, h, name, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := netlab.WaitPort(ctx, p.cmd.Process.Pid, network, port); err != nil {
+		t.Fatalf("%v\nstderr: %s", err, p.stderr.String())
+	}
+	return p
+}
+
+func (p *proc) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("%v: %v\nstdout: %s\nstderr: %s", p.cmd.Args, err, p.stdout.String(), p.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%v did not finish in 30 s\nstderr: %s", p.cmd.Args, p.stderr.String())
+	}
+}
+
+// TestLabBlast runs blast lat against blast lat -s -1 across the lab's
+// veth pair, TCP and UDP, v4 and v6, and checks the JSON document.
+func TestLabBlast(t *testing.T) {
+	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	for _, tc := range []struct {
+		addr string
+		udp  bool
+	}{
+		{lab.B.Addr4.String(), false}, {lab.B.Addr4.String(), true}, {lab.B.Addr6.String(), false}, {lab.B.Addr6.String(), true},
+	} {
+		proto := "tcp"
+		if tc.udp {
+			proto = "udp"
+		}
+		t.Run(proto+" "+tc.addr, func(t *testing.T) {
+			srv := server(t, lab.B, proto, latency.DefaultPort, blastBin, "lat", "-s", "-1")
+			args := []string{"lat", tc.addr, "-n", "3000", "-l", "100", "-J"}
+			if tc.udp {
+				args = append(args, "-u")
+			}
+			cli := start(t, lab.A, blastBin, args...)
+			cli.wait(t)
+			srv.wait(t) // -1: the server exits once its client is done
+			var doc latency.JSON
+			if err := json.Unmarshal(cli.stdout.Bytes(), &doc); err != nil {
+				t.Fatalf("%v:\n%s", err, cli.stdout.String())
+			}
+			r := doc.RTT
+			if doc.Protocol != proto || doc.RoundTrips != 3000 || doc.Requests != 3000 || doc.Lost != 0 || r.Count != 3000 || doc.SizeBytes != 100 {
+				t.Errorf("protocol %s, round trips %d of %d requests, lost %d, rtt count %d, size %d",
+					doc.Protocol, doc.RoundTrips, doc.Requests, doc.Lost, r.Count, doc.SizeBytes)
+			}
+			if !(0 < r.Min && r.Min <= r.P50 && r.P50 <= r.P99 && r.P99 <= r.Max) || r.P50 > int64(100*time.Millisecond) {
+				t.Errorf("round-trip figures out of order or absurd for a veth pair: %+v", r)
+			}
+			var n int64
+			for _, b := range doc.Histogram.Buckets {
+				n += b.Count
+			}
+			if n != 3000 || doc.Histogram.Unit != "ns" {
+				t.Errorf("histogram holds %d values in %q, want 3000 in ns", n, doc.Histogram.Unit)
+			}
+			t.Logf("%s p50 %.1f us, p99 %.1f us, %.0f round trips/s", proto, float64(r.P50)/1e3, float64(r.P99)/1e3, doc.RoundTripsPerS)
+		})
+	}
+}
+
+var sockperfP50 = regexp.MustCompile(`percentile 50\.000 =\s+([0-9.]+)`)
+
+// TestLabSockperf is a sanity comparison: blast's round-trip p50 and
+// sockperf's (--full-rtt) on the same path must agree within a factor of
+// 10 each way, which catches a unit slip or an RTT/2 doubled twice, not a
+// few microseconds of overhead.
+func TestLabSockperf(t *testing.T) {
+	if _, err := exec.LookPath("sockperf"); err != nil {
+		t.Skip("sockperf is not installed (apt-get install sockperf); the comparison needs it")
+	}
+	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	addr := lab.B.Addr4.String()
+	const spPort = 11111
+	for _, udp := range []bool{false, true} {
+		proto := "tcp"
+		if udp {
+			proto = "udp"
+		}
+		t.Run(proto, func(t *testing.T) {
+			spArgs := []string{"-i", addr, "-p", strconv.Itoa(spPort)}
+			if !udp {
+				spArgs = append(spArgs, "--tcp")
+			}
+			server(t, lab.B, proto, spPort, "sockperf", append([]string{"server"}, spArgs...)...)
+			sp := start(t, lab.A, "sockperf", append([]string{"ping-pong", "-m", "64", "-t", "1", "--full-rtt"}, spArgs...)...)
+			sp.wait(t)
+			m := sockperfP50.FindStringSubmatch(sp.stdout.String() + sp.stderr.String())
+			if m == nil {
+				t.Fatalf("no p50 in sockperf's output:\n%s%s", sp.stdout.String(), sp.stderr.String())
+			}
+			spUS, _ := strconv.ParseFloat(m[1], 64)
+
+			server(t, lab.B, proto, latency.DefaultPort, blastBin, "lat", "-s", "-1")
+			args := []string{"lat", addr, "-l", "64", "-t", "1", "--warmup", "1000", "-J"}
+			if udp {
+				args = append(args, "-u")
+			}
+			cli := start(t, lab.A, blastBin, args...)
+			cli.wait(t)
+			var doc latency.JSON
+			if err := json.Unmarshal(cli.stdout.Bytes(), &doc); err != nil {
+				t.Fatalf("%v:\n%s", err, cli.stdout.String())
+			}
+			blastUS := float64(doc.RTT.P50) / 1e3
+			t.Logf("%s round-trip p50: blast %.2f us, sockperf --full-rtt %.2f us (ratio %.2f)", proto, blastUS, spUS, blastUS/spUS)
+			if blastUS > 10*spUS || blastUS < spUS/10 {
+				t.Errorf("blast p50 %.2f us vs sockperf %.2f us: more than 10x apart, a unit or RTT/2 mistake", blastUS, spUS)
+			}
+		})
+	}
+}
