@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -16,9 +17,12 @@ func WriteTable(w io.Writer, rows []Row, udp bool) error {
 	}
 	head += "tx cpu usr/sys\trx cpu usr/sys\tcpu-s/GB\ttx calls\ttx B/call\trx calls\trx B/call\tnot copied\t"
 	fmt.Fprintln(tw, head)
+	cells := strings.Count(head, "\t")
 	for _, r := range rows {
 		if r.Error != "" {
-			fmt.Fprintf(tw, "%s\tfailed: %s\t\n", r.Case, r.Error)
+			// Every cell, so the columns below stay aligned; the reason
+			// follows the table.
+			fmt.Fprintf(tw, "%s\tfailed\t%s\n", r.Case, strings.Repeat("-\t", cells-2))
 			continue
 		}
 		line := fmt.Sprintf("%s\t%s\t", r.Case, FormatRate(r.BitsPerSec))
@@ -47,6 +51,9 @@ func WriteTable(w io.Writer, rows []Row, udp bool) error {
 	}
 	fmt.Fprintf(w, "\n%s; not copied: bytes that never crossed between user memory and the kernel by a copy, both ends, as a share of the bytes received.\n", cpu)
 	for _, r := range rows {
+		if r.Error != "" {
+			fmt.Fprintf(w, "  %s: failed: %s\n", r.Case, r.Error)
+		}
 		for _, n := range r.Notes {
 			fmt.Fprintf(w, "  %s: %s\n", r.Case, n)
 		}
