@@ -141,6 +141,7 @@ func WriteTables(w io.Writer, r *Results, resultsFile string) {
 			valueCell(wr.BlastValue, wr.Unit, wr.BlastLoss), valueCell(wr.PeerValue, wr.Unit, wr.PeerLoss),
 			ratioCell(wr.Ratio), cpuCell(wr.BlastProcs), cpuCell(wr.PeerProcs), rssCell(wr.BlastProcs), rssCell(wr.PeerProcs))
 	}
+	writeLatencyTable(w, r)
 	if errs := failures(r); errs != "" {
 		fmt.Fprintf(w, "\nRuns that failed (their pairs count as unmeasured):\n\n%s", errs)
 	}

@@ -42,7 +42,9 @@ type Sample struct {
 	Value Num         `json:"value"`          // the workload's metric
 	Loss  Num         `json:"loss,omitempty"` // UDP: fraction of datagrams sent that were not delivered
 	Procs []ProcStats `json:"procs"`
-	Err   string      `json:"error,omitempty"`
+	// Latency holds a latency workload's round-trip figures.
+	Latency *LatencyStats `json:"latency_us,omitempty"`
+	Err     string        `json:"error,omitempty"`
 }
 
 // proc returns the stats of the process with role, or nil.

@@ -285,11 +285,8 @@ func Workloads() []Workload {
 			})
 		}
 	}
+	ws = append(ws, latencyWorkloads()...)
 	ws = append(ws,
-		Workload{ID: "lat-tcp", Title: "TCP round-trip latency vs sockperf ping-pong / qperf tcp_lat", Metric: "p50 round trip", Unit: "us",
-			Unavailable: needLatency},
-		Workload{ID: "lat-udp", Title: "UDP round-trip latency vs sockperf ping-pong / qperf udp_lat", Metric: "p50 round trip", Unit: "us",
-			Unavailable: needLatency},
 		Workload{ID: "afxdp-tx", Title: "AF_XDP transmit, 64-byte frames, vs trafgen", Metric: "frames/s received by B", Unit: "pps", UDP: true,
 			Quick: true, Unavailable: needAFXDP, Calibrate: afxdpCalibrate, Blast: afxdpTxSide(), Peer: trafgenSide()},
 		Workload{ID: "afxdp-rx", Title: "AF_XDP receive from trafgen at its full rate, vs a socket receiver", Metric: "received datagrams/s", Unit: "pps", UDP: true,
@@ -332,7 +329,7 @@ func needLatency(e *Env) string {
 	if !e.Caps.Latency {
 		return "not implemented: blast has no latency mode (blast lat) yet"
 	}
-	return "not implemented in bench: blast lat exists, its workload is still to be written"
+	return ""
 }
 
 func needAFXDP(e *Env) string {
