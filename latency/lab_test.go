@@ -185,3 +185,26 @@ func TestLabSockperf(t *testing.T) {
 		})
 	}
 }
+
+// TestLabText checks the text report over the lab: interval lines, every
+// figure labelled a round trip.
+func TestLabText(t *testing.T) {
+	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	srv := server(t, lab.B, "tcp", latency.DefaultPort, blastBin, "lat", "-s", "-1")
+	cli := start(t, lab.A, blastBin, "lat", lab.B.Addr4.String(), "-t", "1", "-i", "0.25")
+	cli.wait(t)
+	srv.wait(t)
+	out := cli.stdout.String()
+	t.Logf("blast lat %s -t 1 -i 0.25:\n%s", lab.B.Addr4, out)
+	for _, re := range []string{
+		`(?m)^blast lat: TCP ping-pong with 198\.18\.\S+ port 5202, 64-byte request and reply, TCP_NODELAY`,
+		`(?m)^0\.00-0\.25 s +\d+ +[0-9.]+ us`,
+		`(?m)^round-trip time \(request sent to whole reply received; not RTT/2\)`,
+		`(?m)^  p99\.99 +[0-9.]+ us$`,
+		`(?m)^  \d+ round trips in 1\.\d+ s: [0-9.]+ round trips/s \(transactions/s\)$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("output lacks %s", re)
+		}
+	}
+}
