@@ -29,12 +29,20 @@ type receiver struct {
 // run on different CPUs.
 const quiet = 5 * time.Millisecond
 
+// rxNice is the nice value of the receive threads.
+const rxNice = -10
+
 // run receives until cancel is closed, or done is closed (the end
 // sentinel reached the socket or another queue) and the ring has stayed
 // empty for quiet, or an end sentinel arrives in the ring.
 func (r *receiver) run(done, cancel <-chan struct{}) error {
+	// The thread stays locked when run returns, so the runtime ends it
+	// rather than handing its raised priority to other goroutines.
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	// A receive thread that waits for the CPU lets its RX ring overflow
+	// (xdp_rx_ring_full); it sleeps in poll when idle, so a higher
+	// priority costs others little. Best effort: it needs CAP_SYS_NICE.
+	unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), rxNice)
 	s := r.s
 	mask := ^uint64(s.cfg.FrameSize - 1)
 	spec := r.f.Spec
