@@ -414,6 +414,11 @@ func (b IOURing) Send(ctx context.Context, f *engine.Flow) error {
 					continue
 				}
 				ferr = os.NewSyscallError("io_uring send", syscall.Errno(-r))
+				if op == uringOpSendZC && r == -int32(unix.EOPNOTSUPP) {
+					// Seen on 6.18 for accepted TCP sockets: the kernel
+					// takes SEND_ZC only on sockets it marked for it.
+					ferr = fmt.Errorf("iouring[zc]: the kernel refuses IORING_OP_SEND_ZC on this socket (%w; it does so for accepted TCP sockets): use iouring without zc on this end", engine.ErrNotSupported)
+				}
 				continue
 			}
 			if r == 0 {
