@@ -7,12 +7,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,30 +21,11 @@ import (
 	"github.com/blastnet/blast/compare"
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/netlab"
 )
 
-// blastBin is the blast binary the HOST-form tests run, built once.
-var blastBin string
-
-func TestMain(m *testing.M) {
-	code := func() int {
-		dir, err := os.MkdirTemp("", "blast-compare-test")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		blastBin = filepath.Join(dir, "blast")
-		out, err := exec.Command("go", "build", "-o", blastBin, "github.com/blastnet/blast/cmd/blast").CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "build blast: %v\n%s", err, out)
-			return 1
-		}
-		return m.Run()
-	}()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { blasttest.Main(m, false) }
 
 // hosts are the two ends of a HOST-form test: the two hosts of a netns lab
 // when root, else this machine over loopback.
@@ -99,7 +78,7 @@ func (h hosts) serve(t *testing.T, port int, name string, args ...string) {
 // and exit status.
 func (h hosts) compare(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	c, start := h.command(false, blastBin, append([]string{"compare"}, args...)...)
+	c, start := h.command(false, blasttest.Bin, append([]string{"compare"}, args...)...)
 	var o, e bytes.Buffer
 	c.Stdout, c.Stderr = &o, &e
 	if err := start(); err != nil {
@@ -144,7 +123,7 @@ func usable(c compare.Case) bool {
 func TestHost(t *testing.T) {
 	h := newHosts(t)
 	port := freePort(t)
-	h.serve(t, port, blastBin, "server", "-p", strconv.Itoa(port))
+	h.serve(t, port, blasttest.Bin, "server", "-p", strconv.Itoa(port))
 	stdout, stderr, code := h.compare(t, h.addr, "-p", strconv.Itoa(port), "-t", "1", "-J")
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s\nstdout: %s", code, stderr, stdout)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/netlab"
 )
 
@@ -216,10 +216,7 @@ var ttcpRecv = regexp.MustCompile(`(?m)^blast-r: (\d+) bytes in ([0-9.]+) real s
 // and blast -r (ttcp mode), with the socket buffers left at the kernel's
 // defaults on both sides, as iperf3 leaves them.
 func peerUDPTTCP(t *testing.T, lab *netlab.Lab, rounds, secs int) {
-	bin := filepath.Join(t.TempDir(), "blast")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/blastnet/blast/cmd/blast").CombinedOutput(); err != nil {
-		t.Fatalf("build blast: %v\n%s", err, out)
-	}
+	bin := blasttest.Bin
 	type tcase struct{ name, tx, rx string }
 	cases := []tcase{{"blast -u mmsg -> mmsg", "mmsg", "mmsg"}, {"blast -u mmsg:gso -> mmsg:gro", "mmsg:gso", "mmsg:gro"}}
 	var peer []float64

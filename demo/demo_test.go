@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,15 +11,17 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/blastnet/blast/internal/blasttest"
 )
 
 func buildBlast(t *testing.T) string {
 	t.Helper()
-	exe := filepath.Join(t.TempDir(), "blast")
-	if out, err := exec.Command("go", "build", "-o", exe, "github.com/blastnet/blast/cmd/blast").CombinedOutput(); err != nil {
-		t.Fatalf("build blast: %v\n%s", err, out)
+	bin, err := blasttest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	return exe
+	return bin
 }
 
 func TestDemoLab(t *testing.T) {

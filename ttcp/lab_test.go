@@ -2,7 +2,6 @@ package ttcp_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
@@ -15,83 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/netlab"
 )
 
-// blastBin is the blast binary the lab tests run on both ends, built once.
-var blastBin string
-
-func TestMain(m *testing.M) {
-	code := func() int {
-		if os.Geteuid() == 0 {
-			dir, err := os.MkdirTemp("", "blast-ttcp-test")
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
-			}
-			defer os.RemoveAll(dir)
-			blastBin = filepath.Join(dir, "blast")
-			out, err := exec.Command("go", "build", "-o", blastBin, "github.com/blastnet/blast/cmd/blast").CombinedOutput()
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "build blast: %v\n%s", err, out)
-				return 1
-			}
-			if err := os.Symlink("blast", filepath.Join(dir, "ttcp")); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
-			}
-		}
-		return m.Run()
-	}()
-	os.Exit(code)
-}
-
-// proc is a blast (or peer) process in a lab host, with its output.
-type proc struct {
-	cmd            *netlab.Cmd
-	stdout, stderr bytes.Buffer
-}
-
-func start(t *testing.T, h *netlab.Host, stdin []byte, name string, args ...string) *proc {
-	t.Helper()
-	p := &proc{cmd: h.Command(name, args...)}
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	if stdin != nil {
-		p.cmd.Stdin = bytes.NewReader(stdin)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s %v: %v", name, args, err)
-	}
-	return p
-}
-
-// receiver starts name (blast -r, or a peer) in h and waits until it
-// listens on port.
-func receiver(t *testing.T, h *netlab.Host, network string, port int, name string, args ...string) *proc {
-	t.Helper()
-	p := start(t, h, nil, name, args...)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := netlab.WaitPort(ctx, p.cmd.Process.Pid, network, port); err != nil {
-		t.Fatalf("%v\nstderr: %s", err, p.stderr.String())
-	}
-	return p
-}
-
-func (p *proc) wait(t *testing.T) {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("%v: %v\nstdout: %s\nstderr: %s", p.cmd.Args, err, p.stdout.String(), p.stderr.String())
-		}
-	case <-time.After(60 * time.Second):
-		p.cmd.Process.Kill()
-		t.Fatalf("%v did not finish in 60 s\nstderr: %s", p.cmd.Args, p.stderr.String())
-	}
-}
+func TestMain(m *testing.M) { blasttest.Main(m, true) }
 
 var bytesLine = regexp.MustCompile(`(?m)^(\S+): (\d+) bytes in [0-9.]+ real seconds = [0-9.]+ [KMG]?(B|bit)/sec \+\+\+$`)
 
@@ -123,46 +50,46 @@ func TestLabTCPSinkSource(t *testing.T) {
 	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
 	for _, addr := range []string{lab.B.Addr4.String(), lab.B.Addr6.String()} {
 		t.Run(addr, func(t *testing.T) {
-			r := receiver(t, lab.B, "tcp", 5001, blastBin, "-r", "-s", "-l", "131072")
-			tx := start(t, lab.A, nil, blastBin, "-t", "-s", "-l", "65536", "-n", "1024", addr)
-			tx.wait(t)
-			r.wait(t)
+			r := blasttest.Listening(t, lab.B, "tcp", 5001, blasttest.Bin, "-r", "-s", "-l", "131072")
+			tx := blasttest.Start(t, lab.A, nil, blasttest.Bin, "-t", "-s", "-l", "65536", "-n", "1024", addr)
+			tx.Wait(t)
+			r.Wait(t)
 			const want = 64 << 20
-			if got := reported(t, tx.stdout.String(), "blast-t"); got != want {
+			if got := reported(t, tx.Stdout.String(), "blast-t"); got != want {
 				t.Errorf("transmitter reports %d bytes, want %d", got, want)
 			}
-			if got := reported(t, r.stdout.String(), "blast-r"); got != want {
+			if got := reported(t, r.Stdout.String(), "blast-r"); got != want {
 				t.Errorf("receiver reports %d bytes, want %d", got, want)
 			}
-			if want := "blast-r: accept from " + lab.A.Addr4.String() + "\n"; addr == lab.B.Addr4.String() && !strings.Contains(r.stderr.String(), want) {
-				t.Errorf("receiver stderr lacks %q:\n%s", want, r.stderr.String())
+			if want := "blast-r: accept from " + lab.A.Addr4.String() + "\n"; addr == lab.B.Addr4.String() && !strings.Contains(r.Stderr.String(), want) {
+				t.Errorf("receiver stderr lacks %q:\n%s", want, r.Stderr.String())
 			}
-			if want := "blast-t: buflen=65536, nbuf=1024, align=16384/0, port=5001  tcp  -> " + addr + "\n"; !strings.HasPrefix(tx.stdout.String(), want) {
-				t.Errorf("transmitter header:\n%s\nwant %q", tx.stdout.String(), want)
+			if want := "blast-t: buflen=65536, nbuf=1024, align=16384/0, port=5001  tcp  -> " + addr + "\n"; !strings.HasPrefix(tx.Stdout.String(), want) {
+				t.Errorf("transmitter header:\n%s\nwant %q", tx.Stdout.String(), want)
 			}
-			if got := tx.stderr.String(); got != "blast-t: socket\nblast-t: connect\n" {
+			if got := tx.Stderr.String(); got != "blast-t: socket\nblast-t: connect\n" {
 				t.Errorf("transmitter progress lines %q", got)
 			}
 			// Each end names the veth that carried the test, with its
 			// counters.
-			lineWith(t, tx.stdout.String(), `^blast-t: nic `+regexp.QuoteMeta(lab.A.Iface)+`: veth, 10G/full, `)
-			lineWith(t, r.stdout.String(), `^blast-r: nic `+regexp.QuoteMeta(lab.B.Iface)+`: veth, 10G/full, `)
+			lineWith(t, tx.Stdout.String(), `^blast-t: nic `+regexp.QuoteMeta(lab.A.Iface)+`: veth, 10G/full, `)
+			lineWith(t, r.Stdout.String(), `^blast-r: nic `+regexp.QuoteMeta(lab.B.Iface)+`: veth, 10G/full, `)
 			// ttcp's transmitter stops its clock at close, with up to a
 			// socket buffer of data still to go out: most, not all, of the
 			// payload has crossed its veth by then.
-			m := lineWith(t, tx.stdout.String(), `^blast-t: nic deltas `+regexp.QuoteMeta(lab.A.Iface)+`: .*tx_bytes \+(\d+)`)
+			m := lineWith(t, tx.Stdout.String(), `^blast-t: nic deltas `+regexp.QuoteMeta(lab.A.Iface)+`: .*tx_bytes \+(\d+)`)
 			if n, _ := strconv.ParseInt(m[1], 10, 64); n < want/2 {
 				t.Errorf("the transmitter's veth sent %d bytes during the test, less than half the %d of payload", n, want)
 			}
 			// The receiver's veth counts a NAPI batch when the batch is done,
 			// which can be after the application read its bytes: the last
 			// batch may be missing from its delta.
-			m = lineWith(t, r.stdout.String(), `^blast-r: nic deltas `+regexp.QuoteMeta(lab.B.Iface)+`: .*rx_bytes \+(\d+)`)
+			m = lineWith(t, r.Stdout.String(), `^blast-r: nic deltas `+regexp.QuoteMeta(lab.B.Iface)+`: .*rx_bytes \+(\d+)`)
 			if n, _ := strconv.ParseInt(m[1], 10, 64); n < want/2 {
 				t.Errorf("the receiver's veth received %d bytes during the test, less than half the %d of payload", n, want)
 			}
 			// The receiver's buffer is 128 KiB, so no read is larger.
-			m = lineWith(t, r.stdout.String(), `^blast-r: bytes per read: avg [0-9.]+, min (\d+), max (\d+) over (\d+) reads$`)
+			m = lineWith(t, r.Stdout.String(), `^blast-r: bytes per read: avg [0-9.]+, min (\d+), max (\d+) over (\d+) reads$`)
 			if max, _ := strconv.Atoi(m[2]); max > 131072 || max < 1 {
 				t.Errorf("largest read %d bytes with a 131072-byte buffer", max)
 			}
@@ -174,18 +101,18 @@ func TestLabStdinToStdout(t *testing.T) {
 	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
 	data := make([]byte, 32<<20)
 	rand.Read(data)
-	r := receiver(t, lab.B, "tcp", 5001, blastBin, "-r")
-	tx := start(t, lab.A, data, blastBin, "-t", lab.B.Addr4.String())
-	tx.wait(t)
-	r.wait(t)
-	if got, want := sha256.Sum256(r.stdout.Bytes()), sha256.Sum256(data); got != want {
-		t.Fatalf("receiver's stdout (%d bytes) differs from transmitter's stdin (%d bytes)", r.stdout.Len(), len(data))
+	r := blasttest.Listening(t, lab.B, "tcp", 5001, blasttest.Bin, "-r")
+	tx := blasttest.Start(t, lab.A, data, blasttest.Bin, "-t", lab.B.Addr4.String())
+	tx.Wait(t)
+	r.Wait(t)
+	if got, want := sha256.Sum256(r.Stdout.Bytes()), sha256.Sum256(data); got != want {
+		t.Fatalf("receiver's stdout (%d bytes) differs from transmitter's stdin (%d bytes)", r.Stdout.Len(), len(data))
 	}
 	// With data on stdout, every report line of the receiver is on stderr.
-	if got := reported(t, r.stderr.String(), "blast-r"); got != int64(len(data)) {
+	if got := reported(t, r.Stderr.String(), "blast-r"); got != int64(len(data)) {
 		t.Errorf("receiver reports %d bytes, want %d", got, len(data))
 	}
-	if got := reported(t, tx.stdout.String(), "blast-t"); got != int64(len(data)) {
+	if got := reported(t, tx.Stdout.String(), "blast-t"); got != int64(len(data)) {
 		t.Errorf("transmitter reports %d bytes, want %d", got, len(data))
 	}
 }
@@ -193,40 +120,40 @@ func TestLabStdinToStdout(t *testing.T) {
 func TestLabUDPSentinels(t *testing.T) {
 	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
 	const n, size = 2000, 1400
-	r := receiver(t, lab.B, "udp", 5001, blastBin, "-r", "-s", "-u", "-l", "65507", "-b", "8388608")
+	r := blasttest.Listening(t, lab.B, "udp", 5001, blasttest.Bin, "-r", "-s", "-u", "-l", "65507", "-b", "8388608")
 	// Paced well below what the receiver drains, so nothing is lost.
-	tx := start(t, lab.A, nil, blastBin, "-t", "-s", "-u", "-l", strconv.Itoa(size), "-n", strconv.Itoa(n), "--rate", "200M", lab.B.Addr4.String())
-	tx.wait(t)
-	r.wait(t)
-	if got := reported(t, tx.stdout.String(), "blast-t"); got != n*size {
+	tx := blasttest.Start(t, lab.A, nil, blasttest.Bin, "-t", "-s", "-u", "-l", strconv.Itoa(size), "-n", strconv.Itoa(n), "--rate", "200M", lab.B.Addr4.String())
+	tx.Wait(t)
+	r.Wait(t)
+	if got := reported(t, tx.Stdout.String(), "blast-t"); got != n*size {
 		t.Errorf("transmitter reports %d bytes, want %d", got, n*size)
 	}
-	if got := reported(t, r.stdout.String(), "blast-r"); got != n*size {
+	if got := reported(t, r.Stdout.String(), "blast-r"); got != n*size {
 		t.Errorf("receiver reports %d bytes, want %d", got, n*size)
 	}
-	lineWith(t, tx.stdout.String(), fmt.Sprintf(`^blast-t: %d datagrams sent$`, n))
-	lineWith(t, r.stdout.String(), fmt.Sprintf(`^blast-r: %d datagrams received$`, n))
+	lineWith(t, tx.Stdout.String(), fmt.Sprintf(`^blast-t: %d datagrams sent$`, n))
+	lineWith(t, r.Stdout.String(), fmt.Sprintf(`^blast-r: %d datagrams received$`, n))
 	// ttcp counts the sentinels: start, end and four more on the
 	// transmitter; start and end on the receiver.
-	lineWith(t, tx.stdout.String(), fmt.Sprintf(`^blast-t: %d I/O calls, `, n+6))
-	lineWith(t, r.stdout.String(), fmt.Sprintf(`^blast-r: %d I/O calls, `, n+2))
-	lineWith(t, r.stdout.String(), `^blast-r: real buffer size = \d+$`)
+	lineWith(t, tx.Stdout.String(), fmt.Sprintf(`^blast-t: %d I/O calls, `, n+6))
+	lineWith(t, r.Stdout.String(), fmt.Sprintf(`^blast-r: %d I/O calls, `, n+2))
+	lineWith(t, r.Stdout.String(), `^blast-r: real buffer size = \d+$`)
 }
 
 func TestLabInvokedAsTTCP(t *testing.T) {
 	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
-	ttcp := filepath.Join(filepath.Dir(blastBin), "ttcp")
-	r := receiver(t, lab.B, "tcp", 5002, ttcp, "-r", "-s", "-p", "5002")
-	tx := start(t, lab.A, nil, ttcp, "-t", "-s", "-p", "5002", "-n", "100", "-fm", lab.B.Addr4.String())
-	tx.wait(t)
-	r.wait(t)
-	if got := reported(t, tx.stdout.String(), "ttcp-t"); got != 100*8192 {
+	ttcp := filepath.Join(filepath.Dir(blasttest.Bin), "ttcp")
+	r := blasttest.Listening(t, lab.B, "tcp", 5002, ttcp, "-r", "-s", "-p", "5002")
+	tx := blasttest.Start(t, lab.A, nil, ttcp, "-t", "-s", "-p", "5002", "-n", "100", "-fm", lab.B.Addr4.String())
+	tx.Wait(t)
+	r.Wait(t)
+	if got := reported(t, tx.Stdout.String(), "ttcp-t"); got != 100*8192 {
 		t.Errorf("transmitter reports %d bytes", got)
 	}
-	if got := reported(t, r.stdout.String(), "ttcp-r"); got != 100*8192 {
+	if got := reported(t, r.Stdout.String(), "ttcp-r"); got != 100*8192 {
 		t.Errorf("receiver reports %d bytes", got)
 	}
-	lineWith(t, tx.stdout.String(), `^ttcp-t: \d+ bytes in [0-9.]+ real seconds = [0-9.]+ Mbit/sec \+\+\+$`)
+	lineWith(t, tx.Stdout.String(), `^ttcp-t: \d+ bytes in [0-9.]+ real seconds = [0-9.]+ Mbit/sec \+\+\+$`)
 }
 
 // TestLabPeers checks wire compatibility with an independent
@@ -241,23 +168,23 @@ func TestLabPeers(t *testing.T) {
 	rand.Read(data)
 
 	t.Run("socat to blast -r", func(t *testing.T) {
-		r := receiver(t, lab.B, "tcp", 5001, blastBin, "-r")
-		tx := start(t, lab.A, data, "socat", "-u", "STDIN", "TCP:"+lab.B.Addr4.String()+":5001")
-		tx.wait(t)
-		r.wait(t)
-		if !bytes.Equal(r.stdout.Bytes(), data) {
-			t.Errorf("blast -r wrote %d bytes that differ from the %d socat sent", r.stdout.Len(), len(data))
+		r := blasttest.Listening(t, lab.B, "tcp", 5001, blasttest.Bin, "-r")
+		tx := blasttest.Start(t, lab.A, data, "socat", "-u", "STDIN", "TCP:"+lab.B.Addr4.String()+":5001")
+		tx.Wait(t)
+		r.Wait(t)
+		if !bytes.Equal(r.Stdout.Bytes(), data) {
+			t.Errorf("blast -r wrote %d bytes that differ from the %d socat sent", r.Stdout.Len(), len(data))
 		}
-		if got := reported(t, r.stderr.String(), "blast-r"); got != int64(len(data)) {
+		if got := reported(t, r.Stderr.String(), "blast-r"); got != int64(len(data)) {
 			t.Errorf("blast -r reports %d bytes, want %d", got, len(data))
 		}
 	})
 	t.Run("blast -t to socat", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "received")
-		r := receiver(t, lab.B, "tcp", 5001, "socat", "-u", "TCP-LISTEN:5001,reuseaddr", "CREATE:"+out)
-		tx := start(t, lab.A, nil, blastBin, "-t", "-s", "-n", "1000", lab.B.Addr4.String())
-		tx.wait(t)
-		r.wait(t)
+		r := blasttest.Listening(t, lab.B, "tcp", 5001, "socat", "-u", "TCP-LISTEN:5001,reuseaddr", "CREATE:"+out)
+		tx := blasttest.Start(t, lab.A, nil, blasttest.Bin, "-t", "-s", "-n", "1000", lab.B.Addr4.String())
+		tx.Wait(t)
+		r.Wait(t)
 		got, err := os.ReadFile(out)
 		if err != nil {
 			t.Fatal(err)
@@ -271,7 +198,7 @@ func TestLabPeers(t *testing.T) {
 				t.Fatalf("byte %d is %q, want the pattern's %q", i, c, want)
 			}
 		}
-		if n := reported(t, tx.stdout.String(), "blast-t"); n != int64(len(got)) {
+		if n := reported(t, tx.Stdout.String(), "blast-t"); n != int64(len(got)) {
 			t.Errorf("blast -t reports %d bytes, socat received %d", n, len(got))
 		}
 	})
@@ -291,11 +218,11 @@ func TestLabMMsg(t *testing.T) {
 	} {
 		t.Run(tc.tx+" to "+tc.rx, func(t *testing.T) {
 			port := strconv.Itoa(5101 + i)
-			r := receiver(t, lab.B, "udp", 5101+i, blastBin, "-r", "-s", "-u", "-p", port, "-l", "2048", "-b", "8388608", "--backend", tc.rx)
-			tx := start(t, lab.A, nil, blastBin, "-t", "-s", "-u", "-p", port, "-l", strconv.Itoa(size), "-n", strconv.Itoa(n), "--rate", "20M", "--backend", tc.tx, lab.B.Addr4.String())
-			tx.wait(t)
-			r.wait(t)
-			tout, rout := tx.stdout.String(), r.stdout.String()
+			r := blasttest.Listening(t, lab.B, "udp", 5101+i, blasttest.Bin, "-r", "-s", "-u", "-p", port, "-l", "2048", "-b", "8388608", "--backend", tc.rx)
+			tx := blasttest.Start(t, lab.A, nil, blasttest.Bin, "-t", "-s", "-u", "-p", port, "-l", strconv.Itoa(size), "-n", strconv.Itoa(n), "--rate", "20M", "--backend", tc.tx, lab.B.Addr4.String())
+			tx.Wait(t)
+			r.Wait(t)
+			tout, rout := tx.Stdout.String(), r.Stdout.String()
 			if got := reported(t, tout, "blast-t"); got != n*size {
 				t.Errorf("transmitter reports %d bytes, want %d", got, n*size)
 			}
@@ -334,14 +261,14 @@ func TestLabSendFile(t *testing.T) {
 	for i, backend := range []string{"sendfile", "splice"} {
 		t.Run(backend, func(t *testing.T) {
 			port := strconv.Itoa(5201 + i)
-			r := receiver(t, lab.B, "tcp", 5201+i, blastBin, "-r", "-p", port)
-			tx := start(t, lab.A, nil, blastBin, "-t", "-p", port, "--backend", backend, "-F", file, lab.B.Addr4.String())
-			tx.wait(t)
-			r.wait(t)
-			if sha256.Sum256(r.stdout.Bytes()) != sha256.Sum256(data) {
-				t.Errorf("received %d bytes that differ from the %d sent", r.stdout.Len(), len(data))
+			r := blasttest.Listening(t, lab.B, "tcp", 5201+i, blasttest.Bin, "-r", "-p", port)
+			tx := blasttest.Start(t, lab.A, nil, blasttest.Bin, "-t", "-p", port, "--backend", backend, "-F", file, lab.B.Addr4.String())
+			tx.Wait(t)
+			r.Wait(t)
+			if sha256.Sum256(r.Stdout.Bytes()) != sha256.Sum256(data) {
+				t.Errorf("received %d bytes that differ from the %d sent", r.Stdout.Len(), len(data))
 			}
-			out := tx.stdout.String()
+			out := tx.Stdout.String()
 			if got := reported(t, out, "blast-t"); got != int64(len(data)) {
 				t.Errorf("transmitter reports %d bytes, want %d", got, len(data))
 			}
@@ -382,13 +309,13 @@ func TestLabAFXDP(t *testing.T) {
 		t.Run(tc.tx, func(t *testing.T) {
 			lab := netlab.ForTest(t, netlab.Direct, netlab.Options{Queues: tc.queues})
 			port := strconv.Itoa(5301 + i)
-			r := receiver(t, lab.B, "udp", 5301+i, blastBin, "-r", "-s", "-u", "-p", port, "-l", strconv.Itoa(size), "-I", lab.B.Iface, "--backend", "afxdp")
+			r := blasttest.Listening(t, lab.B, "udp", 5301+i, blasttest.Bin, "-r", "-s", "-u", "-p", port, "-l", strconv.Itoa(size), "-I", lab.B.Iface, "--backend", "afxdp")
 			xdpAttached(t, lab.B)
-			tx := start(t, lab.A, nil, blastBin, "-t", "-s", "-u", "-p", port, "-l", strconv.Itoa(size), "-n", strconv.Itoa(n),
+			tx := blasttest.Start(t, lab.A, nil, blasttest.Bin, "-t", "-s", "-u", "-p", port, "-l", strconv.Itoa(size), "-n", strconv.Itoa(n),
 				"--rate", "400M", "-I", lab.A.Iface, "--backend", tc.tx, lab.B.Addr4.String())
-			tx.wait(t)
-			r.wait(t)
-			tout, rout := tx.stdout.String(), r.stdout.String()
+			tx.Wait(t)
+			r.Wait(t)
+			tout, rout := tx.Stdout.String(), r.Stdout.String()
 			t.Logf("transmitter:\n%s\nreceiver:\n%s", tout, rout)
 			if got := reported(t, tout, "blast-t"); got != n*size {
 				t.Errorf("transmitter reports %d bytes, want %d", got, n*size)

@@ -1,0 +1,119 @@
+// Package blasttest serves the tests that run blast as separate processes
+// (both ends of a lab, the demo, compare HOST): it builds the binary once
+// per test binary and runs processes in lab hosts with their output
+// captured and their end awaited within a bound.
+package blasttest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/blastnet/blast/internal/netlab"
+)
+
+// Bin is the blast binary Main built; a "ttcp" link to it sits beside it.
+var Bin string
+
+// Main builds blast, runs the tests and removes the build. Call it from
+// TestMain; with rootOnly it builds only as root (the tests that need the
+// binary are lab tests, which skip otherwise).
+func Main(m *testing.M, rootOnly bool) {
+	os.Exit(func() int {
+		if rootOnly && os.Geteuid() != 0 {
+			return m.Run()
+		}
+		dir, err := os.MkdirTemp("", "blast-test")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		if Bin, err = Build(dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return m.Run()
+	}())
+}
+
+// Build builds blast into dir, with a ttcp link beside it, and returns the
+// binary's path.
+func Build(dir string) (string, error) {
+	bin := filepath.Join(dir, "blast")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/blastnet/blast/cmd/blast").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build blast: %v\n%s", err, out)
+	}
+	if err := os.Symlink("blast", filepath.Join(dir, "ttcp")); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+// Proc is a process in a lab host, with its output.
+type Proc struct {
+	Cmd            *netlab.Cmd
+	Stdout, Stderr bytes.Buffer
+	done           chan error
+}
+
+// Start runs name with args in h, feeding it stdin when not nil. The
+// process is killed when the test ends, if it still runs then.
+func Start(tb testing.TB, h *netlab.Host, stdin []byte, name string, args ...string) *Proc {
+	tb.Helper()
+	p := &Proc{Cmd: h.Command(name, args...), done: make(chan error, 1)}
+	p.Cmd.Stdout, p.Cmd.Stderr = &p.Stdout, &p.Stderr
+	if stdin != nil {
+		p.Cmd.Stdin = bytes.NewReader(stdin)
+	}
+	if err := p.Cmd.Start(); err != nil {
+		tb.Fatalf("start %s %v: %v", name, args, err)
+	}
+	go func() { p.done <- p.Cmd.Wait() }()
+	tb.Cleanup(func() {
+		p.Cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// Listening starts name in h like Start, then waits until it has a socket
+// bound to port ("tcp": listening; "udp": bound).
+func Listening(tb testing.TB, h *netlab.Host, network string, port int, name string, args ...string) *Proc {
+	tb.Helper()
+	p := Start(tb, h, nil, name, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := netlab.WaitPort(ctx, p.Cmd.Process.Pid, network, port); err != nil {
+		tb.Fatalf("%v\nstderr: %s", err, p.Stderr.String())
+	}
+	return p
+}
+
+// Wait waits up to a minute for the process to exit and fails the test if
+// it fails or hangs.
+func (p *Proc) Wait(tb testing.TB) {
+	tb.Helper()
+	if err := p.WaitErr(time.Minute); err != nil {
+		tb.Fatalf("%v: %v\nstdout: %s\nstderr: %s", p.Cmd.Args, err, p.Stdout.String(), p.Stderr.String())
+	}
+}
+
+// WaitErr waits up to d for the process to exit and returns how it ended
+// (an error too when it still ran after d; it is killed then).
+func (p *Proc) WaitErr(d time.Duration) error {
+	select {
+	case err := <-p.done:
+		p.done <- err // later waits, and the cleanup, see it too
+		return err
+	case <-time.After(d):
+		p.Cmd.Process.Kill()
+		return fmt.Errorf("still running after %v", d)
+	}
+}
