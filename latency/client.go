@@ -7,8 +7,11 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"time"
+
+	"github.com/blastnet/blast/engine"
 )
 
 // Result is what a client run measured. Every duration is a full round
@@ -56,10 +59,18 @@ type Interval struct {
 // roundTripper runs one request/response exchange on an open flow.
 type roundTripper interface {
 	// roundTrip sends request seq and waits for its reply. ok is false
-	// when the reply did not come within the timeout (UDP only).
-	roundTrip(seq uint64) (rtt time.Duration, ok bool, err error)
+	// when the reply did not come within the timeout (UDP only). end is
+	// when the exchange ended (the reply came or the wait gave up).
+	roundTrip(seq uint64) (end time.Time, rtt time.Duration, ok bool, err error)
+	// interrupt makes a blocked roundTrip (and every later one) return
+	// an error at once; any goroutine may call it.
+	interrupt()
+	// close releases the flow, once no roundTrip is running.
 	close() error
 }
+
+// errInterrupted is what a flow returns once interrupt has run.
+var errInterrupted = errors.New("interrupted")
 
 // Run measures round trips to cfg.Host and returns the result. progress,
 // if not nil, is called with each interval report (cfg.Interval > 0).
@@ -74,19 +85,24 @@ func Run(ctx context.Context, cfg Config, progress func(Interval)) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	// Cancellation closes the flow's wait: the blocked read returns and the
-	// loop sees ctx.Err().
-	stop := context.AfterFunc(ctx, func() { rt.close() })
+	// Cancellation interrupts the flow's wait: the blocked read returns
+	// and the loop sees ctx.Err(). The flow is closed once the loop is
+	// done (and the interrupt, if it started, has finished).
+	stop := context.AfterFunc(ctx, rt.interrupt)
 	defer func() {
-		if stop() {
-			rt.close()
-		}
+		stop()
+		rt.close()
 	}()
+	if _, raw := rt.(interface{ lockThread() }); raw {
+		// A flow that blocks in the kernel keeps one thread to itself.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 
 	var seq uint64
 	for range cfg.Warmup {
 		seq++
-		if _, _, err := rt.roundTrip(seq); err != nil {
+		if _, _, _, err := rt.roundTrip(seq); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -118,8 +134,8 @@ func Run(ctx context.Context, cfg Config, progress func(Interval)) (*Result, err
 			break
 		}
 		seq++
-		rtt, ok, err := rt.roundTrip(seq)
-		now = time.Now()
+		end, rtt, ok, err := rt.roundTrip(seq)
+		now = end
 		if err != nil {
 			if ctx.Err() != nil {
 				res.Interrupted = true
@@ -153,8 +169,8 @@ func Run(ctx context.Context, cfg Config, progress func(Interval)) (*Result, err
 	res.RoundTrips = all.Count()
 	res.RTT = all.Stats()
 	res.Buckets = all.Buckets()
-	if u, ok := rt.(*udpFlow); ok {
-		res.Late = u.late
+	if u, ok := rt.(interface{ lateReplies() int64 }); ok {
+		res.Late = u.lateReplies()
 	}
 	if runErr != nil {
 		return res, runErr
@@ -177,6 +193,13 @@ func dial(ctx context.Context, cfg Config) (roundTripper, *Result, error) {
 	}
 	res := &Result{Protocol: network, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String(),
 		Size: cfg.Size, Warmup: cfg.Warmup, Timeout: cfg.Timeout}
+	rt, err := newRawFlow(c.(syscallConn), res.Remote, cfg)
+	switch {
+	case err == nil:
+		return rt, res, nil
+	case !errors.Is(err, engine.ErrNotSupported):
+		return nil, nil, err // newRawFlow closed c
+	}
 	if cfg.UDP {
 		return newUDPFlow(c.(*net.UDPConn), cfg), res, nil
 	}
@@ -200,26 +223,28 @@ type tcpFlow struct {
 	timeout    time.Duration
 }
 
-func (t *tcpFlow) roundTrip(uint64) (time.Duration, bool, error) {
-	if err := t.c.SetDeadline(time.Now().Add(t.timeout)); err != nil {
-		return 0, false, err
-	}
+func (t *tcpFlow) roundTrip(uint64) (time.Time, time.Duration, bool, error) {
 	start := time.Now()
+	if err := t.c.SetDeadline(start.Add(t.timeout)); err != nil {
+		return start, 0, false, err
+	}
 	if _, err := t.c.Write(t.req); err != nil {
-		return 0, false, explain("send to", t.addr, err)
+		return time.Now(), 0, false, explain("send to", t.addr, err)
 	}
 	if _, err := io.ReadFull(t.c, t.reply); err != nil {
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			return 0, false, fmt.Errorf("receive from %s: no reply within %s: is the server an echo server (blast lat -s)? raise --timeout for slow paths", t.addr, t.timeout)
+			return time.Now(), 0, false, fmt.Errorf("receive from %s: no reply within %s: is the server an echo server (blast lat -s)? raise --timeout for slow paths", t.addr, t.timeout)
 		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-			return 0, false, fmt.Errorf("receive from %s: the server closed the connection mid-run: is it blast lat -s?", t.addr)
+			return time.Now(), 0, false, fmt.Errorf("receive from %s: the server closed the connection mid-run: is it blast lat -s?", t.addr)
 		}
-		return 0, false, explain("receive from", t.addr, err)
+		return time.Now(), 0, false, explain("receive from", t.addr, err)
 	}
-	return time.Since(start), true, nil
+	end := time.Now()
+	return end, end.Sub(start), true, nil
 }
 
+func (t *tcpFlow) interrupt()   { t.c.Close() }
 func (t *tcpFlow) close() error { return t.c.Close() }
 
 // udpFlow sends numbered requests and matches replies by their number.
@@ -239,35 +264,39 @@ func newUDPFlow(c *net.UDPConn, cfg Config) *udpFlow {
 		reply: make([]byte, max(cfg.Size, UDPHeader)+1), timeout: cfg.Timeout}
 }
 
-func (u *udpFlow) roundTrip(seq uint64) (time.Duration, bool, error) {
+func (u *udpFlow) roundTrip(seq uint64) (time.Time, time.Duration, bool, error) {
 	putHeader(u.req, kindRequest, seq)
-	if err := u.c.SetReadDeadline(time.Now().Add(u.timeout)); err != nil {
-		return 0, false, err
-	}
 	start := time.Now()
+	if err := u.c.SetReadDeadline(start.Add(u.timeout)); err != nil {
+		return start, 0, false, err
+	}
 	if _, err := u.c.Write(u.req); err != nil {
-		return 0, false, explain("send to", u.addr, err)
+		return time.Now(), 0, false, explain("send to", u.addr, err)
 	}
 	for {
 		n, err := u.c.Read(u.reply)
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				u.lastLost = seq
-				return 0, false, nil
+				return time.Now(), 0, false, nil
 			}
-			return 0, false, explain("receive from", u.addr, err)
+			return time.Now(), 0, false, explain("receive from", u.addr, err)
 		}
 		kind, got, ok := header(u.reply[:n])
 		switch {
 		case !ok || kind != kindRequest || n != len(u.req):
 			// not a reply to us: ignore it
 		case got == seq:
-			return time.Since(start), true, nil
+			end := time.Now()
+			return end, end.Sub(start), true, nil
 		case got <= u.lastLost:
 			u.late++
 		}
 	}
 }
+
+func (u *udpFlow) lateReplies() int64 { return u.late }
+func (u *udpFlow) interrupt()         { u.close() }
 
 // close tells the server this client is done (three times: a datagram
 // may be lost), then closes the socket.

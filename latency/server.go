@@ -8,20 +8,24 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+
+	"github.com/blastnet/blast/engine"
 )
 
 // Server echoes requests on one port over TCP and UDP.
 type Server struct {
-	cfg  Config
-	tcp  net.Listener
-	udp  *net.UDPConn
-	log  io.Writer
-	port int
+	cfg Config
+	tcp net.Listener
+	udp *net.UDPConn // nil when udpRaw serves UDP
+	// udpRaw is the UDP socket off the runtime poller (Linux).
+	udpRaw *rawSock
+	log    io.Writer
+	port   int
 
 	mu       sync.Mutex
-	conns    map[net.Conn]struct{}
-	udpPeers map[netip.AddrPort]int64 // datagrams echoed per peer
-	done     chan struct{}            // closed when a client is done (Once)
+	conns    map[interface{ interrupt() }]struct{} // TCP clients being echoed
+	udpPeers map[netip.AddrPort]int64              // datagrams echoed per peer
+	done     chan struct{}                         // closed when a client is done (Once)
 	doneOnce sync.Once
 }
 
@@ -40,7 +44,7 @@ func Listen(cfg Config, log io.Writer) (*Server, error) {
 	opts := cfg.Sock
 	opts.NoDelay = true
 	lc := net.ListenConfig{Control: opts.Control()}
-	s := &Server{cfg: cfg, log: log, conns: map[net.Conn]struct{}{}, udpPeers: map[netip.AddrPort]int64{}, done: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, conns: map[interface{ interrupt() }]struct{}{}, udpPeers: map[netip.AddrPort]int64{}, done: make(chan struct{})}
 	// With port 0 the TCP port is chosen first and UDP takes the same
 	// number; if that one is taken, try again.
 	for try := 0; ; try++ {
@@ -60,6 +64,14 @@ func Listen(cfg Config, log io.Writer) (*Server, error) {
 			return nil, explain("listen on udp", addr, err)
 		}
 		s.tcp, s.udp, s.port = l, pc.(*net.UDPConn), port
+		rs, err := detach(s.udp)
+		switch {
+		case err == nil:
+			s.udp, s.udpRaw = nil, rs
+		case !errors.Is(err, engine.ErrNotSupported):
+			l.Close() // detach closed the UDP socket
+			return nil, fmt.Errorf("udp: take the socket off the runtime poller: %w", err)
+		}
 		return s, nil
 	}
 }
@@ -75,7 +87,14 @@ func (s *Server) Serve(ctx context.Context) error {
 	errc := make(chan error, 2)
 	wg.Add(2)
 	go func() { defer wg.Done(); errc <- s.acceptLoop(&wg) }()
-	go func() { defer wg.Done(); errc <- s.udpLoop() }()
+	go func() {
+		defer wg.Done()
+		if s.udpRaw != nil {
+			errc <- s.udpLoopRaw(s.udpRaw)
+		} else {
+			errc <- s.udpLoop()
+		}
+	}()
 	var err error
 	select {
 	case <-ctx.Done():
@@ -83,15 +102,34 @@ func (s *Server) Serve(ctx context.Context) error {
 	case err = <-errc:
 	}
 	s.tcp.Close()
-	s.udp.Close()
+	if s.udpRaw != nil {
+		s.udpRaw.interrupt(shutRD)
+	} else {
+		s.udp.Close()
+	}
 	s.mu.Lock()
 	for c := range s.conns {
-		c.Close()
+		c.interrupt()
 	}
 	s.mu.Unlock()
 	wg.Wait()
+	if s.udpRaw != nil {
+		if cerr := s.udpRaw.close(); err == nil {
+			err = cerr
+		}
+	}
 	return err
 }
+
+// closer makes a net.Conn something Serve can interrupt.
+type closer struct{ net.Conn }
+
+func (c closer) interrupt() { c.Close() }
+
+// rawConn is a TCP client's socket off the runtime poller.
+type rawConn struct{ *rawSock }
+
+func (c rawConn) interrupt() { c.rawSock.interrupt(shutRDWR) }
 
 // Serve listens as cfg says and serves until ctx ends (or, with Once,
 // the first client is done). ready, if not nil, is called with the port
@@ -132,26 +170,38 @@ func (s *Server) acceptLoop(wg *sync.WaitGroup) error {
 			}
 			return fmt.Errorf("accept: %w", err)
 		}
+		remote := c.RemoteAddr()
+		var (
+			stop    interface{ interrupt() } = closer{c}
+			echo                             = func() (int64, error) { return echoTCP(c) }
+			release                          = c.Close
+		)
+		if rs, err := detach(c.(syscallConn)); err == nil {
+			stop, echo, release = rawConn{rs}, func() (int64, error) { return echoRaw(rs) }, rs.close
+		} else if !errors.Is(err, engine.ErrNotSupported) {
+			fmt.Fprintf(s.log, "blast lat: tcp %s: take the socket off the runtime poller: %v\n", remote, err)
+			continue // detach closed c
+		}
 		s.mu.Lock()
 		if s.closing() {
 			s.mu.Unlock()
-			c.Close()
+			release()
 			continue
 		}
-		s.conns[c] = struct{}{}
+		s.conns[stop] = struct{}{}
 		wg.Add(1)
 		s.mu.Unlock()
 		go func() {
 			defer wg.Done()
-			n, err := echoTCP(c)
+			n, err := echo()
 			s.mu.Lock()
-			delete(s.conns, c)
+			delete(s.conns, stop)
 			s.mu.Unlock()
-			c.Close()
+			release()
 			if err != nil && !errors.Is(err, net.ErrClosed) {
-				fmt.Fprintf(s.log, "blast lat: tcp %s: %v (after %d bytes echoed)\n", c.RemoteAddr(), err, n)
+				fmt.Fprintf(s.log, "blast lat: tcp %s: %v (after %d bytes echoed)\n", remote, err, n)
 			} else {
-				fmt.Fprintf(s.log, "blast lat: tcp %s: done, %d bytes echoed\n", c.RemoteAddr(), n)
+				fmt.Fprintf(s.log, "blast lat: tcp %s: done, %d bytes echoed\n", remote, n)
 			}
 			s.clientDone()
 		}()
@@ -194,11 +244,7 @@ func (s *Server) udpLoop() error {
 			continue
 		}
 		if kind, _, ok := header(buf[:n]); ok && kind == kindBye {
-			if cnt, seen := s.udpPeers[from]; seen {
-				fmt.Fprintf(s.log, "blast lat: udp %s: done, %d datagrams echoed\n", from, cnt)
-				delete(s.udpPeers, from)
-				s.clientDone()
-			}
+			s.udpBye(from)
 			continue
 		}
 		if _, err := s.udp.WriteToUDPAddrPort(buf[:n], from); err != nil {
@@ -208,5 +254,14 @@ func (s *Server) udpLoop() error {
 			continue
 		}
 		s.udpPeers[from]++
+	}
+}
+
+// udpBye ends a UDP client that said goodbye.
+func (s *Server) udpBye(from netip.AddrPort) {
+	if cnt, seen := s.udpPeers[from]; seen {
+		fmt.Fprintf(s.log, "blast lat: udp %s: done, %d datagrams echoed\n", from, cnt)
+		delete(s.udpPeers, from)
+		s.clientDone()
 	}
 }
