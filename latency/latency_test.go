@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -223,17 +225,114 @@ func TestRunErrors(t *testing.T) {
 }
 
 func TestInterrupt(t *testing.T) {
-	port, _, _ := startServer(t, false)
-	cfg := clientConfig(port, false, 0)
-	cfg.Duration = time.Hour
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	began := time.Now()
-	res, err := Run(ctx, cfg, nil)
+	for _, udp := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tcp", true: "udp"}[udp], func(t *testing.T) {
+			port, _, _ := startServer(t, false)
+			cfg := clientConfig(port, udp, 0)
+			cfg.Duration = time.Hour
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			began := time.Now()
+			res, err := Run(ctx, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Interrupted || res.RoundTrips == 0 || time.Since(began) > 5*time.Second {
+				t.Errorf("interrupted %v after %v with %d round trips; want a prompt stop with the figures so far", res.Interrupted, time.Since(began), res.RoundTrips)
+			}
+		})
+	}
+}
+
+// TestInterruptWaiting cancels a client blocked on a reply that never
+// comes (a server that reads and does not answer): it must return at
+// once, not after its timeout.
+func TestInterruptWaiting(t *testing.T) {
+	for _, udp := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tcp", true: "udp"}[udp], func(t *testing.T) {
+			var port int
+			if udp {
+				c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				port = c.LocalAddr().(*net.UDPAddr).Port
+			} else {
+				l, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { l.Close() })
+				port = l.Addr().(*net.TCPAddr).Port
+			}
+			cfg := clientConfig(port, udp, 0)
+			cfg.Warmup, cfg.Duration, cfg.Timeout = 0, time.Hour, time.Hour
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			began := time.Now()
+			res, err := Run(ctx, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(began); !res.Interrupted || took > 5*time.Second {
+				t.Errorf("interrupted %v after %v; want a prompt stop", res.Interrupted, took)
+			}
+		})
+	}
+}
+
+// TestNoLeak runs clients against a server and stops it, then counts the
+// process's open descriptors and goroutines: both back where they were.
+func TestNoLeak(t *testing.T) {
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skipf("cannot count descriptors here: %v", err)
+		}
+		return len(ents)
+	}
+	settle := func(want func() bool) {
+		for i := 0; i < 200 && !want(); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	fd0, g0 := fds(), runtime.NumGoroutine()
+	s, err := Listen(Config{Server: true, Bind: "127.0.0.1", Sock: Defaults().Sock}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Interrupted || res.RoundTrips == 0 || time.Since(began) > 5*time.Second {
-		t.Errorf("interrupted %v after %v with %d round trips; want a prompt stop with the figures so far", res.Interrupted, time.Since(began), res.RoundTrips)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	for _, udp := range []bool{false, true, false, true} {
+		if _, err := Run(context.Background(), clientConfig(s.Port(), udp, 50), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A TCP client still connected when the server stops.
+	ictx, icancel := context.WithCancel(context.Background())
+	idone := make(chan struct{})
+	go func() {
+		defer close(idone)
+		cfg := clientConfig(s.Port(), false, 0)
+		cfg.Duration = time.Hour
+		Run(ictx, cfg, nil)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve still running 5 s after its context ended")
+	}
+	icancel()
+	<-idone
+	settle(func() bool { return fds() == fd0 && runtime.NumGoroutine() <= g0 })
+	if fd, g := fds(), runtime.NumGoroutine(); fd != fd0 || g > g0 {
+		t.Errorf("after the runs: %d descriptors, %d goroutines; before: %d, %d", fd, g, fd0, g0)
 	}
 }

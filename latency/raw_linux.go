@@ -383,11 +383,11 @@ func newRawFlow(c syscallConn, addr string, cfg Config) (roundTripper, error) {
 }
 
 // echoRaw writes back everything it reads on a TCP connection until the
-// client closes it or interrupt is called, one recvfrom and (unless the
-// socket buffer is full) one sendto per request, on a locked thread.
+// client closes it or interrupt is called: one recvfrom and (unless the
+// socket buffer is full) one sendto per request. A goroutine blocked in a
+// syscall keeps its thread, so no runtime.LockOSThread is needed.
 func echoRaw(s *rawSock) (int64, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	cnt := 0
 	buf := make([]byte, 256<<10)
 	var total int64
 	for {
@@ -410,14 +410,16 @@ func echoRaw(s *rawSock) (int64, error) {
 			return total, os.NewSyscallError("sendto", err)
 		}
 		total += int64(n)
+		if cnt++; cnt%yieldRequests == 0 {
+			runtime.Gosched()
+		}
 	}
 }
 
 // udpLoopRaw sends each datagram back to its sender, except a client's
-// goodbye, which ends that client, until interrupt; on a locked thread.
+// goodbye, which ends that client, until interrupt.
 func (s *Server) udpLoopRaw(rs *rawSock) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	cnt := 0
 	buf := make([]byte, 64<<10)
 	var sa unix.RawSockaddrAny
 	var salen uint32
@@ -443,6 +445,9 @@ func (s *Server) udpLoopRaw(rs *rawSock) error {
 			continue
 		}
 		s.udpPeers[addrPort(&sa)]++
+		if cnt++; cnt%yieldRequests == 0 {
+			runtime.Gosched()
+		}
 	}
 }
 
@@ -451,6 +456,3 @@ const (
 	shutRD   = unix.SHUT_RD
 	shutRDWR = unix.SHUT_RDWR
 )
-
-func (*rawTCPFlow) lockThread() {}
-func (*rawUDPFlow) lockThread() {}
