@@ -1,91 +1,19 @@
 package latency_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/latency"
 )
 
-// blastBin is the blast binary the lab tests run on both ends, built once.
-var blastBin string
-
-func TestMain(m *testing.M) {
-	code := func() int {
-		if os.Geteuid() == 0 {
-			dir, err := os.MkdirTemp("", "blast-lat-test")
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
-			}
-			defer os.RemoveAll(dir)
-			blastBin = filepath.Join(dir, "blast")
-			out, err := exec.Command("go", "build", "-o", blastBin, "github.com/blastnet/blast/cmd/blast").CombinedOutput()
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "build blast: %v\n%s", err, out)
-				return 1
-			}
-		}
-		return m.Run()
-	}()
-	os.Exit(code)
-}
-
-type proc struct {
-	cmd            *netlab.Cmd
-	stdout, stderr bytes.Buffer
-	done           chan error
-}
-
-func start(t *testing.T, h *netlab.Host, name string, args ...string) *proc {
-	t.Helper()
-	p := &proc{cmd: h.Command(name, args...), done: make(chan error, 1)}
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s %v: %v", name, args, err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		<-p.done
-	})
-	return p
-}
-
-// server starts name in h and waits until it has port bound.
-func server(t *testing.T, h *netlab.Host, network string, port int, name string, args ...string) *proc {
-	t.Helper()
-	p := start(t, h, name, args...)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := netlab.WaitPort(ctx, p.cmd.Process.Pid, network, port); err != nil {
-		t.Fatalf("%v\nstderr: %s", err, p.stderr.String())
-	}
-	return p
-}
-
-func (p *proc) wait(t *testing.T) {
-	t.Helper()
-	select {
-	case err := <-p.done:
-		p.done <- err // for the cleanup
-		if err != nil {
-			t.Fatalf("%v: %v\nstdout: %s\nstderr: %s", p.cmd.Args, err, p.stdout.String(), p.stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%v did not finish in 30 s\nstderr: %s", p.cmd.Args, p.stderr.String())
-	}
-}
+func TestMain(m *testing.M) { blasttest.Main(m, true) }
 
 // TestLabBlast runs blast lat against blast lat -s -1 across the lab's
 // veth pair, TCP and UDP, v4 and v6, and checks the JSON document.
@@ -102,17 +30,17 @@ func TestLabBlast(t *testing.T) {
 			proto = "udp"
 		}
 		t.Run(proto+" "+tc.addr, func(t *testing.T) {
-			srv := server(t, lab.B, proto, latency.DefaultPort, blastBin, "lat", "-s", "-1")
+			srv := blasttest.Listening(t, lab.B, proto, latency.DefaultPort, blasttest.Bin, "lat", "-s", "-1")
 			args := []string{"lat", tc.addr, "-n", "3000", "-l", "100", "-J"}
 			if tc.udp {
 				args = append(args, "-u")
 			}
-			cli := start(t, lab.A, blastBin, args...)
-			cli.wait(t)
-			srv.wait(t) // -1: the server exits once its client is done
+			cli := blasttest.Start(t, lab.A, nil, blasttest.Bin, args...)
+			cli.Wait(t)
+			srv.Wait(t) // -1: the server exits once its client is done
 			var doc latency.JSON
-			if err := json.Unmarshal(cli.stdout.Bytes(), &doc); err != nil {
-				t.Fatalf("%v:\n%s", err, cli.stdout.String())
+			if err := json.Unmarshal(cli.Stdout.Bytes(), &doc); err != nil {
+				t.Fatalf("%v:\n%s", err, cli.Stdout.String())
 			}
 			r := doc.RTT
 			if doc.Protocol != proto || doc.RoundTrips != 3000 || doc.Requests != 3000 || doc.Lost != 0 || r.Count != 3000 || doc.SizeBytes != 100 {
@@ -157,25 +85,25 @@ func TestLabSockperf(t *testing.T) {
 			if !udp {
 				spArgs = append(spArgs, "--tcp")
 			}
-			server(t, lab.B, proto, spPort, "sockperf", append([]string{"server"}, spArgs...)...)
-			sp := start(t, lab.A, "sockperf", append([]string{"ping-pong", "-m", "64", "-t", "1", "--full-rtt"}, spArgs...)...)
-			sp.wait(t)
-			m := sockperfP50.FindStringSubmatch(sp.stdout.String() + sp.stderr.String())
+			blasttest.Listening(t, lab.B, proto, spPort, "sockperf", append([]string{"server"}, spArgs...)...)
+			sp := blasttest.Start(t, lab.A, nil, "sockperf", append([]string{"ping-pong", "-m", "64", "-t", "1", "--full-rtt"}, spArgs...)...)
+			sp.Wait(t)
+			m := sockperfP50.FindStringSubmatch(sp.Stdout.String() + sp.Stderr.String())
 			if m == nil {
-				t.Fatalf("no p50 in sockperf's output:\n%s%s", sp.stdout.String(), sp.stderr.String())
+				t.Fatalf("no p50 in sockperf's output:\n%s%s", sp.Stdout.String(), sp.Stderr.String())
 			}
 			spUS, _ := strconv.ParseFloat(m[1], 64)
 
-			server(t, lab.B, proto, latency.DefaultPort, blastBin, "lat", "-s", "-1")
+			blasttest.Listening(t, lab.B, proto, latency.DefaultPort, blasttest.Bin, "lat", "-s", "-1")
 			args := []string{"lat", addr, "-l", "64", "-t", "1", "--warmup", "1000", "-J"}
 			if udp {
 				args = append(args, "-u")
 			}
-			cli := start(t, lab.A, blastBin, args...)
-			cli.wait(t)
+			cli := blasttest.Start(t, lab.A, nil, blasttest.Bin, args...)
+			cli.Wait(t)
 			var doc latency.JSON
-			if err := json.Unmarshal(cli.stdout.Bytes(), &doc); err != nil {
-				t.Fatalf("%v:\n%s", err, cli.stdout.String())
+			if err := json.Unmarshal(cli.Stdout.Bytes(), &doc); err != nil {
+				t.Fatalf("%v:\n%s", err, cli.Stdout.String())
 			}
 			blastUS := float64(doc.RTT.P50) / 1e3
 			t.Logf("%s round-trip p50: blast %.2f us, sockperf --full-rtt %.2f us (ratio %.2f)", proto, blastUS, spUS, blastUS/spUS)
@@ -190,11 +118,11 @@ func TestLabSockperf(t *testing.T) {
 // figure labelled a round trip.
 func TestLabText(t *testing.T) {
 	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
-	srv := server(t, lab.B, "tcp", latency.DefaultPort, blastBin, "lat", "-s", "-1")
-	cli := start(t, lab.A, blastBin, "lat", lab.B.Addr4.String(), "-t", "1", "-i", "0.25")
-	cli.wait(t)
-	srv.wait(t)
-	out := cli.stdout.String()
+	srv := blasttest.Listening(t, lab.B, "tcp", latency.DefaultPort, blasttest.Bin, "lat", "-s", "-1")
+	cli := blasttest.Start(t, lab.A, nil, blasttest.Bin, "lat", lab.B.Addr4.String(), "-t", "1", "-i", "0.25")
+	cli.Wait(t)
+	srv.Wait(t)
+	out := cli.Stdout.String()
 	t.Logf("blast lat %s -t 1 -i 0.25:\n%s", lab.B.Addr4, out)
 	for _, re := range []string{
 		`(?m)^blast lat: TCP ping-pong with 198\.18\.\S+ port 5202, 64-byte request and reply, TCP_NODELAY`,
