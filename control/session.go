@@ -25,6 +25,7 @@ type stream struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	inLoop bool  // run by an I/O loop, not a goroutine of its own
 	err    error // what Send/Recv returned, nil on a normal end
 	// facts the backend reported, copied when Send/Recv returned.
 	facts engine.FactSample
@@ -134,6 +135,9 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 				continue
 			}
 		}
+		if s.startInLoop(ctx, st) {
+			continue
+		}
 		sctx, cancel := context.WithCancel(ctx)
 		st.cancel = cancel
 		go func(st *stream) {
@@ -156,6 +160,33 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 	s.tickStop = make(chan struct{})
 	s.tickDone = make(chan struct{})
 	go s.ticker()
+}
+
+// startInLoop hands st to the I/O loops (loop_linux.go) when its backend
+// is plain read/write, and reports whether it did.
+func (s *session) startInLoop(ctx context.Context, st *stream) bool {
+	b := s.backend
+	if !st.sender && s.rxBackend != nil {
+		b = s.rxBackend
+	}
+	if !loopable(b) {
+		return false
+	}
+	end := func(err error) {
+		st.err = err
+		close(st.done)
+	}
+	if !startLoopFlow(st, st.sender, st.spec.BufLen, st.spec.Bytes, end) {
+		return false
+	}
+	st.inLoop = true
+	context.AfterFunc(ctx, st.cancel)
+	if !st.sender {
+		s.rxUsedMu.Lock()
+		s.rxUsed = b.Name()
+		s.rxUsedMu.Unlock()
+	}
+	return true
 }
 
 // recv receives with the receive backend, falling back to readwrite when
@@ -579,6 +610,12 @@ func (a *atomicTime) store(t time.Time) {
 // closeAll closes every data connection.
 func (s *session) closeAll() {
 	for _, st := range s.streams {
+		if st.inLoop {
+			// A loop writes to the descriptor number: it must let go
+			// before the number can be reused.
+			st.cancel()
+			<-st.done
+		}
 		st.conn.Close()
 	}
 }
