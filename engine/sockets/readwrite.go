@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -17,8 +15,6 @@ import (
 )
 
 func init() { engine.Register(ReadWrite{}) }
-
-var yieldN, _ = strconv.Atoi(os.Getenv("BLAST_YIELD"))
 
 // ReadWrite moves bytes with one write(2) per buffer and one read(2) per
 // receive call: the classic path every other backend is compared with.
@@ -60,7 +56,6 @@ func sendLoop(ctx context.Context, rc syscall.RawConn, f *engine.Flow) error {
 	pacer := engine.NewPacer(s.Rate)
 	udp := s.Protocol == engine.UDP
 	left := s.Bytes
-	cnt := 0
 	for {
 		n := len(buf)
 		if s.Bytes > 0 {
@@ -89,11 +84,6 @@ func sendLoop(ctx context.Context, rc syscall.RawConn, f *engine.Flow) error {
 		}
 		if err := writeAll(rc, f.Stats, buf[:n], udp); err != nil {
 			return err
-		}
-		if yieldN > 0 {
-			if cnt++; cnt%yieldN == 0 {
-				runtime.Gosched()
-			}
 		}
 		left -= int64(n)
 	}
@@ -154,7 +144,6 @@ func recvLoop(rc syscall.RawConn, f *engine.Flow) error {
 	if s.Bytes > 0 {
 		left = s.Bytes
 	}
-	cnt := 0
 	for left != 0 {
 		p := buf
 		if left > 0 && left < int64(len(p)) && !udp {
@@ -183,11 +172,6 @@ func recvLoop(rc syscall.RawConn, f *engine.Flow) error {
 		}
 		if err := engine.Deliver(f, p[:n], udp); err != nil {
 			return err
-		}
-		if yieldN > 0 {
-			if cnt++; cnt%yieldN == 0 {
-				runtime.Gosched()
-			}
 		}
 		if left > 0 {
 			left = max(left-int64(n), 0)
