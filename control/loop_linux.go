@@ -17,25 +17,24 @@ import (
 )
 
 // The data streams of the default backend (read/write) are not run one
-// goroutine each: a few I/O loops take them all, each loop one goroutine
-// that writes or reads one block per stream in turn and, when every
-// stream's socket is full (or empty), waits for them in poll(2) on its own
-// thread. This is iperf3's single-threaded select loop, and why it wins on
-// a small machine.
+// goroutine each: a session's streams share a few I/O loops, each loop
+// one goroutine that writes or reads one block per stream in turn and,
+// when every socket it holds is full (or empty), waits for them in
+// poll(2) on its own thread. This is iperf3's single-threaded select
+// loop, and why iperf3 won on a small machine.
 //
-// With a goroutine per stream, every stream that fills its socket parks in
-// the runtime poller and is woken on whichever thread polls next: on two
-// CPUs the sending process's streams spread over both CPUs, and so does
-// the kernel's work for each write (on a veth or loopback path the send
-// also runs the receiver's TCP input), so the sender and the receiver take
-// turns on both CPUs instead of each keeping one. Measured on a 2-core
-// netns lab, 4 streams: 33 Gbit/s with a goroutine per stream against
-// 62 Gbit/s for iperf3 3.12; the same blast pinned to one CPU, or run with
-// one writer at a time on one P, reached iperf3.
+// With a goroutine per stream, each stream that fills its socket parks in
+// the runtime poller and is woken on whichever thread polls next, so on
+// two CPUs the sender's streams (and the kernel's work for each write: on
+// a veth or loopback path the send also runs the receiver's TCP input)
+// spread over both CPUs and the two ends take turns on both instead of
+// keeping one each. Measured on a 2-core netns lab, -P 4: 33 Gbit/s with
+// a goroutine per stream, 62 for iperf3 3.12; the blast client alone
+// reached iperf3 once it wrote on one thread, one stream at a time.
 //
-// A process has max(1, GOMAXPROCS/2) loops (the other half of the CPUs is
-// left to the kernel's receive work and to the peer), and a stream joins
-// the least busy one, so a server with many clients shares the loops too.
+// A session has max(1, GOMAXPROCS/2) loops: the other half of the CPUs is
+// left to the kernel's receive work and to the peer. Each session has its
+// own, so a server with several clients gives each a thread.
 
 // waitSlice is the longest a loop sleeps in poll(2): a stream asked to
 // stop is let go this late at most.
@@ -68,11 +67,6 @@ type loopFlow struct {
 	end    func(error)
 }
 
-var (
-	loopsOnce sync.Once
-	loops     []*ioLoop
-)
-
 // loopable reports whether b's streams can run in the I/O loops: the
 // default backend with no options, moving TCP.
 func loopable(b engine.Backend) bool {
@@ -80,34 +74,37 @@ func loopable(b engine.Backend) bool {
 	return ok
 }
 
-// startLoopFlow hands st to the least busy loop. end is called once, from
-// the loop, when the stream is over; stop (st.cancel) ends it early.
-func startLoopFlow(st *stream, sender bool, blockLen int, limit int64, end func(error)) bool {
+// startLoopFlow hands st to the least busy of a session's loops, making
+// them on first use. end is called once, from the loop, when the stream is
+// over; stop (st.cancel) ends it early. It reports false, leaving st as it
+// was, if the socket could not be taken off the runtime poller.
+func startLoopFlow(loops *[]*ioLoop, st *stream, sender bool, blockLen int, limit int64, end func(error)) bool {
 	lc, err := detach(st.conn)
 	if err != nil {
 		return false
 	}
 	st.conn = lc
 	fd := lc.fd
-	loopsOnce.Do(func() {
-		n := max(1, runtime.GOMAXPROCS(0)/2)
-		for range n {
-			loops = append(loops, &ioLoop{})
-		}
-	})
 	f := &loopFlow{st: st, fd: fd, sender: sender, buf: make([]byte, blockLen), left: -1, ready: true, end: end}
 	engine.Pattern(f.buf)
 	if limit > 0 {
 		f.left = limit
 	}
 	st.cancel = func() { f.stop.Store(true) }
-	var l *ioLoop
-	for _, c := range loops {
-		c.mu.Lock()
-		if l == nil || c.members < l.members {
-			l = c
+	if len(*loops) == 0 {
+		for range max(1, runtime.GOMAXPROCS(0)/2) {
+			*loops = append(*loops, &ioLoop{})
 		}
+	}
+	var l *ioLoop
+	least := 0
+	for _, c := range *loops {
+		c.mu.Lock()
+		m := c.members
 		c.mu.Unlock()
+		if l == nil || m < least {
+			l, least = c, m
+		}
 	}
 	l.mu.Lock()
 	l.pending = append(l.pending, f)

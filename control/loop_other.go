@@ -8,4 +8,6 @@ import "github.com/blastnet/blast/engine"
 // own.
 func loopable(engine.Backend) bool { return false }
 
-func startLoopFlow(*stream, bool, int, int64, func(error)) bool { return false }
+type ioLoop struct{}
+
+func startLoopFlow(*[]*ioLoop, *stream, bool, int, int64, func(error)) bool { return false }

@@ -92,6 +92,8 @@ type session struct {
 	finished bool
 	cpu      cpuMeter
 
+	loops []*ioLoop // the I/O loops of this session's read/write streams
+
 	tickStop chan struct{}
 	tickDone chan struct{}
 }
@@ -108,7 +110,8 @@ func splitBytes(total int64, n, i int) int64 {
 	return share
 }
 
-// run starts one goroutine per stream and the interval reporter.
+// run starts the streams (a goroutine each, or in the I/O loops) and the
+// interval reporter.
 // byteLimit is the total the senders of this side move (0: until
 // stopped); blockLen the size of each write and read.
 func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
@@ -169,14 +172,14 @@ func (s *session) startInLoop(ctx context.Context, st *stream) bool {
 	if !st.sender && s.rxBackend != nil {
 		b = s.rxBackend
 	}
-	if !loopable(b) {
+	if !loopable(b) || st.spec.Protocol != engine.TCP {
 		return false
 	}
 	end := func(err error) {
 		st.err = err
 		close(st.done)
 	}
-	if !startLoopFlow(st, st.sender, st.spec.BufLen, st.spec.Bytes, end) {
+	if !startLoopFlow(&s.loops, st, st.sender, st.spec.BufLen, st.spec.Bytes, end) {
 		return false
 	}
 	st.inLoop = true
