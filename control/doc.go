@@ -11,9 +11,7 @@
 //
 // What it promises beyond iperf3: a server runs several tests at once (each
 // data connection is routed to its test by cookie), every stream runs on
-// its own goroutine through an engine.Backend (except, on Linux, those of
-// the default read/write backend, which share a few poll loops the way
-// iperf3's single thread does: see loop_linux.go), byte-count tests (-n, -k)
+// its own goroutine through an engine.Backend, byte-count tests (-n, -k)
 // move exactly the bytes asked for, and every result names the backend
 // that moved the bytes on both ends.
 //

@@ -25,7 +25,6 @@ type stream struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
-	inLoop bool  // run by an I/O loop, not a goroutine of its own
 	err    error // what Send/Recv returned, nil on a normal end
 	// facts the backend reported, copied when Send/Recv returned.
 	facts engine.FactSample
@@ -92,8 +91,6 @@ type session struct {
 	finished bool
 	cpu      cpuMeter
 
-	loops []*ioLoop // the I/O loops of this session's read/write streams
-
 	tickStop chan struct{}
 	tickDone chan struct{}
 }
@@ -110,8 +107,7 @@ func splitBytes(total int64, n, i int) int64 {
 	return share
 }
 
-// run starts the streams (a goroutine each, or in the I/O loops) and the
-// interval reporter.
+// run starts one goroutine per stream and the interval reporter.
 // byteLimit is the total the senders of this side move (0: until
 // stopped); blockLen the size of each write and read.
 func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
@@ -138,9 +134,6 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 				continue
 			}
 		}
-		if s.startInLoop(ctx, st) {
-			continue
-		}
 		sctx, cancel := context.WithCancel(ctx)
 		st.cancel = cancel
 		go func(st *stream) {
@@ -163,33 +156,6 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 	s.tickStop = make(chan struct{})
 	s.tickDone = make(chan struct{})
 	go s.ticker()
-}
-
-// startInLoop hands st to the I/O loops (loop_linux.go) when its backend
-// is plain read/write, and reports whether it did.
-func (s *session) startInLoop(ctx context.Context, st *stream) bool {
-	b := s.backend
-	if !st.sender && s.rxBackend != nil {
-		b = s.rxBackend
-	}
-	if !loopable(b) || st.spec.Protocol != engine.TCP {
-		return false
-	}
-	end := func(err error) {
-		st.err = err
-		close(st.done)
-	}
-	if !startLoopFlow(&s.loops, st, st.sender, st.spec.BufLen, st.spec.Bytes, end) {
-		return false
-	}
-	st.inLoop = true
-	context.AfterFunc(ctx, st.cancel)
-	if !st.sender {
-		s.rxUsedMu.Lock()
-		s.rxUsed = b.Name()
-		s.rxUsedMu.Unlock()
-	}
-	return true
 }
 
 // recv receives with the receive backend, falling back to readwrite when
@@ -613,12 +579,6 @@ func (a *atomicTime) store(t time.Time) {
 // closeAll closes every data connection.
 func (s *session) closeAll() {
 	for _, st := range s.streams {
-		if st.inLoop {
-			// A loop writes to the descriptor number: it must let go
-			// before the number can be reused.
-			st.cancel()
-			<-st.done
-		}
 		st.conn.Close()
 	}
 }
