@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -119,6 +120,7 @@ func newVeth(t testing.TB) *veth {
 	v.Index = own.Attrs().Index
 	v.PeerIndex = peer.Attrs().Index
 	v.MAC = peer.Attrs().HardwareAddr
+	waitOper(t, v.Name, true)
 	return v
 }
 
@@ -182,6 +184,25 @@ func openLive(t testing.TB) *Source {
 		}
 	})
 	return s
+}
+
+// waitOper waits until the kernel reports name's operstate as up (or as
+// not up): its linkwatch applies a link change asynchronously, some time
+// after the change was made.
+func waitOper(t testing.TB, name string, up bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile("/sys/class/net/" + name + "/operstate")
+		state := strings.TrimSpace(string(b))
+		if err == nil && (state == "up") == up {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: operstate still %q 5 s after the link change", name, state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func TestLiveVeth(t *testing.T) {
@@ -268,6 +289,7 @@ func TestLiveVethCounters(t *testing.T) {
 func TestLiveVethPeerDown(t *testing.T) {
 	v := newVeth(t)
 	v.setPeer(t, false)
+	waitOper(t, v.Name, false)
 	s := openLive(t)
 	ifc := mustInspect(t, s, v.Name)
 	if ifc.Carrier == nil || *ifc.Carrier {
