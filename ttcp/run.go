@@ -135,12 +135,17 @@ func (r *run) startTimer(peer net.Addr) {
 	r.start = time.Now()
 }
 
+// dial connects to the receiver and reports the socket buffer granted.
 func (r *run) dial(ctx context.Context) (net.Conn, error) {
 	d := net.Dialer{Control: r.options().Control()}
 	addr := net.JoinHostPort(r.c.Host, strconv.Itoa(r.c.Port))
 	conn, err := d.DialContext(ctx, r.c.network(), addr)
 	if err != nil {
 		return nil, dialError(r.c, err)
+	}
+	if err := r.reportBuf(conn.(syscall.Conn)); err != nil {
+		conn.Close()
+		return nil, err
 	}
 	return conn, nil
 }
@@ -151,9 +156,6 @@ func (r *run) transmitTCP(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close()
-	if err := r.reportBuf(conn.(syscall.Conn)); err != nil {
-		return err
-	}
 	r.mes("connect")
 	if r.c.NoDelay {
 		r.mes("nodelay")
@@ -175,9 +177,6 @@ func (r *run) transmitUDP(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close()
-	if err := r.reportBuf(conn.(syscall.Conn)); err != nil {
-		return err
-	}
 	r.flow.Conn = conn
 	mark := engine.Buffer(r.flow.Spec)[:sentinel]
 	r.sentinel(conn, mark) // start
