@@ -19,6 +19,10 @@ func WriteTable(w io.Writer, rows []Row, udp bool) error {
 	fmt.Fprintln(tw, head)
 	cells := strings.Count(head, "\t")
 	for _, r := range rows {
+		if r.Skipped != "" {
+			fmt.Fprintf(tw, "%s\tskipped\t%s\n", r.Case, strings.Repeat("-\t", cells-2))
+			continue
+		}
 		if r.Error != "" {
 			// Every cell, so the columns below stay aligned; the reason
 			// follows the table.
@@ -51,6 +55,9 @@ func WriteTable(w io.Writer, rows []Row, udp bool) error {
 	}
 	fmt.Fprintf(w, "\n%s; not copied: bytes that never crossed between user memory and the kernel by a copy, both ends, as a share of the bytes received.\n", cpu)
 	for _, r := range rows {
+		if r.Skipped != "" {
+			fmt.Fprintf(w, "  %s: skipped: %s\n", r.Case, r.Skipped)
+		}
 		if r.Error != "" {
 			fmt.Fprintf(w, "  %s: failed: %s\n", r.Case, r.Error)
 		}

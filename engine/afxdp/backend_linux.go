@@ -147,7 +147,8 @@ func udpAddrs(f *engine.Flow) (local, remote netip.AddrPort, err error) {
 
 // Send implements engine.Backend. f.Conn is a connected UDP socket: its
 // addresses and ports are those of the frames; it carries nothing itself.
-// Send must run in the network namespace of the interface.
+// Send may run on any thread: it sets up in the socket's network
+// namespace (inConnNetns).
 func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 	local, remote, err := udpAddrs(f)
 	if err != nil {
@@ -160,87 +161,15 @@ func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 	if !remote.IsValid() {
 		return errors.New("afxdp: the flow's socket is not connected")
 	}
-	link, hop, err := route(remote.Addr())
-	if err != nil {
+	var tx *txSetup
+	if err := inConnNetns(f.Conn, func() (err error) {
+		tx, err = b.setupTX(f, local, remote)
+		return err
+	}); err != nil {
 		return err
 	}
-	iface := b.Iface
-	if iface == "" {
-		iface = boundDevice(f.Conn)
-	}
-	if iface != "" && iface != link.Attrs().Name {
-		if link, err = netlink.LinkByName(iface); err != nil {
-			return fmt.Errorf("afxdp: no such interface %q: %w", iface, err)
-		}
-	}
-	attrs := link.Attrs()
-	if mtu := attrs.MTU; mtu > 0 {
-		hdr := 28
-		if !remote.Addr().Is4() {
-			hdr = 48
-		}
-		if s.BufLen+hdr > mtu {
-			return fmt.Errorf("afxdp sends one frame per datagram: %d-byte datagrams do not fit %s's MTU of %d (at most %d)", s.BufLen, attrs.Name, mtu, mtu-hdr)
-		}
-	}
-	dst := b.DstMAC
-	if dst == nil {
-		if dst, err = neighbour(link, hop); err != nil {
-			return err
-		}
-	}
-	full, err := NewTemplate(TemplateConfig{SrcMAC: attrs.HardwareAddr, DstMAC: dst, Src: local, Dst: remote, PayloadLen: s.BufLen})
-	if err != nil {
-		return err
-	}
-	plan := &txPlan{full: full, payload: s.BufLen, stats: f.Stats}
-	if s.Bytes > 0 {
-		plan.total = uint64((s.Bytes + int64(s.BufLen) - 1) / int64(s.BufLen))
-		if r := int(s.Bytes % int64(s.BufLen)); r != 0 {
-			if r < HeaderLen {
-				return fmt.Errorf("afxdp: the last datagram of %d bytes cannot carry the %d-byte sequence header: send a multiple of the buffer length", r, HeaderLen)
-			}
-			if plan.last, err = NewTemplate(TemplateConfig{SrcMAC: attrs.HardwareAddr, DstMAC: dst, Src: local, Dst: remote, PayloadLen: r}); err != nil {
-				return err
-			}
-			plan.lastLen = r
-		}
-	}
-	if s.Duration > 0 {
-		plan.deadline = time.Now().Add(s.Duration)
-	}
-	nq := max(b.Queues, 1)
-	if nq > attrs.NumTxQueues && attrs.NumTxQueues > 0 {
-		return fmt.Errorf("afxdp: %d TX queues asked, %s has %d", nq, attrs.Name, attrs.NumTxQueues)
-	}
-	facts := engine.FactsOf(f)
-	owners, err := openAll(SocketConfig{Ifindex: attrs.Index, Iface: attrs.Name, TX: true, ZeroCopy: b.opts.ZeroCopy}, nq)
-	if err != nil {
-		return err
-	}
-	socks := owners
-	defer func() { closeAll(socks) }()
-	nt := b.threads(nq, s.Rate, owners[0].ZC)
-	for i := nq; i < nt; i++ {
-		sk, err := OpenShared(owners[i%nq])
-		if err != nil {
-			return err
-		}
-		socks = append(socks, sk)
-	}
-	noteSockets(facts, owners, attrs.Name, "transmit")
-	if nt > nq {
-		facts.Notef("afxdp: %d sending threads, each with a socket of its own sharing its queue's UMEM", nt)
-	}
-	facts.Notef("afxdp: %s -> %s (%s), UDP checksum computed per datagram", attrs.HardwareAddr, dst, hop)
-	pools := make([]*txPool, nq)
-	for i, o := range owners {
-		pools[i] = newTxPool(o, plan.full)
-	}
-	senders := make([]*sender, len(socks))
-	for i, sk := range socks {
-		senders[i] = newSender(sk, pools[i%nq], plan, b.batch(), s.Rate/float64(len(socks)))
-	}
+	defer closeAll(tx.socks)
+	senders, pools, facts := tx.senders, tx.pools, engine.FactsOf(f)
 	errs := make([]error, len(senders))
 	var wg sync.WaitGroup
 	for i, x := range senders {
@@ -259,11 +188,112 @@ func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 	if pending > 0 {
 		facts.Add(engine.FactPending, pending)
 	}
-	addStats(facts, socks)
+	addStats(facts, tx.socks)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	return ctx.Err()
+}
+
+// txSetup is a transmit made ready: the AF_XDP sockets bound, their frame
+// pools and the senders that will run them.
+type txSetup struct {
+	socks   []*Socket
+	pools   []*txPool
+	senders []*sender
+}
+
+// setupTX finds the interface and the next hop's MAC address, builds the
+// frame templates and binds the sockets. It runs in the flow socket's
+// network namespace (inConnNetns).
+func (b Backend) setupTX(f *engine.Flow, local, remote netip.AddrPort) (_ *txSetup, err error) {
+	s := f.Spec
+	link, hop, err := route(remote.Addr())
+	if err != nil {
+		return nil, err
+	}
+	iface := b.Iface
+	if iface == "" {
+		iface = boundDevice(f.Conn)
+	}
+	if iface != "" && iface != link.Attrs().Name {
+		if link, err = netlink.LinkByName(iface); err != nil {
+			return nil, fmt.Errorf("afxdp: no such interface %q: %w", iface, err)
+		}
+	}
+	attrs := link.Attrs()
+	if mtu := attrs.MTU; mtu > 0 {
+		hdr := 28
+		if !remote.Addr().Is4() {
+			hdr = 48
+		}
+		if s.BufLen+hdr > mtu {
+			return nil, fmt.Errorf("afxdp sends one frame per datagram: %d-byte datagrams do not fit %s's MTU of %d (at most %d)", s.BufLen, attrs.Name, mtu, mtu-hdr)
+		}
+	}
+	dst := b.DstMAC
+	if dst == nil {
+		if dst, err = neighbour(link, hop); err != nil {
+			return nil, err
+		}
+	}
+	full, err := NewTemplate(TemplateConfig{SrcMAC: attrs.HardwareAddr, DstMAC: dst, Src: local, Dst: remote, PayloadLen: s.BufLen})
+	if err != nil {
+		return nil, err
+	}
+	plan := &txPlan{full: full, payload: s.BufLen, stats: f.Stats}
+	if s.Bytes > 0 {
+		plan.total = uint64((s.Bytes + int64(s.BufLen) - 1) / int64(s.BufLen))
+		if r := int(s.Bytes % int64(s.BufLen)); r != 0 {
+			if r < HeaderLen {
+				return nil, fmt.Errorf("afxdp: the last datagram of %d bytes cannot carry the %d-byte sequence header: send a multiple of the buffer length", r, HeaderLen)
+			}
+			if plan.last, err = NewTemplate(TemplateConfig{SrcMAC: attrs.HardwareAddr, DstMAC: dst, Src: local, Dst: remote, PayloadLen: r}); err != nil {
+				return nil, err
+			}
+			plan.lastLen = r
+		}
+	}
+	if s.Duration > 0 {
+		plan.deadline = time.Now().Add(s.Duration)
+	}
+	nq := max(b.Queues, 1)
+	if nq > attrs.NumTxQueues && attrs.NumTxQueues > 0 {
+		return nil, fmt.Errorf("afxdp: %d TX queues asked, %s has %d", nq, attrs.Name, attrs.NumTxQueues)
+	}
+	facts := engine.FactsOf(f)
+	owners, err := openAll(SocketConfig{Ifindex: attrs.Index, Iface: attrs.Name, TX: true, ZeroCopy: b.opts.ZeroCopy}, nq)
+	if err != nil {
+		return nil, err
+	}
+	socks := owners
+	defer func() {
+		if err != nil {
+			closeAll(socks)
+		}
+	}()
+	nt := b.threads(nq, s.Rate, owners[0].ZC)
+	for i := nq; i < nt; i++ {
+		sk, err := OpenShared(owners[i%nq])
+		if err != nil {
+			return nil, err
+		}
+		socks = append(socks, sk)
+	}
+	noteSockets(facts, owners, attrs.Name, "transmit")
+	if nt > nq {
+		facts.Notef("afxdp: %d sending threads, each with a socket of its own sharing its queue's UMEM", nt)
+	}
+	facts.Notef("afxdp: %s -> %s (%s), UDP checksum computed per datagram", attrs.HardwareAddr, dst, hop)
+	pools := make([]*txPool, nq)
+	for i, o := range owners {
+		pools[i] = newTxPool(o, plan.full)
+	}
+	senders := make([]*sender, len(socks))
+	for i, sk := range socks {
+		senders[i] = newSender(sk, pools[i%nq], plan, b.batch(), s.Rate/float64(len(socks)))
+	}
+	return &txSetup{socks: socks, pools: pools, senders: senders}, nil
 }
 
 // boundDevice is the interface c's socket is bound to (SO_BINDTODEVICE,
@@ -417,8 +447,18 @@ func (b Backend) Prepare(ctx context.Context, f *engine.Flow) (func() error, err
 	}, nil
 }
 
-// setupRX loads the program, binds the sockets and attaches the program.
-func (b Backend) setupRX(f *engine.Flow, passFirst bool) (_ *rxSetup, err error) {
+// setupRX loads the program, binds the sockets and attaches the program,
+// in the network namespace of the flow's socket.
+func (b Backend) setupRX(f *engine.Flow, passFirst bool) (x *rxSetup, err error) {
+	err = inConnNetns(f.Conn, func() (err error) {
+		x, err = b.setupRXHere(f, passFirst)
+		return err
+	})
+	return x, err
+}
+
+// setupRXHere is setupRX on the calling thread.
+func (b Backend) setupRXHere(f *engine.Flow, passFirst bool) (_ *rxSetup, err error) {
 	local, _, err := udpAddrs(f)
 	if err != nil {
 		return nil, err
@@ -477,8 +517,9 @@ func (b Backend) setupRX(f *engine.Flow, passFirst bool) (_ *rxSetup, err error)
 // that reached the socket before the program was attached (or that it
 // passes: sentinels, and the first datagram after Prepare) are read from
 // it and counted too. Recv ends at an end sentinel (Spec.SentinelMax),
-// after draining what the rings still hold, or when ctx is done. It must
-// run in the network namespace of the interface.
+// after draining what the rings still hold, or when ctx is done. Like
+// Prepare, it may run on any thread: it sets up in the socket's network
+// namespace (inConnNetns).
 func (b Backend) Recv(ctx context.Context, f *engine.Flow) error {
 	var x *rxSetup
 	if v, ok := prepared.LoadAndDelete(f); ok {
