@@ -107,12 +107,16 @@ type Row struct {
 	TxPerCall  float64       `json:"tx_bytes_per_call"`
 	RxPerCall  float64       `json:"rx_bytes_per_call"`
 	TxCPU      CPU           `json:"tx_cpu"`
-	RxCPU      CPU           `json:"rx_cpu"`
-	CPUPerGB   float64       `json:"cpu_seconds_per_gb"`
-	NotCopied  int64         `json:"bytes_not_copied"`
-	TxSyscalls int64         `json:"tx_syscalls,omitempty"`
-	RxSyscalls int64         `json:"rx_syscalls,omitempty"`
-	Notes      []string      `json:"notes,omitempty"`
+	// TxCPUUnknown and RxCPUUnknown mark an end whose backend ran on
+	// threads of its own (engine.FactOwnThreads): its CPU is not measured.
+	TxCPUUnknown bool     `json:"tx_cpu_unknown,omitempty"`
+	RxCPUUnknown bool     `json:"rx_cpu_unknown,omitempty"`
+	RxCPU        CPU      `json:"rx_cpu"`
+	CPUPerGB     float64  `json:"cpu_seconds_per_gb"`
+	NotCopied    int64    `json:"bytes_not_copied"`
+	TxSyscalls   int64    `json:"tx_syscalls,omitempty"`
+	RxSyscalls   int64    `json:"rx_syscalls,omitempty"`
+	Notes        []string `json:"notes,omitempty"`
 	// TxFacts and RxFacts are each end's backend facts (engine.Facts).
 	TxFacts     map[string]int64 `json:"tx_facts,omitempty"`
 	RxFacts     map[string]int64 `json:"rx_facts,omitempty"`
@@ -262,18 +266,19 @@ func runCase(ctx context.Context, cfg Config, lab *netlab.Lab, c Case) Row {
 	}
 	row.TxCalls, row.RxCalls = ts.DataCalls(), rs.DataCalls()
 	row.TxPerCall, row.RxPerCall = ts.AvgIO(), rs.AvgIO()
-	row.TxCPU, row.RxCPU = tr.cpu, rr.cpu
-	if rs.Bytes > 0 {
-		row.CPUPerGB = (tr.cpu.Total() + rr.cpu.Total()) / (float64(rs.Bytes) / 1e9)
-	}
 	tf, _ := engine.FlowFacts(txFlow)
 	rf, _ := engine.FlowFacts(rxFlow)
+	// A backend that moves data on threads of its own spends CPU this
+	// thread's clock does not see: that end's CPU is unknown, not zero.
+	row.TxCPUUnknown = tf.Counts[engine.FactOwnThreads] > 0
+	row.RxCPUUnknown = rf.Counts[engine.FactOwnThreads] > 0
+	row.TxCPU, row.RxCPU = tr.cpu, rr.cpu
+	if rs.Bytes > 0 && !row.TxCPUUnknown && !row.RxCPUUnknown {
+		row.CPUPerGB = (tr.cpu.Total() + rr.cpu.Total()) / (float64(rs.Bytes) / 1e9)
+	}
 	row.NotCopied = tf.Counts[engine.FactBytesNotCopied] + rf.Counts[engine.FactBytesNotCopied]
 	row.TxSyscalls, row.RxSyscalls = tf.Counts[engine.FactSyscalls], rf.Counts[engine.FactSyscalls]
 	row.Notes = engine.SumFacts(tf, rf).Notes
-	if c.Tx == "afxdp" || c.Rx == "afxdp" {
-		row.Notes = append(row.Notes, "afxdp moves datagrams on threads of its own: the CPU columns miss their time")
-	}
 	row.TxFacts, row.RxFacts = tf.Counts, rf.Counts
 	return row
 }

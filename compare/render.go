@@ -37,15 +37,19 @@ func WriteTable(w io.Writer, rows []Row, udp bool) error {
 		if r.NotCopied > 0 && r.Bytes > 0 {
 			notCopied = fmt.Sprintf("%.0f%%", 100*float64(r.NotCopied)/float64(r.Bytes))
 		}
-		line += fmt.Sprintf("%.2f/%.2f\t%.2f/%.2f\t%.2f\t%d\t%.0f\t%d\t%.0f\t%s\t",
-			r.TxCPU.User, r.TxCPU.Sys, r.RxCPU.User, r.RxCPU.Sys, r.CPUPerGB,
+		cpuPerGB := "-"
+		if !r.TxCPUUnknown && !r.RxCPUUnknown {
+			cpuPerGB = fmt.Sprintf("%.2f", r.CPUPerGB)
+		}
+		line += fmt.Sprintf("%s\t%s\t%s\t%d\t%.0f\t%d\t%.0f\t%s\t",
+			cpuCell(r.TxCPU, r.TxCPUUnknown), cpuCell(r.RxCPU, r.RxCPUUnknown), cpuPerGB,
 			r.TxCalls, r.TxPerCall, r.RxCalls, r.RxPerCall, notCopied)
 		fmt.Fprintln(tw, line)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	cpu := "CPU is each end's thread (softirq work is charged to whichever thread the kernel ran it on)"
+	cpu := "CPU is each end's thread (softirq work is charged to whichever thread the kernel ran it on; - where the backend moved data on threads of its own)"
 	if len(rows) > 0 && rows[0].LocalEnd != "" {
 		here, there := "tx", "rx"
 		if rows[0].LocalEnd == "rx" {
@@ -73,4 +77,13 @@ func WriteJSON(w io.Writer, rows []Row) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rows)
+}
+
+// cpuCell renders one end's user/system seconds, or "-" when the end's
+// backend ran on threads whose time was not measured.
+func cpuCell(c CPU, unknown bool) string {
+	if unknown {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f/%.2f", c.User, c.Sys)
 }

@@ -42,6 +42,9 @@ const (
 	// FactPending counts operations still in flight when the flow ended
 	// (their buffers were kept alive until the kernel let go of them).
 	FactPending = "pending_at_end"
+	// FactOwnThreads counts the threads of its own a backend moved the
+	// data on: CPU measured on the calling thread misses their time.
+	FactOwnThreads = "own_threads"
 )
 
 // Add adds n to the count called name.

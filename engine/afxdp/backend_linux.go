@@ -185,6 +185,7 @@ func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 	}
 	facts.Add(engine.FactSyscalls, kicks)
 	facts.Add("tx_kicks", kicks)
+	facts.Add(engine.FactOwnThreads, int64(len(senders)))
 	if pending > 0 {
 		facts.Add(engine.FactPending, pending)
 	}
@@ -562,6 +563,7 @@ func (b Backend) Recv(ctx context.Context, f *engine.Flow) error {
 		other += r.other
 	}
 	seq := Merge(parts...)
+	facts.Add(engine.FactOwnThreads, int64(len(rxs)))
 	facts.Add("lost_datagrams", seq.Lost())
 	facts.Add("reordered_datagrams", seq.Reordered)
 	facts.Add("socket_datagrams", sockSeq.Received)
