@@ -1,11 +1,42 @@
-// Package engine is the data-path contract of blast: the Spec of one test,
-// the Flow a backend moves bytes on, the lock-free per-stream Counters an
-// interval reporter samples while the test runs, and the registry of
-// backends by name.
+// Package engine is the data-path contract of blast (contract v2).
 //
-// A Backend moves bytes on an already connected endpoint; it never opens
-// connections, prints or decides policy. Modes (ttcp, client/server) set up
-// the endpoints and call Send or Recv, one goroutine per stream.
+// The engine owns data sockets: a mode asks it for a stream with Dial,
+// Listen and Accept (TCP or UDP, v4 or v6, with the socket options it
+// wants) and gets a *Socket the engine made with x/sys/unix. Control
+// connections stay on package net; only the iperf3 server, whose control
+// and data share one port, hands an accepted data connection over with
+// Adopt.
+//
+// A Backend moves the bytes of one Flow (a Socket, the Spec, the Counters
+// and the Facts). Modes never call Send or Recv themselves: Run calls them
+// on a goroutine locked to an OS thread of its own, one per stream, so a
+// stream's system calls block that thread and nothing else, as iperf3
+// 3.16+ runs a thread per stream. The data path never touches the Go
+// runtime's network poller: data sockets are in blocking mode.
+//
+// # Waiting
+//
+// The wait strategy, chosen by measurement on a 2-CPU veth lab (see
+// ARCHITECTURE.md):
+//   - socket backends (readwrite, sendfile, splice, zerocopy, trunc, mmsg)
+//     block in the system call itself: one call per operation, the kernel
+//     wakes the thread directly, nothing else is woken;
+//   - io_uring blocks in io_uring_enter waiting for completions;
+//   - AF_XDP has no blocking call: it waits in ppoll on its XSK sockets
+//     (Flow.Wait), which also polls the flow's eventfd.
+//
+// Cancellation is prompt for all of them: when the context is done Run
+// shuts the socket down (which wakes a blocked read, write, accept or
+// io_uring operation) and writes the flow's eventfd (which wakes Flow.Wait
+// and the pacer). A time limit (Spec.Duration) is kept by the Sender
+// iterator; a write blocked past it returns within the send timeout slice
+// Run sets on the socket.
+//
+// # Sending
+//
+// Every sender takes its buffers from one iterator, Sender: it applies the
+// byte limit, the time limit, the Source, pacing and the ENOBUFS policy the
+// same way for every backend, so backends only move buffers.
 package engine
 
 import (
@@ -13,7 +44,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"time"
 )
 
@@ -44,7 +74,8 @@ type Spec struct {
 	// BufLen is the number of bytes per write, and the size of the read
 	// buffer on the receiving side.
 	BufLen int
-	// Bytes ends a send after this many bytes (0: no byte limit).
+	// Bytes ends a send after this many bytes (0: no byte limit), and a
+	// TCP receive once this many arrived.
 	Bytes int64
 	// Duration ends a send after this long (0: no time limit).
 	Duration time.Duration
@@ -67,11 +98,17 @@ type Spec struct {
 	SentinelMax int
 }
 
+// MaxBufLen bounds Spec.BufLen: one buffer of at most 1 GiB, so that a
+// mistyped length fails with words instead of running out of memory.
+const MaxBufLen = 1 << 30
+
 // Validate reports the first problem with s, in words a user can act on.
 func (s *Spec) Validate() error {
 	switch {
 	case s.BufLen <= 0:
 		return fmt.Errorf("buffer length %d: must be at least 1", s.BufLen)
+	case s.BufLen > MaxBufLen:
+		return fmt.Errorf("buffer length %d: must be at most %d (1 GiB)", s.BufLen, MaxBufLen)
 	case s.Protocol == UDP && s.BufLen > 65507:
 		return fmt.Errorf("buffer length %d: a UDP datagram carries at most 65507 bytes", s.BufLen)
 	case s.Bytes < 0:
@@ -86,14 +123,18 @@ func (s *Spec) Validate() error {
 	return nil
 }
 
-// Flow is one stream handed to a backend: a connected socket, the Spec and
-// the counters the backend keeps up to date.
+// Flow is one stream handed to a backend: the engine-owned socket, the
+// Spec, the counters and the facts the backend keeps up to date. The mode
+// that made the Socket owns it and closes it after Run returns; a backend
+// never closes it.
 type Flow struct {
-	// Conn is connected (TCP) or connected UDP; it implements
-	// syscall.Conn so backends can reach the fd.
-	Conn  net.Conn
+	Sock  *Socket
 	Spec  *Spec
 	Stats *Counters
+	// Facts are what the backend reports beyond the Counters.
+	Facts Facts
+
+	wake waker // set by Run: the flow's eventfd
 }
 
 // Backend moves the bytes of one flow.
@@ -102,12 +143,56 @@ type Flow struct {
 // wrapping ErrNotSupported when it cannot (saying why and what to do), any
 // other error when the probe itself failed.
 //
-// Send and Recv return when the Spec's end condition is met, the peer
-// closes, or ctx is cancelled (then promptly, with ctx.Err()). They update
-// f.Stats as they go and never close f.Conn.
+// Send and Recv run on the flow's own locked thread (Run calls them). They
+// return when the Spec's end condition is met, the peer closes, or the
+// flow is cancelled (then promptly; Run reports the context's error). They
+// update f.Stats and f.Facts as they go and never close f.Sock.
 type Backend interface {
 	Name() string
 	Probe() error
 	Send(ctx context.Context, f *Flow) error
 	Recv(ctx context.Context, f *Flow) error
 }
+
+// Preparer is a Backend whose receive must be set up before the
+// transmitter starts, so that nothing the transmitter sends slips past it
+// (afxdp: its XDP program steers datagrams away from the socket only once
+// it is attached, which takes milliseconds a fast sender fills).
+//
+// A mode calls Prepare once the flow's socket is bound and before it waits
+// for the transmitter, then Run as usual, and release after Run returns
+// (also when it failed or never ran); release is safe to call twice.
+type Preparer interface {
+	Backend
+	Prepare(ctx context.Context, f *Flow) (release func() error, err error)
+}
+
+// Prepare calls b's Prepare when b is a Preparer. The release it returns
+// is never nil: for other backends it does nothing.
+func Prepare(ctx context.Context, b Backend, f *Flow) (release func() error, err error) {
+	p, ok := b.(Preparer)
+	if !ok {
+		return func() error { return nil }, nil
+	}
+	release, err = p.Prepare(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	if release == nil {
+		release = func() error { return nil }
+	}
+	return release, nil
+}
+
+// Unsupported is a backend that cannot run on this system: its probe, Send
+// and Recv all return why, wrapping ErrNotSupported. Platforms register it
+// under the names of the backends they lack, so every name exists in every
+// build and says why it cannot run.
+func Unsupported(name, why string) Backend { return unsupported{name, why} }
+
+type unsupported struct{ name, why string }
+
+func (u unsupported) Name() string                      { return u.name }
+func (u unsupported) Probe() error                      { return fmt.Errorf("%s: %w", u.why, ErrNotSupported) }
+func (u unsupported) Send(context.Context, *Flow) error { return u.Probe() }
+func (u unsupported) Recv(context.Context, *Flow) error { return u.Probe() }

@@ -1,11 +1,8 @@
 package engine
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"sync/atomic"
-	"time"
 	"unsafe"
 )
 
@@ -42,49 +39,6 @@ func Pattern(b []byte) {
 
 func isPrint(c byte) bool { return c >= 0x20 && c < 0x7f }
 
-// WatchContext makes blocking I/O on conn return as soon as ctx is done by
-// moving conn's deadline into the past. Call the returned stop function
-// when the I/O is over; it reports whether the context fired.
-func WatchContext(ctx context.Context, conn net.Conn) (stop func() bool) {
-	return context.AfterFunc(ctx, func() {
-		conn.SetDeadline(time.Unix(1, 0))
-	})
-}
-
-// Pacer spaces sends so that the bytes sent follow a rate in bits per
-// second. The zero rate never waits.
-type Pacer struct {
-	bytesPerSec float64
-	start       time.Time
-	sent        float64
-}
-
-// NewPacer returns a pacer for rate bits per second starting now.
-func NewPacer(rate float64) *Pacer {
-	return &Pacer{bytesPerSec: rate / 8, start: time.Now()}
-}
-
-// Wait blocks until n more bytes may be sent, or ctx is done.
-func (p *Pacer) Wait(ctx context.Context, n int) error {
-	if p.bytesPerSec <= 0 {
-		return nil
-	}
-	due := p.start.Add(time.Duration(p.sent / p.bytesPerSec * float64(time.Second)))
-	p.sent += float64(n)
-	d := time.Until(due)
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // touchSum keeps the compiler from dropping the reads of Deliver's touch.
 var touchSum atomic.Uint32
 
@@ -97,6 +51,13 @@ func Deliver(f *Flow, p []byte, dgram bool) error {
 		dg = 1
 	}
 	f.Stats.AddIO(len(p), dg)
+	return Consume(f, p)
+}
+
+// Consume does what Deliver does apart from counting (the caller counted
+// the I/O call that brought p): touch every byte if asked, and hand p to
+// the Sink.
+func Consume(f *Flow, p []byte) error {
 	if f.Spec.Touch {
 		var sum byte
 		for _, c := range p {
@@ -108,6 +69,19 @@ func Deliver(f *Flow, p []byte, dgram bool) error {
 		if _, err := f.Spec.Sink.Write(p); err != nil {
 			return fmt.Errorf("write received data: %w", err)
 		}
+	}
+	return nil
+}
+
+// SendOnly is the Recv error of a backend that only sends.
+func SendOnly(name string) error {
+	return fmt.Errorf("%s only sends: receive with another backend (--rx-backend readwrite, splice or trunc): %w", name, ErrNotSupported)
+}
+
+// TCPOnly refuses a UDP flow for a backend that moves a TCP stream.
+func TCPOnly(name string, f *Flow) error {
+	if f.Spec.Protocol != TCP {
+		return fmt.Errorf("%s moves TCP streams only (UDP: use mmsg, iouring or readwrite): %w", name, ErrNotSupported)
 	}
 	return nil
 }

@@ -2,22 +2,15 @@ package sockets
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/blastnet/blast/engine"
 )
 
-func init() { engine.Register(ReadWrite{}) }
-
 // ReadWrite moves bytes with one write(2) per buffer and one read(2) per
-// receive call: the classic path every other backend is compared with.
+// receive call, blocking on the flow's own thread: the classic path every
+// other backend is compared with.
 type ReadWrite struct{}
 
 var _ engine.Backend = ReadWrite{}
@@ -30,140 +23,49 @@ func (ReadWrite) Probe() error { return nil }
 
 // Send implements engine.Backend.
 func (ReadWrite) Send(ctx context.Context, f *engine.Flow) error {
-	rc, err := rawConn(f)
-	if err != nil {
-		return err
-	}
-	stop := engine.WatchContext(ctx, f.Conn)
-	defer stop()
-	if f.Spec.Duration > 0 {
-		f.Conn.SetWriteDeadline(time.Now().Add(f.Spec.Duration))
-		defer f.Conn.SetWriteDeadline(time.Time{})
-	}
-	err = sendLoop(ctx, rc, f)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if f.Spec.Duration > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
-		return nil // the time limit ended the send
-	}
-	return err
-}
-
-func sendLoop(ctx context.Context, rc syscall.RawConn, f *engine.Flow) error {
-	s := f.Spec
-	buf := engine.Buffer(s)
-	pacer := engine.NewPacer(s.Rate)
-	udp := s.Protocol == engine.UDP
-	left := s.Bytes
+	s := engine.NewSender(f)
+	buf := engine.Buffer(f.Spec)
+	fd := f.Sock.FD()
+	syscalls := f.Facts.Counter(engine.FactSyscalls)
 	for {
-		n := len(buf)
-		if s.Bytes > 0 {
-			if left == 0 {
-				return nil
-			}
-			if left < int64(n) {
-				n = int(left)
-			}
-		}
-		if s.Source != nil {
-			var err error
-			n, err = s.Source.Read(buf[:n])
-			if n == 0 {
-				if err == nil {
-					continue
-				}
-				if errors.Is(err, io.EOF) {
-					return nil
-				}
-				return fmt.Errorf("read source: %w", err)
-			}
-		}
-		if err := pacer.Wait(ctx, n); err != nil {
+		p, err := s.Next(buf)
+		if err != nil || len(p) == 0 {
 			return err
 		}
-		if err := writeAll(rc, f.Stats, buf[:n], udp); err != nil {
+		syscalls.Add(1)
+		if err := engine.WriteAll(s, fd, p); err != nil {
 			return err
 		}
-		left -= int64(n)
 	}
-}
-
-// writeAll writes p with as many write(2) calls as the kernel needs,
-// counting each one. A UDP write is one datagram.
-func writeAll(rc syscall.RawConn, c *engine.Counters, p []byte, udp bool) error {
-	for len(p) > 0 {
-		var n int
-		var werr error
-		err := rc.Write(func(fd uintptr) bool {
-			n, werr = unix.Write(int(fd), p)
-			return werr != unix.EAGAIN
-		})
-		if err != nil {
-			return err
-		}
-		if werr == unix.ENOBUFS && udp {
-			c.AddError()
-			time.Sleep(18 * time.Millisecond) // ttcp's pause for a full queue
-			continue
-		}
-		if werr != nil {
-			c.AddError()
-			return os.NewSyscallError("write", werr)
-		}
-		dg := 0
-		if udp {
-			dg = 1
-		}
-		c.AddIO(n, dg)
-		p = p[n:]
-	}
-	return nil
 }
 
 // Recv implements engine.Backend.
 func (ReadWrite) Recv(ctx context.Context, f *engine.Flow) error {
-	rc, err := rawConn(f)
-	if err != nil {
-		return err
-	}
-	stop := engine.WatchContext(ctx, f.Conn)
-	defer stop()
-	err = recvLoop(rc, f)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return err
-}
-
-func recvLoop(rc syscall.RawConn, f *engine.Flow) error {
 	s := f.Spec
 	buf := engine.Buffer(s)
 	udp := s.Protocol == engine.UDP
+	fd := f.Sock.FD()
+	syscalls := f.Facts.Counter(engine.FactSyscalls)
 	var left int64 = -1
-	if s.Bytes > 0 {
+	if s.Bytes > 0 && !udp {
 		left = s.Bytes
 	}
 	for left != 0 {
 		p := buf
-		if left > 0 && left < int64(len(p)) && !udp {
+		if left > 0 && left < int64(len(p)) {
 			p = p[:left]
 		}
-		var n int
-		var rerr error
-		err := rc.Read(func(fd uintptr) bool {
-			n, rerr = unix.Read(int(fd), p)
-			return rerr != unix.EAGAIN
-		})
+		n, err := unix.Read(fd, p)
+		syscalls.Add(1)
+		if err == unix.EINTR {
+			continue
+		}
 		if err != nil {
-			return err
-		}
-		if rerr != nil {
 			f.Stats.AddError()
-			return os.NewSyscallError("read", rerr)
+			return engine.IOErr("read", err)
 		}
-		if n == 0 && !udp {
-			f.Stats.AddCall() // the read that saw EOF
+		if n == 0 && !udp || f.Cancelled() {
+			f.Stats.AddCall() // the read that saw EOF (or the shutdown)
 			return nil
 		}
 		if udp && n <= s.SentinelMax {
@@ -174,16 +76,8 @@ func recvLoop(rc syscall.RawConn, f *engine.Flow) error {
 			return err
 		}
 		if left > 0 {
-			left = max(left-int64(n), 0)
+			left -= int64(n)
 		}
 	}
 	return nil
-}
-
-func rawConn(f *engine.Flow) (syscall.RawConn, error) {
-	sc, ok := f.Conn.(syscall.Conn)
-	if !ok {
-		return nil, fmt.Errorf("sockets: %T has no file descriptor", f.Conn)
-	}
-	return sc.SyscallConn()
 }

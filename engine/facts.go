@@ -2,23 +2,23 @@ package engine
 
 import (
 	"fmt"
-	"runtime"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
-	"weak"
+	"sync/atomic"
 )
 
 // Facts are what a backend reports about one flow beyond the Counters:
 // what actually happened (sends the kernel completed without copying and
 // sends it copied, system calls of every kind, an option the kernel refused
-// and the fallback taken). A backend writes them while it runs; a reporter
-// may read them at any time, also concurrently.
+// and the fallback taken). They live on the Flow.
 //
-// Counts are named int64 totals (see the Fact* names for the ones every
-// renderer may rely on); notes are sentences for a human.
+// The hot path is lock-free: a backend takes the *atomic.Int64 of each
+// count it keeps once, with Counter, before its loop, and adds to it
+// atomically. A reporter may Snapshot at any time, also concurrently.
 type Facts struct {
 	mu     sync.Mutex
-	counts map[string]int64
+	counts map[string]*atomic.Int64
 	notes  []string
 }
 
@@ -42,29 +42,48 @@ const (
 	// FactPending counts operations still in flight when the flow ended
 	// (their buffers were kept alive until the kernel let go of them).
 	FactPending = "pending_at_end"
-	// FactOwnThreads counts the threads of its own a backend moved the
-	// data on: CPU measured on the calling thread misses their time.
+	// FactOwnThreads counts the threads beyond the flow's own that a
+	// backend moved the data on: CPU measured on the flow's thread misses
+	// their time.
 	FactOwnThreads = "own_threads"
+	// FactPartialWrites counts writes the kernel took only part of (the
+	// rest went in further calls, counted in FactSyscalls).
+	FactPartialWrites = "partial_writes"
+	// FactNoBufs counts sends refused with ENOBUFS and retried after a
+	// pause (a full device queue).
+	FactNoBufs = "enobufs"
 )
 
-// Add adds n to the count called name.
-func (x *Facts) Add(name string, n int64) {
+// Counter returns the count called name, creating it at 0. Take it once,
+// outside the loop, and add to it atomically.
+func (x *Facts) Counter(name string) *atomic.Int64 {
 	x.mu.Lock()
+	defer x.mu.Unlock()
 	if x.counts == nil {
-		x.counts = map[string]int64{}
+		x.counts = map[string]*atomic.Int64{}
 	}
-	x.counts[name] += n
-	x.mu.Unlock()
+	c, ok := x.counts[name]
+	if !ok {
+		c = new(atomic.Int64)
+		x.counts[name] = c
+	}
+	return c
 }
 
+// Add adds n to the count called name (a convenience off the hot path).
+func (x *Facts) Add(name string, n int64) { x.Counter(name).Add(n) }
+
 // Set sets the count called name to n.
-func (x *Facts) Set(name string, n int64) {
+func (x *Facts) Set(name string, n int64) { x.Counter(name).Store(n) }
+
+// Count returns the count called name (0 when never set).
+func (x *Facts) Count(name string) int64 {
 	x.mu.Lock()
-	if x.counts == nil {
-		x.counts = map[string]int64{}
+	defer x.mu.Unlock()
+	if c, ok := x.counts[name]; ok {
+		return c.Load()
 	}
-	x.counts[name] = n
-	x.mu.Unlock()
+	return 0
 }
 
 // Notef records a sentence (once: a repeated note is dropped).
@@ -72,19 +91,9 @@ func (x *Facts) Notef(format string, args ...any) {
 	s := fmt.Sprintf(format, args...)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for _, n := range x.notes {
-		if n == s {
-			return
-		}
+	if !slices.Contains(x.notes, s) {
+		x.notes = append(x.notes, s)
 	}
-	x.notes = append(x.notes, s)
-}
-
-// Count returns the count called name (0 when never set).
-func (x *Facts) Count(name string) int64 {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.counts[name]
 }
 
 // FactSample is a copy of Facts, for a result.
@@ -101,21 +110,20 @@ func (x *Facts) Snapshot() FactSample {
 	if len(x.counts) > 0 {
 		s.Counts = make(map[string]int64, len(x.counts))
 		for k, v := range x.counts {
-			s.Counts[k] = v
+			s.Counts[k] = v.Load()
 		}
 	}
-	s.Notes = append([]string(nil), x.notes...)
+	s.Notes = slices.Clone(x.notes)
 	return s
 }
+
+// Empty reports whether the sample holds nothing.
+func (s FactSample) Empty() bool { return len(s.Counts) == 0 && len(s.Notes) == 0 }
 
 // Lines renders the sample as "name value" lines in name order, then the
 // notes.
 func (s FactSample) Lines() []string {
-	names := make([]string, 0, len(s.Counts))
-	for k := range s.Counts {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(s.Counts))
 	out := make([]string, 0, len(names)+len(s.Notes))
 	for _, k := range names {
 		out = append(out, fmt.Sprintf("%s %d", k, s.Counts[k]))
@@ -126,7 +134,6 @@ func (s FactSample) Lines() []string {
 // SumFacts adds several samples (counts added, notes kept once each).
 func SumFacts(samples ...FactSample) FactSample {
 	var t FactSample
-	seen := map[string]bool{}
 	for _, s := range samples {
 		for k, v := range s.Counts {
 			if t.Counts == nil {
@@ -135,50 +142,10 @@ func SumFacts(samples ...FactSample) FactSample {
 			t.Counts[k] += v
 		}
 		for _, n := range s.Notes {
-			if !seen[n] {
-				seen[n] = true
+			if !slices.Contains(t.Notes, n) {
 				t.Notes = append(t.Notes, n)
 			}
 		}
 	}
 	return t
-}
-
-// Flow.Extra cannot be a field without changing the Flow struct, so the
-// facts of a flow live in a table keyed by a weak pointer to it: an entry
-// goes away when its Flow is garbage.
-var (
-	factsMu    sync.Mutex
-	factsTable = map[weak.Pointer[Flow]]*Facts{}
-)
-
-// FactsOf returns the facts of f, creating them on first use. They live as
-// long as f does.
-func FactsOf(f *Flow) *Facts {
-	key := weak.Make(f)
-	factsMu.Lock()
-	defer factsMu.Unlock()
-	if x, ok := factsTable[key]; ok {
-		return x
-	}
-	x := &Facts{}
-	factsTable[key] = x
-	runtime.AddCleanup(f, func(k weak.Pointer[Flow]) {
-		factsMu.Lock()
-		delete(factsTable, k)
-		factsMu.Unlock()
-	}, key)
-	return x
-}
-
-// FlowFacts returns a copy of f's facts, and false when no backend recorded
-// any.
-func FlowFacts(f *Flow) (FactSample, bool) {
-	factsMu.Lock()
-	x, ok := factsTable[weak.Make(f)]
-	factsMu.Unlock()
-	if !ok {
-		return FactSample{}, false
-	}
-	return x.Snapshot(), true
 }

@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// waker is a flow's eventfd: written when the flow is cancelled, polled by
+// every Flow.Wait and by the pacer's sleeps.
+type waker struct {
+	mu        sync.Mutex // guards efd against the cancel's write after close
+	efd       int
+	cancelled atomic.Bool
+}
+
+func (w *waker) open() error {
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return os.NewSyscallError("eventfd", err)
+	}
+	w.efd = efd
+	return nil
+}
+
+func (w *waker) fire() {
+	w.cancelled.Store(true)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.efd > 0 {
+		var one [8]byte
+		binary.NativeEndian.PutUint64(one[:], 1)
+		unix.Write(w.efd, one[:])
+	}
+}
+
+func (w *waker) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.efd > 0 {
+		unix.Close(w.efd)
+		w.efd = 0
+	}
+}
+
+// Run runs b's Send (send true) or Recv on f, on a goroutine locked to an
+// OS thread of its own, and returns what it returned. The thread ends with
+// the flow (the goroutine exits locked), so nothing a backend changed on it
+// (priority, affinity, namespace) outlives the flow.
+//
+// When ctx is done Run cancels the flow: it shuts f.Sock down and wakes
+// Flow.Wait, and returns ctx's error once the backend has returned. A
+// time-limited sender's socket gets a short send timeout, so that a write
+// blocked on a closed window sees the time limit promptly.
+func Run(ctx context.Context, b Backend, f *Flow, send bool) error {
+	if f.Spec == nil || f.Stats == nil {
+		return errors.New("engine: a Flow needs a Spec and Counters")
+	}
+	if err := f.wake.open(); err != nil {
+		return err
+	}
+	defer f.wake.close()
+	if send && f.Spec.Duration > 0 && f.Sock != nil {
+		if err := f.Sock.SetTimeout(sendSlice); err != nil {
+			return err
+		}
+	}
+	stop := context.AfterFunc(ctx, func() {
+		f.wake.fire()
+		if f.Sock != nil {
+			f.Sock.Shutdown()
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with us
+		if send {
+			done <- b.Send(ctx, f)
+		} else {
+			done <- b.Recv(ctx, f)
+		}
+	}()
+	err := <-done
+	if !stop() && f.wake.cancelled.Load() {
+		return ctx.Err()
+	}
+	return err
+}
+
+// Cancelled reports whether the flow was cancelled.
+func (f *Flow) Cancelled() bool { return f.wake.cancelled.Load() }
+
+// ErrCancelled is what Wait and Sleep return when the flow was cancelled;
+// Run turns it into the context's error.
+var ErrCancelled = errors.New("engine: flow cancelled")
+
+// Wait blocks the flow's thread in ppoll until fd has one of events (it
+// returns them), the flow is cancelled (ErrCancelled), or timeout passes
+// (0 revents; timeout < 0 waits without bound). It is for backends that
+// have no blocking call to wait in (AF_XDP) or that wait on more than
+// their socket.
+func (f *Flow) Wait(fd int, events int16, timeout time.Duration) (int16, error) {
+	fds := [2]unix.PollFd{{Fd: int32(fd), Events: events}, {Fd: int32(f.wake.efd), Events: unix.POLLIN}}
+	var ts *unix.Timespec
+	if timeout >= 0 {
+		t := unix.NsecToTimespec(int64(timeout))
+		ts = &t
+	}
+	for {
+		_, err := unix.Ppoll(fds[:], ts, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, os.NewSyscallError("ppoll", err)
+		}
+		if fds[1].Revents != 0 || f.wake.cancelled.Load() {
+			return 0, ErrCancelled
+		}
+		return fds[0].Revents, nil
+	}
+}
+
+// Sleep blocks the flow's thread for d, or until it is cancelled
+// (ErrCancelled). It sleeps in the kernel (ppoll on the flow's eventfd),
+// to the microsecond, without the runtime's timers.
+func (f *Flow) Sleep(d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	fds := [1]unix.PollFd{{Fd: int32(f.wake.efd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(d)
+	for {
+		ts := unix.NsecToTimespec(int64(d))
+		_, err := unix.Ppoll(fds[:], &ts, nil)
+		if err != nil && err != unix.EINTR {
+			return os.NewSyscallError("ppoll", err)
+		}
+		if fds[0].Revents != 0 || f.wake.cancelled.Load() {
+			return ErrCancelled
+		}
+		if d = time.Until(deadline); d <= 0 {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,220 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// noBufsPause is how long a sender pauses when the kernel refuses a
+// datagram for a full device queue (ENOBUFS): ttcp's 18 ms.
+const noBufsPause = 18 * time.Millisecond
+
+// Sender is the one send loop every backend shares. It hands out the next
+// buffer and applies, the same way for every backend:
+//   - the byte limit (Spec.Bytes): bytes handed out, exactly;
+//   - the time limit (Spec.Duration), from the first call;
+//   - the Source, read into the backend's buffer, ending at its EOF;
+//   - pacing to Spec.Rate, smooth: each buffer leaves when the bytes
+//     before it are due at the rate, slept in the kernel;
+//   - the ENOBUFS policy (Retry): count it, pause, send again.
+//
+// A backend asks with Next (fill a buffer) or Take (reserve bytes it sends
+// from elsewhere: a file, a prefilled pattern), sends all it got, and
+// records each call in f.Stats. Next and Take return 0 bytes when the send
+// is over; the backend then returns nil.
+type Sender struct {
+	f        *Flow
+	left     int64 // bytes still to hand out; -1: no limit
+	deadline time.Time
+	rate     float64 // bytes per second, 0: unpaced
+	start    time.Time
+	handed   float64 // bytes handed out, for pacing
+	src      io.Reader
+	over     bool
+	noBufs   *atomic.Int64
+}
+
+// NewSender starts the iterator for f (the time limit runs from now).
+func NewSender(f *Flow) *Sender {
+	s := &Sender{f: f, left: -1, rate: f.Spec.Rate / 8, start: time.Now(), src: f.Spec.Source}
+	if f.Spec.Bytes > 0 {
+		s.left = f.Spec.Bytes
+	}
+	if f.Spec.Duration > 0 {
+		s.deadline = s.start.Add(f.Spec.Duration)
+	}
+	return s
+}
+
+// Source reports whether the bytes come from Spec.Source (Next must be
+// used, not Take).
+func (s *Sender) Source() bool { return s.src != nil }
+
+// Next returns the next bytes to send, a prefix of buf (read from the
+// Source when there is one), or an empty slice when the send is over.
+func (s *Sender) Next(buf []byte) ([]byte, error) {
+	n, err := s.grant(len(buf))
+	if n == 0 || err != nil {
+		return nil, err
+	}
+	if s.src == nil {
+		return buf[:n], nil
+	}
+	for {
+		m, rerr := s.src.Read(buf[:n])
+		if m > 0 {
+			s.give(m)
+			return buf[:m], s.pace(m)
+		}
+		if errors.Is(rerr, io.EOF) {
+			s.over = true
+			return nil, nil
+		}
+		if rerr != nil {
+			return nil, fmt.Errorf("read source: %w", rerr)
+		}
+	}
+}
+
+// Take reserves up to want bytes for a backend that sends without a
+// buffer of the Sender's (sendfile from a file, a batch of prefilled
+// datagrams): it returns how many to send now, 0 when the send is over.
+// A Sender with a Source cannot Take.
+func (s *Sender) Take(want int) (int, error) {
+	if s.src != nil {
+		return 0, errors.New("engine: Take on a Sender that reads a Source (use Next)")
+	}
+	n, err := s.grant(want)
+	if n == 0 || err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// grant decides how many of want bytes may go: limit and time, then pace
+// (for a Source, pacing waits until the bytes read are known).
+func (s *Sender) grant(want int) (int, error) {
+	if s.over || want <= 0 {
+		return 0, nil
+	}
+	if !s.deadline.IsZero() && !time.Now().Before(s.deadline) {
+		s.over = true
+		return 0, nil
+	}
+	n := want
+	if s.left >= 0 {
+		if s.left == 0 {
+			s.over = true
+			return 0, nil
+		}
+		n = int(min(int64(n), s.left))
+	}
+	if s.src != nil {
+		return n, nil
+	}
+	s.give(n)
+	return n, s.pace(n)
+}
+
+func (s *Sender) give(n int) {
+	if s.left >= 0 {
+		s.left -= int64(n)
+	}
+}
+
+// pace sleeps until n more bytes are due.
+func (s *Sender) pace(n int) error {
+	if s.rate <= 0 {
+		return nil
+	}
+	due := s.start.Add(time.Duration(s.handed / s.rate * float64(time.Second)))
+	s.handed += float64(n)
+	if d := time.Until(due); d > 0 {
+		if !s.deadline.IsZero() && due.After(s.deadline) {
+			d = time.Until(s.deadline)
+		}
+		return s.f.Sleep(d)
+	}
+	return nil
+}
+
+// Over reports whether the send has ended (limit, time or Source EOF).
+func (s *Sender) Over() bool { return s.over }
+
+// Retry decides about a failed send call: true to send the same bytes
+// again (after the ENOBUFS pause, or a send timeout slice while time
+// remains), false with the error to return otherwise. A send timeout after
+// the time limit ends the send: Retry returns false, nil.
+func (s *Sender) Retry(err error) (bool, error) {
+	switch {
+	case errors.Is(err, unix.ENOBUFS) && s.f.Spec.Protocol == UDP:
+		if s.noBufs == nil {
+			s.noBufs = s.f.Facts.Counter(FactNoBufs)
+		}
+		s.noBufs.Add(1)
+		s.f.Stats.AddError()
+		if err := s.f.Sleep(noBufsPause); err != nil {
+			return false, err
+		}
+		return true, nil
+	case errors.Is(err, ErrTimeout) || errors.Is(err, unix.EAGAIN):
+		if !s.deadline.IsZero() {
+			if time.Now().Before(s.deadline) {
+				return true, nil
+			}
+			s.over = true
+			return false, nil
+		}
+	case errors.Is(err, unix.EINTR):
+		return true, nil
+	}
+	return false, err
+}
+
+// WriteAll writes p on fd with write(2) (send with MSG_NOSIGNAL) until the
+// kernel took all of it, as one I/O operation in f.Stats (partial writes
+// count in the flow's facts): the readwrite send path, shared by backends
+// that fall back to it. A UDP write is one datagram.
+func WriteAll(s *Sender, fd int, p []byte) error {
+	f := s.f
+	udp := f.Spec.Protocol == UDP
+	total := len(p)
+	partial := 0
+	for len(p) > 0 {
+		n, err := unix.SendmsgN(fd, p, nil, nil, unix.MSG_NOSIGNAL)
+		if err != nil {
+			again, rerr := s.Retry(err)
+			if again {
+				continue
+			}
+			if rerr == nil {
+				break // the time limit ended the send mid-buffer
+			}
+			f.Stats.AddError()
+			return ioErr("write", rerr)
+		}
+		p = p[n:]
+		if udp {
+			break
+		}
+		if len(p) > 0 {
+			partial++
+		}
+	}
+	if sent := total - len(p); sent > 0 {
+		dg := 0
+		if udp {
+			dg = 1
+		}
+		f.Stats.AddIO(sent, dg)
+	}
+	if partial > 0 {
+		f.Facts.Add(FactPartialWrites, int64(partial))
+	}
+	return nil
+}
