@@ -6,17 +6,18 @@ import (
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/internal/netlab/labtest"
 )
 
 // TestLabAFXDP runs the afxdp rows of the UDP comparison in a lab: the
 // backend sets up in the lab host's namespace from compare's goroutines
 // and moves datagrams.
 func TestLabAFXDP(t *testing.T) {
-	netlab.RequireRoot(t)
+	labtest.RequireRoot(t)
 	if _, err := engine.Usable("afxdp"); err != nil {
 		t.Skipf("afxdp: %v", err)
 	}
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	cfg := Config{UDP: true, Duration: 500 * time.Millisecond, BufLen: 64}
 	n := 0
 	for _, c := range DefaultCases(true) {

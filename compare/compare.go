@@ -14,15 +14,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
-	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/blastnet/blast/engine"
-	_ "github.com/blastnet/blast/engine/afxdp"   // the backends compared
-	_ "github.com/blastnet/blast/engine/sockets" // the backends compared
 	"github.com/blastnet/blast/internal/netlab"
 )
 
@@ -43,17 +39,19 @@ type Config struct {
 
 // Case is one row: a sending and a receiving backend with their options.
 type Case struct {
-	Tx, Rx         string
-	TxOpts, RxOpts engine.Options
+	Tx, Rx string
+	// TxOpts and RxOpts are backend options as --backend takes them
+	// after the colon ("gso", "batch=64,gro").
+	TxOpts, RxOpts string
 }
 
 // Name is "tx[opts] -> rx[opts]".
 func (c Case) Name() string {
-	side := func(n string, o engine.Options) string {
-		if o.IsZero() {
+	side := func(n string, o string) string {
+		if o == "" {
 			return n
 		}
-		return n + "[" + o.String() + "]"
+		return n + "[" + o + "]"
 	}
 	return side(c.Tx, c.TxOpts) + " -> " + side(c.Rx, c.RxOpts)
 }
@@ -66,7 +64,7 @@ func DefaultCases(udp bool) []Case {
 		return []Case{
 			{Tx: "readwrite", Rx: "readwrite"},
 			{Tx: "mmsg", Rx: "mmsg"},
-			{Tx: "mmsg", Rx: "mmsg", TxOpts: engine.Options{GSO: true}, RxOpts: engine.Options{GRO: true}},
+			{Tx: "mmsg", Rx: "mmsg", TxOpts: "gso", RxOpts: "gro"},
 			{Tx: "iouring", Rx: "iouring"},
 			{Tx: "zerocopy", Rx: "readwrite"},
 			{Tx: "readwrite", Rx: "trunc"},
@@ -82,10 +80,10 @@ func DefaultCases(udp bool) []Case {
 		{Tx: "splice", Rx: "readwrite"},
 		{Tx: "zerocopy", Rx: "readwrite"},
 		{Tx: "iouring", Rx: "readwrite"},
-		{Tx: "iouring", Rx: "readwrite", TxOpts: engine.Options{ZeroCopy: true}},
+		{Tx: "iouring", Rx: "readwrite", TxOpts: "zc"},
 		{Tx: "readwrite", Rx: "splice"},
 		{Tx: "readwrite", Rx: "trunc"},
-		{Tx: "readwrite", Rx: "iouring", RxOpts: engine.Options{Multishot: true}},
+		{Tx: "readwrite", Rx: "iouring", RxOpts: "multishot"},
 	}
 }
 
@@ -176,23 +174,23 @@ func runCase(ctx context.Context, cfg Config, lab *netlab.Lab, c Case) Row {
 	if err != nil {
 		return fail(err)
 	}
-	txConn, rxConn, err := connect(lab, cfg.UDP)
+	txSock, rxSock, err := connect(ctx, lab, cfg.UDP)
 	if err != nil {
 		return fail(err)
 	}
-	defer txConn.Close()
-	defer rxConn.Close()
+	defer txSock.Close()
+	defer rxSock.Close()
 
 	proto := engine.TCP
 	if cfg.UDP {
 		proto = engine.UDP
 	}
-	txFlow := &engine.Flow{Conn: txConn, Spec: &engine.Spec{Protocol: proto, BufLen: cfg.BufLen, Duration: cfg.Duration}, Stats: &engine.Counters{}}
+	txFlow := &engine.Flow{Sock: txSock, Spec: &engine.Spec{Protocol: proto, BufLen: cfg.BufLen, Duration: cfg.Duration}, Stats: &engine.Counters{}}
 	rxLen := cfg.BufLen
 	if cfg.UDP {
 		rxLen = max(cfg.BufLen, 2048)
 	}
-	rxFlow := &engine.Flow{Conn: rxConn, Spec: &engine.Spec{Protocol: proto, BufLen: rxLen, SentinelMax: 4}, Stats: &engine.Counters{}}
+	rxFlow := &engine.Flow{Sock: rxSock, Spec: &engine.Spec{Protocol: proto, BufLen: rxLen, SentinelMax: 4}, Stats: &engine.Counters{}}
 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -204,53 +202,35 @@ func runCase(ctx context.Context, cfg Config, lab *netlab.Lab, c Case) Row {
 		return fail(fmt.Errorf("receive: prepare: %w", err))
 	}
 	defer release()
-	type result struct {
-		err error
-		cpu CPU
-	}
-	rxDone := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		t0 := threadCPU()
-		err := rx.Recv(rctx, rxFlow)
-		rxDone <- result{err, threadCPU().sub(t0)}
-	}()
+	rxDone := make(chan error, 1)
+	go func() { rxDone <- engine.Run(rctx, rx, rxFlow, false) }()
 	start := time.Now()
-	txDone := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		t0 := threadCPU()
-		err := tx.Send(ctx, txFlow)
-		txDone <- result{err, threadCPU().sub(t0)}
-	}()
-	tr := <-txDone
+	txErr := engine.Run(ctx, tx, txFlow, true)
 	elapsed := time.Since(start)
 	if cfg.UDP {
 		// The end sentinel, a few times in case one is lost.
 		for range 5 {
-			txConn.Write([]byte("end!"))
+			txSock.Write([]byte("end!"))
 			time.Sleep(20 * time.Millisecond)
 		}
-	} else if cw, ok := txConn.(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
+	} else {
+		txSock.CloseWrite()
 	}
-	var rr result
+	var rxErr error
 	select {
-	case rr = <-rxDone:
+	case rxErr = <-rxDone:
 	case <-time.After(3 * time.Second):
 		cancel()
-		rr = <-rxDone
-		if errors.Is(rr.err, context.Canceled) {
-			rr.err = nil // the receiver missed the end: count what it got
+		rxErr = <-rxDone
+		if errors.Is(rxErr, context.Canceled) {
+			rxErr = nil // the receiver missed the end: count what it got
 		}
 	}
-	if tr.err != nil {
-		return fail(fmt.Errorf("send: %w", tr.err))
+	if txErr != nil {
+		return fail(fmt.Errorf("send: %w", txErr))
 	}
-	if rr.err != nil {
-		return fail(fmt.Errorf("receive: %w", rr.err))
+	if rxErr != nil {
+		return fail(fmt.Errorf("receive: %w", rxErr))
 	}
 	ts, rs := txFlow.Stats.Snapshot(), rxFlow.Stats.Snapshot()
 	row.Seconds = elapsed.Seconds()
@@ -266,15 +246,14 @@ func runCase(ctx context.Context, cfg Config, lab *netlab.Lab, c Case) Row {
 	}
 	row.TxCalls, row.RxCalls = ts.DataCalls(), rs.DataCalls()
 	row.TxPerCall, row.RxPerCall = ts.AvgIO(), rs.AvgIO()
-	tf, _ := engine.FlowFacts(txFlow)
-	rf, _ := engine.FlowFacts(rxFlow)
+	tf, rf := txFlow.Facts.Snapshot(), rxFlow.Facts.Snapshot()
 	// A backend that moves data on threads of its own spends CPU this
 	// thread's clock does not see: that end's CPU is unknown, not zero.
 	row.TxCPUUnknown = tf.Counts[engine.FactOwnThreads] > 0
 	row.RxCPUUnknown = rf.Counts[engine.FactOwnThreads] > 0
-	row.TxCPU, row.RxCPU = tr.cpu, rr.cpu
+	row.TxCPU, row.RxCPU = cpuOf(txFlow.CPU), cpuOf(rxFlow.CPU)
 	if rs.Bytes > 0 && !row.TxCPUUnknown && !row.RxCPUUnknown {
-		row.CPUPerGB = (tr.cpu.Total() + rr.cpu.Total()) / (float64(rs.Bytes) / 1e9)
+		row.CPUPerGB = (row.TxCPU.Total() + row.RxCPU.Total()) / (float64(rs.Bytes) / 1e9)
 	}
 	row.NotCopied = tf.Counts[engine.FactBytesNotCopied] + rf.Counts[engine.FactBytesNotCopied]
 	row.TxSyscalls, row.RxSyscalls = tf.Counts[engine.FactSyscalls], rf.Counts[engine.FactSyscalls]
@@ -283,75 +262,75 @@ func runCase(ctx context.Context, cfg Config, lab *netlab.Lab, c Case) Row {
 	return row
 }
 
-func backend(name string, o engine.Options) (engine.Backend, error) {
-	b, err := engine.Usable(name)
-	if err != nil {
-		return nil, err
-	}
-	return engine.Configure(b, o)
+func backend(name, opts string) (engine.Backend, error) {
+	b, _, err := engine.Open(name, opts)
+	return b, err
 }
 
-// connect makes a connection from lab host A (the sender) to B.
-func connect(lab *netlab.Lab, udp bool) (tx, rx net.Conn, err error) {
+// cpuOf converts the engine's CPU times to the row's seconds.
+func cpuOf(c engine.CPUTimes) CPU {
+	return CPU{User: c.User.Seconds(), Sys: c.System.Seconds()}
+}
+
+// connect makes a connection from lab host A (the sender) to B, on
+// sockets the engine made. The UDP receiver gets a large buffer (beyond
+// rmem_max as root), so a UDP comparison measures the backends, not the
+// default queue.
+func connect(ctx context.Context, lab *netlab.Lab, udp bool) (tx, rx *engine.Socket, err error) {
 	dst := netip.AddrPortFrom(lab.B.Addr4, 0)
 	if udp {
-		var a, b *net.UDPConn
 		if err := lab.B.Do(func() error {
-			var err error
-			b, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(dst))
+			rx, err = engine.ListenUDP(ctx, "udp4", dst.String(), engine.SockOpts{TOS: engine.NoTOS, RcvBuf: 32 << 20, ForceBuf: true})
 			return err
 		}); err != nil {
 			return nil, nil, err
 		}
 		if err := lab.A.Do(func() error {
-			var err error
-			a, err = net.DialUDP("udp4", nil, b.LocalAddr().(*net.UDPAddr))
+			tx, err = engine.Dial(ctx, "udp4", rx.LocalAddr().String(), engine.SockOpts{TOS: engine.NoTOS})
 			return err
 		}); err != nil {
-			b.Close()
+			rx.Close()
 			return nil, nil, err
 		}
 		// Connect B back to A so the receiver's flow is connected too.
-		b.Close()
-		if err := lab.B.Do(func() error {
-			var err error
-			b, err = net.DialUDP("udp4", b.LocalAddr().(*net.UDPAddr), a.LocalAddr().(*net.UDPAddr))
-			return err
-		}); err != nil {
-			a.Close()
+		if err := rx.Connect(tx.LocalAddr()); err != nil {
+			tx.Close()
+			rx.Close()
 			return nil, nil, err
 		}
-		bigBuffers(b)
-		return a, b, nil
+		return tx, rx, nil
 	}
-	var ln net.Listener
+	var ln *engine.Listener
 	if err := lab.B.Do(func() error {
-		var err error
-		ln, err = net.Listen("tcp4", net.JoinHostPort(lab.B.Addr4.String(), "0"))
+		ln, err = engine.Listen(ctx, "tcp4", dst.String(), engine.SockOpts{TOS: engine.NoTOS})
 		return err
 	}); err != nil {
 		return nil, nil, err
 	}
 	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
+	type accepted struct {
+		s   *engine.Socket
+		err error
+	}
+	ch := make(chan accepted, 1)
 	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
+		s, err := ln.Accept(ctx)
+		ch <- accepted{s, err}
 	}()
-	var c net.Conn
 	if err := lab.A.Do(func() error {
-		var err error
-		c, err = net.Dial("tcp4", ln.Addr().String())
+		tx, err = engine.Dial(ctx, "tcp4", ln.Addr().String(), engine.SockOpts{TOS: engine.NoTOS})
 		return err
 	}); err != nil {
+		ln.Close()
+		<-ch
 		return nil, nil, err
 	}
-	p := <-accepted
-	if p == nil {
-		c.Close()
-		return nil, nil, errors.New("compare: accept failed")
+	a := <-ch
+	if a.err != nil {
+		tx.Close()
+		return nil, nil, fmt.Errorf("compare: accept: %w", a.err)
 	}
-	return c, p, nil
+	return tx, a.s, nil
 }
 
 // FormatRate renders bits per second with an SI prefix.

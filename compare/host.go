@@ -64,7 +64,7 @@ func runHostCase(ctx context.Context, cfg Config, c Case) (Row, error) {
 	// one it cannot is this case's failure, not the server's.
 	for _, b := range []struct {
 		name string
-		o    engine.Options
+		o    string
 	}{{c.Tx, c.TxOpts}, {c.Rx, c.RxOpts}} {
 		if _, err := backend(b.name, b.o); err != nil {
 			row.Error = err.Error()

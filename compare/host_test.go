@@ -23,6 +23,7 @@ import (
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/internal/netlab/labtest"
 )
 
 func TestMain(m *testing.M) { blasttest.Main(m, false) }
@@ -38,7 +39,7 @@ func newHosts(t *testing.T) hosts {
 	if os.Geteuid() != 0 {
 		return hosts{addr: "127.0.0.1"}
 	}
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	return hosts{lab: lab, addr: lab.B.Addr4.String()}
 }
 

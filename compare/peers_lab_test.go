@@ -14,6 +14,7 @@ import (
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/internal/netlab/labtest"
 )
 
 // TestPeers measures blast's backends against iperf3 in one netns lab,
@@ -28,13 +29,13 @@ func TestPeers(t *testing.T) {
 	if os.Getenv("BLAST_PEERS") == "" {
 		t.Skip("a measurement against iperf3: set BLAST_PEERS=1 to run it")
 	}
-	netlab.RequireRoot(t)
+	labtest.RequireRoot(t)
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Skip("iperf3 is not installed")
 	}
 	rounds := envInt("BLAST_PEERS_ROUNDS", 3)
 	secs := envInt("BLAST_PEERS_SECS", 3)
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	only := os.Getenv("BLAST_PEERS_ONLY")
 	if only == "" || only == "udp" {
 		peerUDP(t, lab, rounds, secs)
@@ -102,7 +103,7 @@ func peerUDP(t *testing.T, lab *netlab.Lab, rounds, secs int) {
 	cfg := Config{UDP: true, Duration: d, BufLen: 64}
 	cases := []Case{
 		{Tx: "mmsg", Rx: "mmsg"},
-		{Tx: "mmsg", Rx: "mmsg", TxOpts: engine.Options{GSO: true}, RxOpts: engine.Options{GRO: true}},
+		{Tx: "mmsg", Rx: "mmsg", TxOpts: "gso", RxOpts: "gro"},
 	}
 	var peer []float64
 	blast := make([][]float64, len(cases))
@@ -184,7 +185,7 @@ func TestOneCase(t *testing.T) {
 	if spec == "" {
 		t.Skip("set BLAST_CASE=tx,rx[,txopts[,rxopts]] (options separated by +)")
 	}
-	netlab.RequireRoot(t)
+	labtest.RequireRoot(t)
 	f := strings.Split(spec, ",")
 	for len(f) < 4 {
 		f = append(f, "")
@@ -198,7 +199,7 @@ func TestOneCase(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := Case{Tx: f[0], Rx: f[1], TxOpts: to, RxOpts: ro}
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	udp := os.Getenv("BLAST_TCP") == ""
 	bufLen := 64
 	if !udp {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
-	"github.com/blastnet/blast/engine/sockets"
 )
 
 // Config is one client test. The zero value of an optional field means
@@ -41,10 +40,10 @@ type Config struct {
 	// RxBackend (--rx-backend) receives; "" means Backend, or readwrite
 	// if Backend only sends.
 	RxBackend string
-	// BackendOptions and RxBackendOptions configure the two backends
-	// (engine.Configure); a blast server applies them too, except a file
-	// to send.
-	BackendOptions, RxBackendOptions engine.Options
+	// BackendOptions and RxBackendOptions configure the two backends,
+	// as written after the colon of --backend ("batch=64,gso"); a blast
+	// server applies them too, except a file to send.
+	BackendOptions, RxBackendOptions string
 
 	Title           string // -T
 	GetServerOutput bool   // --get-server-output
@@ -140,7 +139,7 @@ func (c *Config) params() Params {
 		Congestion:    c.Congestion,
 		ClientVersion: "3.12",
 		Blast: &BlastParams{Version: Version, Backend: c.Backend, RxBackend: c.RxBackend,
-			BackendOptions: c.BackendOptions.String(), RxBackendOptions: c.RxBackendOptions.String()},
+			BackendOptions: c.BackendOptions, RxBackendOptions: c.RxBackendOptions},
 	}
 	if c.Bytes > 0 || c.Blocks > 0 {
 		p.Time = 0 // iperf3 drops the default duration when a byte or block count is given
@@ -201,21 +200,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	backend, err := engine.Usable(cfg.Backend)
+	backend, _, err := engine.Open(cfg.Backend, cfg.BackendOptions)
 	if err != nil {
 		return nil, err
 	}
 	cl := &client{cfg: cfg, backend: backend, rxBackend: backend}
-	if cfg.RxBackend != "" {
-		if cl.rxBackend, err = engine.Usable(cfg.RxBackend); err != nil {
-			return nil, err
+	if cfg.RxBackend != "" || cfg.RxBackendOptions != "" {
+		rx := cfg.RxBackend
+		if rx == "" {
+			rx = cfg.Backend
 		}
-	}
-	if cl.backend, err = engine.Configure(cl.backend, cfg.BackendOptions); err != nil {
-		return nil, err
-	}
-	if cfg.RxBackend != "" || !cfg.RxBackendOptions.IsZero() {
-		if cl.rxBackend, err = engine.Configure(cl.rxBackend, cfg.RxBackendOptions); err != nil {
+		if cl.rxBackend, _, err = engine.Open(rx, cfg.RxBackendOptions); err != nil {
 			return nil, err
 		}
 	}
@@ -250,14 +245,14 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 	}
 	cl.ctrl = ctrl
 	defer ctrl.Close()
-	stopWatch := engine.WatchContext(ctx, ctrl)
+	stopWatch := context.AfterFunc(ctx, func() { ctrl.SetDeadline(time.Unix(1, 0)) })
 	defer stopWatch()
 
 	cl.cookie = NewCookie()
 	params := cfg.params()
 	res := &Result{Role: "client", Version: Version, SystemInfo: systemInfo(), Time: time.Now(),
 		Host: cfg.Host, Cookie: cookieString(cl.cookie), Params: params, SockBufSize: cfg.Window,
-		Backend: cl.backend.Name(), TCPMSSDefault: mssOf(ctrl)}
+		Backend: cl.backend.Name(), TCPMSSDefault: ctrlMSS(ctrl)}
 	if a, ok := ctrl.RemoteAddr().(*net.TCPAddr); ok {
 		res.Peer = unmap(a.AddrPort())
 	}
@@ -273,6 +268,7 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 			res.Notes = append(res.Notes, "no NIC report: "+err.Error())
 		}
 		cl.nic = w
+		defer w.close()
 	}
 
 	for {
@@ -320,30 +316,23 @@ func dialError(addr string, err error) error {
 // first, then the receiving ones, as iperf3 does.
 func (cl *client) connectStreams(ctx context.Context, addr string) error {
 	cfg := &cl.cfg
-	tos := -1
+	tos := engine.NoTOS
 	if cfg.TOS > 0 {
 		tos = cfg.TOS
 	}
-	so := sockets.Options{SndBuf: cfg.Window, RcvBuf: cfg.Window, TOS: tos, NoDelay: cfg.NoDelay}
-	to := tcpOptions{MSS: cfg.MSS, Congestion: cfg.Congestion}
-	soCtl := so.Control()
-	d := cl.dialer()
-	d.Control = func(network, address string, c syscall.RawConn) error {
-		if err := soCtl(network, address, c); err != nil {
-			return err
-		}
-		var terr error
-		if err := c.Control(func(fd uintptr) { terr = to.apply(int(fd)) }); err != nil {
-			return err
-		}
-		return terr
+	so := engine.SockOpts{SndBuf: cfg.Window, RcvBuf: cfg.Window, TOS: tos, NoDelay: cfg.NoDelay,
+		MSS: cfg.MSS, Congestion: cfg.Congestion}
+	if cfg.ConnectTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.ConnectTimeout)
+		defer cancel()
 	}
 	n := cfg.Parallel
 	if cfg.Bidir {
 		n *= 2
 	}
 	for i := 0; i < n; i++ {
-		c, err := d.DialContext(ctx, cfg.network(), addr)
+		c, err := engine.Dial(ctx, cfg.network(), addr, so)
 		if err != nil {
 			return fmt.Errorf("open stream %d of %d: %w", i+1, n, err)
 		}
@@ -357,10 +346,10 @@ func (cl *client) connectStreams(ctx context.Context, addr string) error {
 			return fmt.Errorf("open stream %d of %d: send cookie: %w", i+1, n, err)
 		}
 	}
-	first := cl.sess.streams[0].conn.(syscall.Conn)
-	cl.res.SndBufActual, _ = sockets.BufSize(first, true)
-	cl.res.RcvBufActual, _ = sockets.BufSize(first, false)
-	cl.res.Congestion = congestionOf(cl.sess.streams[0].conn)
+	first := cl.sess.streams[0].sock
+	cl.res.SndBufActual, _ = first.BufSize(true)
+	cl.res.RcvBufActual, _ = first.BufSize(false)
+	cl.res.Congestion = congestionOf(first)
 	cl.sess.announce()
 	return nil
 }

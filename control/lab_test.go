@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/internal/netlab/labtest"
 )
 
 // blast client in one namespace, blast server in another, over a veth
 // pair: the path is a real interface, not loopback.
 func TestLabBlastToBlast(t *testing.T) {
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	var srv *Server
 	rl := &resultLog{}
 	err := lab.B.Do(func() error {

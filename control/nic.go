@@ -10,6 +10,7 @@ import (
 // nicWatch follows the interface that carries a test's traffic: a
 // snapshot before, another after, the counter deltas and the diagnosis.
 type nicWatch struct {
+	src   *nicinfo.Source
 	w     *nicinfo.Watch
 	iface string
 }
@@ -27,9 +28,10 @@ func watchNIC(peer netip.Addr) (*nicWatch, error) {
 	}
 	w, err := src.Watch(rt.Iface)
 	if err != nil {
+		src.Close()
 		return nil, fmt.Errorf("watch %s: %w", rt.Iface, err)
 	}
-	return &nicWatch{w: w, iface: rt.Iface}, nil
+	return &nicWatch{src: src, w: w, iface: rt.Iface}, nil
 }
 
 // stop ends the watch; goodput is this side's rate in bits per second.
@@ -38,6 +40,15 @@ func (n *nicWatch) stop(goodput float64) (*nicinfo.Result, error) {
 		return nil, nil
 	}
 	return n.w.Stop(goodput, false)
+}
+
+// close releases the NIC source (its netlink and ethtool sockets). The
+// test that started the watch defers it, so every path closes it once.
+func (n *nicWatch) close() {
+	if n != nil && n.src != nil {
+		n.src.Close()
+		n.src = nil
+	}
 }
 
 // goodput is the rate of the bytes this side moved, in bits per second.

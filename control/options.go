@@ -21,13 +21,13 @@ func peerOptions(tx, rx engine.Backend, bp *BlastParams, res *Result) (engine.Ba
 		if opts == "" {
 			return b
 		}
-		o, err := engine.ParseOptions(opts)
-		if err == nil && o.File != "" {
+		o, err := engine.ParseOptions(b.Name(), engine.OptionsOf(b), opts)
+		if err == nil && o.Has("file") {
 			err = errPeerFile
 		}
 		var c engine.Backend
 		if err == nil {
-			c, err = engine.Configure(b, o)
+			c, _, err = engine.Configure(b, opts)
 		}
 		if err != nil {
 			res.Notes = append(res.Notes, fmt.Sprintf("the server cannot %s with %s options %q (%v); it used %s without them", what, b.Name(), opts, err, b.Name()))

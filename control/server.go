@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
-	"github.com/blastnet/blast/engine/sockets"
 )
 
 // ServerConfig is a blast server.
@@ -241,7 +240,7 @@ func (s *Server) serveTest(ctx context.Context, ctrl net.Conn, cookie [CookieSiz
 }
 
 func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, res *Result) error {
-	stopWatch := engine.WatchContext(ctx, ctrl)
+	stopWatch := context.AfterFunc(ctx, func() { ctrl.SetDeadline(time.Unix(1, 0)) })
 	defer stopWatch()
 	if err := WriteState(ctrl, ParamExchange); err != nil {
 		return fmt.Errorf("send PARAM_EXCHANGE: %w", err)
@@ -319,14 +318,21 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 		(<-ch).c.Close()
 	}
 	sess := &session{res: res, backend: backend, rxBackend: rxBackend, rxAuto: rxBackend == nil, interval: s.cfg.Interval, omit: time.Duration(p.Omit) * time.Second}
+	defer sess.closeAll()
 	for i, dc := range conns {
 		sender := bool(p.Reverse)
 		if p.Bidirectional {
 			sender = i >= int(p.Parallel) // the client's senders come first
 		}
-		sess.streams = append(sess.streams, newStream(StreamID(i), dc.c, sender))
+		// The data stream came in on the control port; from here the
+		// engine owns its socket.
+		sock, aerr := engine.Adopt(dc.c)
+		if aerr != nil {
+			err = errors.Join(err, fmt.Errorf("stream %d: %w", i+1, aerr))
+			continue
+		}
+		sess.streams = append(sess.streams, newStream(StreamID(i), sock, sender))
 	}
-	defer sess.closeAll()
 	if err != nil {
 		writeServerError(ctrl, 204, 0)
 		return err
@@ -351,6 +357,7 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 		if nic, err = watchNIC(sess.streams[0].remote.Addr()); err != nil {
 			res.Notes = append(res.Notes, "no NIC report: "+err.Error())
 		}
+		defer nic.close()
 	}
 	dataCtx, cancelData := context.WithCancel(context.Background())
 	defer cancelData()
@@ -459,35 +466,22 @@ func (s *Server) collect(ctx context.Context, ch <-chan dataConn, n int) ([]data
 // The server shares one listener among tests, so a window set here does
 // not reach the SYN's window scale the way iperf3's per-test listener does.
 func (s *Server) setOptions(sess *session, p *Params, res *Result) error {
-	tos := -1
+	tos := engine.NoTOS
 	if p.TOS > 0 {
 		tos = int(p.TOS)
 	}
-	so := sockets.Options{SndBuf: int(p.Window), RcvBuf: int(p.Window), TOS: tos, NoDelay: bool(p.NoDelay)}
-	to := tcpOptions{Congestion: p.Congestion}
-	ctl := so.Control()
+	so := engine.SockOpts{SndBuf: int(p.Window), RcvBuf: int(p.Window), TOS: tos, NoDelay: bool(p.NoDelay), Congestion: p.Congestion}
 	for _, st := range sess.streams {
-		rc, err := fdOf(st.conn)
-		if err != nil {
-			return err
-		}
-		network := "tcp4"
-		if st.local.Addr().Is6() {
-			network = "tcp6"
-		}
-		if err := ctl(network, "", rc); err != nil {
-			return fmt.Errorf("stream %d: %w", st.id, err)
-		}
-		if err := to.applyConn(st.conn); err != nil {
+		if err := st.sock.Apply(so); err != nil {
 			return fmt.Errorf("stream %d: %w", st.id, err)
 		}
 	}
 	if len(sess.streams) > 0 {
-		first := sess.streams[0].conn.(syscall.Conn)
-		res.SndBufActual, _ = sockets.BufSize(first, true)
-		res.RcvBufActual, _ = sockets.BufSize(first, false)
-		res.Congestion = congestionOf(sess.streams[0].conn)
-		res.TCPMSSDefault = mssOf(sess.streams[0].conn)
+		first := sess.streams[0].sock
+		res.SndBufActual, _ = first.BufSize(true)
+		res.RcvBufActual, _ = first.BufSize(false)
+		res.Congestion = congestionOf(first)
+		res.TCPMSSDefault = mssOf(first)
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 // stream is one data connection of a running test.
 type stream struct {
 	id            int
-	conn          net.Conn
+	sock          *engine.Socket
 	fd            int
 	sender        bool
 	local, remote netip.AddrPort
@@ -37,23 +37,9 @@ type stream struct {
 	sumRTT, nRTT                   int64
 }
 
-func newStream(id int, c net.Conn, sender bool) *stream {
-	s := &stream{id: id, conn: c, fd: socketFD(c), sender: sender, done: make(chan struct{})}
-	if a, ok := c.LocalAddr().(*net.TCPAddr); ok {
-		s.local = unmap(a.AddrPort())
-	}
-	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		s.remote = unmap(a.AddrPort())
-	}
-	return s
-}
-
-func fdOf(c net.Conn) (syscall.RawConn, error) {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return nil, fmt.Errorf("%T has no file descriptor", c)
-	}
-	return sc.SyscallConn()
+func newStream(id int, c *engine.Socket, sender bool) *stream {
+	return &stream{id: id, sock: c, fd: c.FD(), sender: sender, done: make(chan struct{}),
+		local: c.LocalAddr(), remote: c.RemoteAddr()}
 }
 
 func unmap(ap netip.AddrPort) netip.AddrPort {
@@ -138,10 +124,10 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 		st.cancel = cancel
 		go func(st *stream) {
 			defer close(st.done)
-			f := &engine.Flow{Conn: st.conn, Spec: &st.spec, Stats: &st.stats}
+			f := &engine.Flow{Sock: st.sock, Spec: &st.spec, Stats: &st.stats}
 			var err error
 			if st.sender {
-				err = s.backend.Send(sctx, f)
+				err = engine.Run(sctx, s.backend, f, true)
 			} else {
 				err = s.recv(sctx, f)
 			}
@@ -149,7 +135,7 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 				err = nil // we stopped it
 			}
 			st.err = err
-			st.facts, _ = engine.FlowFacts(f)
+			st.facts = f.Facts.Snapshot()
 		}(st)
 	}
 
@@ -165,11 +151,11 @@ func (s *session) recv(ctx context.Context, f *engine.Flow) error {
 	if b == nil {
 		b = s.backend
 	}
-	err := b.Recv(ctx, f)
+	err := engine.Run(ctx, b, f, false)
 	if s.rxAuto && errors.Is(err, engine.ErrNotSupported) && f.Stats.Snapshot().Calls == 0 && b.Name() != engine.DefaultBackend {
 		if rw, lerr := engine.Lookup(engine.DefaultBackend); lerr == nil {
 			b = rw
-			err = b.Recv(ctx, f)
+			err = engine.Run(ctx, b, f, false)
 		}
 	}
 	s.rxUsedMu.Lock()
@@ -260,7 +246,7 @@ func (s *session) endOmitLocked(now time.Time) {
 	for _, st := range s.streams {
 		st.base = st.stats.Snapshot()
 		st.last = st.base
-		if ti, ok := readTCPInfo(st.conn); ok {
+		if ti, ok := readTCPInfo(st.sock); ok {
 			st.retransBase = ti.TotalRetrans
 			st.lastRetrans = ti.TotalRetrans
 		}
@@ -288,7 +274,7 @@ func (s *session) sampleLocked(now time.Time, final bool) {
 		if d.Bytes > 0 {
 			moved = true
 		}
-		if ti, ok := readTCPInfo(st.conn); ok {
+		if ti, ok := readTCPInfo(st.sock); ok {
 			st.haveTCP = true // retransmits before the first sample count in it
 			if st.sender {
 				t := ti
@@ -378,7 +364,7 @@ func (s *session) waitAcked(d time.Duration) {
 	for time.Now().Before(deadline) {
 		left := 0
 		s.each(true, func(st *stream) {
-			if n, err := queued(st.conn, false); err == nil {
+			if n, err := queued(st.sock, false); err == nil {
 				left += n
 			}
 		})
@@ -404,7 +390,7 @@ func (s *session) drain(quiet, maxWait time.Duration) time.Time {
 		live := false
 		s.each(false, func(st *stream) {
 			total += st.stats.Snapshot().Bytes
-			if n, err := queued(st.conn, true); err == nil {
+			if n, err := queued(st.sock, true); err == nil {
 				inq += n
 			}
 			select {
@@ -579,7 +565,7 @@ func (a *atomicTime) store(t time.Time) {
 // closeAll closes every data connection.
 func (s *session) closeAll() {
 	for _, st := range s.streams {
-		st.conn.Close()
+		st.sock.Close()
 	}
 }
 

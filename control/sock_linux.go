@@ -3,8 +3,11 @@ package control
 import (
 	"fmt"
 	"net"
+	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/blastnet/blast/engine"
 )
 
 // TCPInfo is what blast reads of TCP_INFO for one stream: iperf3's fields
@@ -25,27 +28,13 @@ type TCPInfo struct {
 	NotSent      int64
 }
 
-// socketFD returns the descriptor number of c (iperf3 labels streams with
-// it), or -1.
-func socketFD(c net.Conn) int {
-	rc, err := fdOf(c)
-	if err != nil {
-		return -1
-	}
-	fd := -1
-	rc.Control(func(f uintptr) { fd = int(f) })
-	return fd
-}
-
 // readTCPInfo samples TCP_INFO on c.
-func readTCPInfo(c net.Conn) (TCPInfo, bool) {
-	rc, err := fdOf(c)
-	if err != nil {
-		return TCPInfo{}, false
-	}
+func readTCPInfo(c *engine.Socket) (TCPInfo, bool) {
 	var ti *unix.TCPInfo
-	var gerr error
-	if err := rc.Control(func(fd uintptr) { ti, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil || gerr != nil {
+	if err := c.Control(func(fd int) (err error) {
+		ti, err = unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+		return err
+	}); err != nil {
 		return TCPInfo{}, false
 	}
 	return TCPInfo{
@@ -66,91 +55,51 @@ func readTCPInfo(c net.Conn) (TCPInfo, bool) {
 
 // queued returns the bytes in c's receive queue (in: SIOCINQ) or not yet
 // acknowledged in its send queue (SIOCOUTQ).
-func queued(c net.Conn, in bool) (int, error) {
-	rc, err := fdOf(c)
-	if err != nil {
-		return 0, err
-	}
+func queued(c *engine.Socket, in bool) (int, error) {
 	req := uint(unix.SIOCOUTQ)
 	if in {
 		req = unix.SIOCINQ
 	}
 	var n int
-	var ierr error
-	if err := rc.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), req) }); err != nil {
-		return 0, err
-	}
-	return n, ierr
-}
-
-// tcpOptions are the TCP options iperf3 sets that sockets.Options does
-// not: the MSS and the congestion control algorithm.
-type tcpOptions struct {
-	MSS        int
-	Congestion string
-}
-
-func (o tcpOptions) apply(fd int) error {
-	if o.MSS > 0 {
-		if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_MAXSEG, o.MSS); err != nil {
-			return fmt.Errorf("set TCP_MAXSEG %d: %w", o.MSS, err)
-		}
-	}
-	if o.Congestion != "" {
-		if err := unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, o.Congestion); err != nil {
-			if err == unix.ENOENT {
-				return fmt.Errorf("congestion control %q is not available here (see /proc/sys/net/ipv4/tcp_available_congestion_control)", o.Congestion)
-			}
-			if err == unix.EPERM {
-				return fmt.Errorf("congestion control %q is not allowed for unprivileged use (add it to net.ipv4.tcp_allowed_congestion_control, or run as root)", o.Congestion)
-			}
-			return fmt.Errorf("set TCP_CONGESTION %q: %w", o.Congestion, err)
-		}
-	}
-	return nil
-}
-
-// applyConn sets o on a connected socket.
-func (o tcpOptions) applyConn(c net.Conn) error {
-	rc, err := fdOf(c)
-	if err != nil {
+	err := c.Control(func(fd int) (err error) {
+		n, err = unix.IoctlGetInt(fd, req)
 		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = o.apply(int(fd)) }); err != nil {
-		return err
-	}
-	return serr
+	})
+	return n, err
 }
 
 // congestionOf reads the congestion control algorithm of c.
-func congestionOf(c net.Conn) string {
-	rc, err := fdOf(c)
-	if err != nil {
-		return ""
-	}
+func congestionOf(c *engine.Socket) string {
 	var s string
-	rc.Control(func(fd uintptr) {
-		v, err := unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
-		if err == nil {
-			s = v
-		}
+	c.Control(func(fd int) (err error) {
+		s, err = unix.GetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+		return err
 	})
 	return s
 }
 
 // mssOf reads TCP_MAXSEG of c (0 if unknown).
-func mssOf(c net.Conn) int {
-	rc, err := fdOf(c)
+func mssOf(c *engine.Socket) int {
+	v := 0
+	c.Control(func(fd int) (err error) {
+		v, err = unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_MAXSEG)
+		return err
+	})
+	return v
+}
+
+// ctrlMSS reads TCP_MAXSEG of a control connection (0 if unknown).
+func ctrlMSS(c net.Conn) int {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return 0
+	}
+	rc, err := sc.SyscallConn()
 	if err != nil {
 		return 0
 	}
 	v := 0
-	rc.Control(func(fd uintptr) {
-		if m, err := unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_MAXSEG); err == nil {
-			v = m
-		}
-	})
+	rc.Control(func(fd uintptr) { v, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_MAXSEG) })
 	return v
 }
 

@@ -16,25 +16,11 @@ type TCPInfo struct {
 	PacingRate, DeliveryRate, BytesAcked, NotSent                        int64
 }
 
-func socketFD(c net.Conn) int                { return -1 }
-func readTCPInfo(c net.Conn) (TCPInfo, bool) { return TCPInfo{}, false }
-func queued(c net.Conn, in bool) (int, error) {
+func readTCPInfo(*engine.Socket) (TCPInfo, bool) { return TCPInfo{}, false }
+func queued(*engine.Socket, bool) (int, error) {
 	return 0, fmt.Errorf("socket queues: %w", engine.ErrNotSupported)
 }
-func congestionOf(c net.Conn) string { return "" }
-func mssOf(c net.Conn) int           { return 0 }
-func systemInfo() string             { return runtime.GOOS + " " + runtime.GOARCH }
-
-type tcpOptions struct {
-	MSS        int
-	Congestion string
-}
-
-func (o tcpOptions) apply(fd int) error {
-	if o.MSS > 0 || o.Congestion != "" {
-		return fmt.Errorf("setting the MSS or congestion control on %s: %w", runtime.GOOS, engine.ErrNotSupported)
-	}
-	return nil
-}
-
-func (o tcpOptions) applyConn(c net.Conn) error { return o.apply(-1) }
+func congestionOf(*engine.Socket) string { return "" }
+func mssOf(*engine.Socket) int           { return 0 }
+func ctrlMSS(net.Conn) int               { return 0 }
+func systemInfo() string                 { return runtime.GOOS + " " + runtime.GOARCH }

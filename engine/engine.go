@@ -133,6 +133,10 @@ type Flow struct {
 	Stats *Counters
 	// Facts are what the backend reports beyond the Counters.
 	Facts Facts
+	// CPU is what the flow's own thread spent, measured by Run (threads
+	// of a backend's own are counted in Facts as FactOwnThreads, and
+	// their time is not here).
+	CPU CPUTimes
 
 	wake waker // set by Run: the flow's eventfd
 }

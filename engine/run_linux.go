@@ -81,11 +81,15 @@ func Run(ctx context.Context, b Backend, f *Flow, send bool) error {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread exits with us
+		t0 := ThreadCPU()
+		var err error
 		if send {
-			done <- b.Send(ctx, f)
+			err = b.Send(ctx, f)
 		} else {
-			done <- b.Recv(ctx, f)
+			err = b.Recv(ctx, f)
 		}
+		f.CPU = f.CPU.Add(ThreadCPU().Sub(t0))
+		done <- err
 	}()
 	err := <-done
 	if !stop() && f.wake.cancelled.Load() {

@@ -23,6 +23,10 @@ type SockOpts struct {
 	MSS int
 	// Congestion sets TCP_CONGESTION ("": the system's default).
 	Congestion string
+	// ForceBuf asks for SndBuf and RcvBuf beyond the system's maximum
+	// (SO_SNDBUFFORCE, SO_RCVBUFFORCE) where the process may, and for
+	// what the maximum allows where it may not.
+	ForceBuf bool
 	// Device binds the socket to an interface (SO_BINDTODEVICE).
 	Device string
 	// Local binds a dialled socket to this address and port before it

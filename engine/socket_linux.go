@@ -56,13 +56,17 @@ func newSocket(family int, p Protocol, opts SockOpts) (int, error) {
 
 func (o SockOpts) apply(fd, family int, p Protocol) error {
 	if o.SndBuf > 0 {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, o.SndBuf); err != nil {
-			return fmt.Errorf("set SO_SNDBUF %d: %w", o.SndBuf, err)
+		if !o.ForceBuf || unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, o.SndBuf) != nil {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, o.SndBuf); err != nil {
+				return fmt.Errorf("set SO_SNDBUF %d: %w", o.SndBuf, err)
+			}
 		}
 	}
 	if o.RcvBuf > 0 {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.RcvBuf); err != nil {
-			return fmt.Errorf("set SO_RCVBUF %d: %w", o.RcvBuf, err)
+		if !o.ForceBuf || unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, o.RcvBuf) != nil {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.RcvBuf); err != nil {
+				return fmt.Errorf("set SO_RCVBUF %d: %w", o.RcvBuf, err)
+			}
 		}
 	}
 	if o.TOS >= 0 {
@@ -617,4 +621,42 @@ func (s *Socket) BufSize(send bool) (int, error) {
 		return nil
 	})
 	return v, err
+}
+
+// Apply sets opts on the socket after the fact (an accepted or adopted
+// socket; the Local address is ignored). Buffer sizes set now do not
+// reach the window scale the handshake already agreed.
+func (s *Socket) Apply(opts SockOpts) error {
+	return s.Control(func(fd int) error {
+		family := unix.AF_INET6
+		if sa, err := unix.Getsockname(fd); err == nil {
+			if _, ok := sa.(*unix.SockaddrInet4); ok {
+				family = unix.AF_INET
+			}
+		}
+		return opts.apply(fd, family, s.proto)
+	})
+}
+
+// Control returns a function for net.Dialer.Control and
+// net.ListenConfig.Control that applies o to a socket package net makes:
+// for modes whose sockets stay on net (latency's, control connections).
+func (o SockOpts) Control() func(network, address string, c syscall.RawConn) error {
+	return func(nw, address string, c syscall.RawConn) error {
+		p, _, err := network(nw)
+		if err != nil {
+			return err
+		}
+		var serr error
+		err = c.Control(func(fd uintptr) {
+			family := unix.AF_INET6
+			if sa, err := unix.Getsockname(int(fd)); err == nil {
+				if _, ok := sa.(*unix.SockaddrInet4); ok {
+					family = unix.AF_INET
+				}
+			}
+			serr = o.apply(int(fd), family, p)
+		})
+		return errors.Join(err, serr)
+	}
 }

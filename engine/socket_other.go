@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
 	"time"
 )
 
@@ -52,3 +53,8 @@ func (s *Sender) Take(int) (int, error)         { return 0, errOS }
 func (s *Sender) Over() bool                    { return true }
 func (s *Sender) Retry(err error) (bool, error) { return false, err }
 func WriteAll(*Sender, int, []byte) error       { return errOS }
+
+func (o SockOpts) Control() func(string, string, syscall.RawConn) error {
+	return func(string, string, syscall.RawConn) error { return errOS }
+}
+func (s *Socket) Apply(SockOpts) error { return errOS }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/blastnet/blast/engine/sockets"
+	"github.com/blastnet/blast/engine"
 )
 
 // DefaultPort is where `blast lat -s` listens, TCP and UDP: one above
@@ -44,7 +44,7 @@ type Config struct {
 	Timeout time.Duration
 
 	// Sock are the socket options; TCP_NODELAY is always set.
-	Sock sockets.Options
+	Sock engine.SockOpts
 }
 
 // Defaults returns a client configuration with blast's defaults.
@@ -55,7 +55,7 @@ func Defaults() Config {
 		Duration: 10 * time.Second,
 		Warmup:   10,
 		Timeout:  time.Second,
-		Sock:     sockets.Options{TOS: -1},
+		Sock:     engine.SockOpts{TOS: engine.NoTOS},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/internal/netlab/labtest"
 	"github.com/blastnet/blast/latency"
 )
 
@@ -18,7 +19,7 @@ func TestMain(m *testing.M) { blasttest.Main(m, true) }
 // TestLabBlast runs blast lat against blast lat -s -1 across the lab's
 // veth pair, TCP and UDP, v4 and v6, and checks the JSON document.
 func TestLabBlast(t *testing.T) {
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	for _, tc := range []struct {
 		addr string
 		udp  bool
@@ -72,7 +73,7 @@ func TestLabSockperf(t *testing.T) {
 	if _, err := exec.LookPath("sockperf"); err != nil {
 		t.Skip("sockperf is not installed (apt-get install sockperf); the comparison needs it")
 	}
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	addr := lab.B.Addr4.String()
 	const spPort = 11111
 	for _, udp := range []bool{false, true} {
@@ -117,7 +118,7 @@ func TestLabSockperf(t *testing.T) {
 // TestLabText checks the text report over the lab: interval lines, every
 // figure labelled a round trip.
 func TestLabText(t *testing.T) {
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	srv := blasttest.Listening(t, lab.B, "tcp", latency.DefaultPort, blasttest.Bin, "lat", "-s", "-1")
 	cli := blasttest.Start(t, lab.A, nil, blasttest.Bin, "lat", lab.B.Addr4.String(), "-t", "1", "-i", "0.25")
 	cli.Wait(t)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/internal/netlab/labtest"
 )
 
 func TestMain(m *testing.M) { blasttest.Main(m, true) }
@@ -47,7 +48,7 @@ func lineWith(t *testing.T, out, re string) []string {
 }
 
 func TestLabTCPSinkSource(t *testing.T) {
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	for _, addr := range []string{lab.B.Addr4.String(), lab.B.Addr6.String()} {
 		t.Run(addr, func(t *testing.T) {
 			r := blasttest.Listening(t, lab.B, "tcp", 5001, blasttest.Bin, "-r", "-s", "-l", "131072")
@@ -98,7 +99,7 @@ func TestLabTCPSinkSource(t *testing.T) {
 }
 
 func TestLabStdinToStdout(t *testing.T) {
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	data := make([]byte, 32<<20)
 	rand.Read(data)
 	r := blasttest.Listening(t, lab.B, "tcp", 5001, blasttest.Bin, "-r")
@@ -118,7 +119,7 @@ func TestLabStdinToStdout(t *testing.T) {
 }
 
 func TestLabUDPSentinels(t *testing.T) {
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	const n, size = 2000, 1400
 	r := blasttest.Listening(t, lab.B, "udp", 5001, blasttest.Bin, "-r", "-s", "-u", "-l", "65507", "-b", "8388608")
 	// Paced well below what the receiver drains, so nothing is lost.
@@ -141,7 +142,7 @@ func TestLabUDPSentinels(t *testing.T) {
 }
 
 func TestLabInvokedAsTTCP(t *testing.T) {
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	ttcp := filepath.Join(filepath.Dir(blasttest.Bin), "ttcp")
 	r := blasttest.Listening(t, lab.B, "tcp", 5002, ttcp, "-r", "-s", "-p", "5002")
 	tx := blasttest.Start(t, lab.A, nil, ttcp, "-t", "-s", "-p", "5002", "-n", "100", "-fm", lab.B.Addr4.String())
@@ -163,7 +164,7 @@ func TestLabPeers(t *testing.T) {
 	if _, err := exec.LookPath("socat"); err != nil {
 		t.Fatal("socat is missing: make test installs it (apt-get install socat)")
 	}
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	data := make([]byte, 8<<20+17)
 	rand.Read(data)
 
@@ -209,7 +210,7 @@ func TestLabPeers(t *testing.T) {
 // must count exactly what was sent, in batches, and say so in their
 // backend lines.
 func TestLabMMsg(t *testing.T) {
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	const n, size = 5000, 64
 	for i, tc := range []struct{ tx, rx string }{
 		{"mmsg", "mmsg"},
@@ -251,7 +252,7 @@ func TestLabMMsg(t *testing.T) {
 // TestLabSendFile sends a file with -F through sendfile and splice, and
 // checks it arrives byte for byte.
 func TestLabSendFile(t *testing.T) {
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	data := make([]byte, 3<<20+17)
 	rand.Read(data)
 	file := filepath.Join(t.TempDir(), "data")
@@ -307,7 +308,7 @@ func TestLabAFXDP(t *testing.T) {
 		{2, "afxdp:queues=2"},
 	} {
 		t.Run(tc.tx, func(t *testing.T) {
-			lab := netlab.ForTest(t, netlab.Direct, netlab.Options{Queues: tc.queues})
+			lab := labtest.New(t, netlab.Direct, netlab.Options{Queues: tc.queues})
 			port := strconv.Itoa(5301 + i)
 			r := blasttest.Listening(t, lab.B, "udp", 5301+i, blasttest.Bin, "-r", "-s", "-u", "-p", port, "-l", strconv.Itoa(size), "-I", lab.B.Iface, "--backend", "afxdp")
 			xdpAttached(t, lab.B)

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/blastnet/blast/engine"
-	"github.com/blastnet/blast/engine/sockets"
 	"github.com/blastnet/blast/report"
 )
 
@@ -24,6 +24,7 @@ type run struct {
 	c        *Config
 	out      io.Writer // the report lines
 	backend  engine.Backend
+	opts     engine.Options // the backend's options, as it ran
 	flow     *engine.Flow
 	extra    int64 // sentinel calls, which ttcp counts as I/O calls
 	notes    []string
@@ -40,14 +41,11 @@ func Run(ctx context.Context, c Config) (*report.TTCPResult, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	b, err := engine.Usable(c.Backend)
+	b, opts, err := engine.Open(c.Backend, c.options())
 	if err != nil {
 		return nil, err
 	}
-	if b, err = engine.Configure(b, c.options()); err != nil {
-		return nil, err
-	}
-	r := &run{c: &c, out: c.Stdout, backend: b}
+	r := &run{c: &c, out: c.Stdout, backend: b, opts: opts}
 	if c.dataOnStdout() {
 		r.out = c.Stderr
 	}
@@ -99,8 +97,8 @@ func Run(ctx context.Context, c Config) (*report.TTCPResult, error) {
 
 func (r *run) mes(s string) { fmt.Fprintf(r.c.Stderr, "%s: %s\n", r.c.prefix(), s) }
 
-func (r *run) options() sockets.Options {
-	o := sockets.Options{TOS: r.c.TOS, NoDelay: r.c.NoDelay, Device: r.c.Device}
+func (r *run) options() engine.SockOpts {
+	o := engine.SockOpts{TOS: r.c.TOS, NoDelay: r.c.NoDelay, Device: r.c.Device}
 	if r.c.Transmit {
 		o.SndBuf = r.c.SockBuf
 	} else {
@@ -110,7 +108,7 @@ func (r *run) options() sockets.Options {
 }
 
 // reportBuf prints what the kernel granted for -b.
-func (r *run) reportBuf(c syscall.Conn) error {
+func (r *run) reportBuf(c interface{ BufSize(send bool) (int, error) }) error {
 	if r.c.SockBuf == 0 {
 		return nil
 	}
@@ -119,7 +117,7 @@ func (r *run) reportBuf(c syscall.Conn) error {
 	} else {
 		r.mes("rcvbuf")
 	}
-	n, err := sockets.BufSize(c, r.c.Transmit)
+	n, err := c.BufSize(r.c.Transmit)
 	if err != nil {
 		return err
 	}
@@ -129,96 +127,84 @@ func (r *run) reportBuf(c syscall.Conn) error {
 
 // startTimer starts the clock and the NIC watch on the interface that
 // carries traffic to or from peer.
-func (r *run) startTimer(peer net.Addr) {
+func (r *run) startTimer(peer netip.AddrPort) {
 	r.nic = watchNIC(r.c.Device, peer)
 	syscall.Getrusage(syscall.RUSAGE_SELF, &r.ru0)
 	r.start = time.Now()
 }
 
 // dial connects to the receiver and reports the socket buffer granted.
-func (r *run) dial(ctx context.Context) (net.Conn, error) {
-	d := net.Dialer{Control: r.options().Control()}
+func (r *run) dial(ctx context.Context) (*engine.Socket, error) {
 	addr := net.JoinHostPort(r.c.Host, strconv.Itoa(r.c.Port))
-	conn, err := d.DialContext(ctx, r.c.network(), addr)
+	sock, err := engine.Dial(ctx, r.c.network(), addr, r.options())
 	if err != nil {
 		return nil, dialError(r.c, err)
 	}
-	if err := r.reportBuf(conn.(syscall.Conn)); err != nil {
-		conn.Close()
+	if err := r.reportBuf(sock); err != nil {
+		sock.Close()
 		return nil, err
 	}
-	return conn, nil
+	return sock, nil
 }
 
 func (r *run) transmitTCP(ctx context.Context) error {
-	conn, err := r.dial(ctx)
+	sock, err := r.dial(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer sock.Close()
 	r.mes("connect")
 	if r.c.NoDelay {
 		r.mes("nodelay")
 	}
-	r.flow.Conn = conn
-	r.startTimer(conn.RemoteAddr())
-	err = r.backend.Send(ctx, r.flow)
+	r.flow.Sock = sock
+	r.startTimer(sock.RemoteAddr())
+	err = engine.Run(ctx, r.backend, r.flow, true)
 	// ttcp closes before it stops the clock: the data still in the socket
 	// buffer is the kernel's to deliver.
-	if cerr := conn.Close(); err == nil && cerr != nil {
+	if cerr := sock.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	return transferError(err)
 }
 
 func (r *run) transmitUDP(ctx context.Context) error {
-	conn, err := r.dial(ctx)
+	sock, err := r.dial(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	r.flow.Conn = conn
+	defer sock.Close()
+	r.flow.Sock = sock
 	mark := engine.Buffer(r.flow.Spec)[:sentinel]
-	r.sentinel(conn, mark) // start
-	r.startTimer(conn.RemoteAddr())
-	err = r.backend.Send(ctx, r.flow)
-	r.sentinel(conn, mark) // end
+	r.sentinel(sock, mark) // start
+	r.startTimer(sock.RemoteAddr())
+	err = engine.Run(ctx, r.backend, r.flow, true)
+	r.sentinel(sock, mark) // end
 	// The end sentinel may be lost; ttcp sends four more after timing,
 	// and so do we (they are counted, as ttcp counts them).
 	defer func() {
 		for range 4 {
-			r.sentinel(conn, mark)
+			r.sentinel(sock, mark)
 		}
 	}()
 	return transferError(err)
 }
 
-func (r *run) sentinel(conn net.Conn, mark []byte) {
-	conn.Write(mark)
+func (r *run) sentinel(sock *engine.Socket, mark []byte) {
+	sock.Write(mark)
 	r.extra++
 }
 
-func (r *run) listen(ctx context.Context) (net.Listener, error) {
-	lc := net.ListenConfig{Control: r.options().Control()}
-	ln, err := lc.Listen(ctx, r.c.network(), net.JoinHostPort("", strconv.Itoa(r.c.Port)))
-	if err != nil {
-		return nil, listenError(r.c, err)
-	}
-	return ln, nil
-}
-
 func (r *run) receiveTCP(ctx context.Context) error {
-	ln, err := r.listen(ctx)
+	ln, err := engine.Listen(ctx, r.c.network(), net.JoinHostPort("", strconv.Itoa(r.c.Port)), r.options())
 	if err != nil {
-		return err
+		return listenError(r.c, err)
 	}
 	defer ln.Close()
-	if err := r.reportBuf(ln.(syscall.Conn)); err != nil {
+	if err := r.reportBuf(ln); err != nil {
 		return err
 	}
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	conn, err := ln.Accept()
-	stop()
+	sock, err := ln.Accept(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted while waiting for the transmitter: %w", ctx.Err())
@@ -226,25 +212,23 @@ func (r *run) receiveTCP(ctx context.Context) error {
 		return fmt.Errorf("accept: %w", err)
 	}
 	ln.Close() // ttcp takes exactly one connection
-	defer conn.Close()
-	r.mes("accept from " + hostOf(conn.RemoteAddr()))
-	r.flow.Conn = conn
-	r.startTimer(conn.RemoteAddr())
-	return transferError(r.backend.Recv(ctx, r.flow))
+	defer sock.Close()
+	r.mes("accept from " + sock.RemoteAddr().Addr().String())
+	r.flow.Sock = sock
+	r.startTimer(sock.RemoteAddr())
+	return transferError(engine.Run(ctx, r.backend, r.flow, false))
 }
 
 func (r *run) receiveUDP(ctx context.Context) error {
-	lc := net.ListenConfig{Control: r.options().Control()}
-	pc, err := lc.ListenPacket(ctx, r.c.network(), net.JoinHostPort("", strconv.Itoa(r.c.Port)))
+	sock, err := engine.ListenUDP(ctx, r.c.network(), net.JoinHostPort("", strconv.Itoa(r.c.Port)), r.options())
 	if err != nil {
 		return listenError(r.c, err)
 	}
-	conn := pc.(*net.UDPConn)
-	defer conn.Close()
-	if err := r.reportBuf(conn); err != nil {
+	defer sock.Close()
+	if err := r.reportBuf(sock); err != nil {
 		return err
 	}
-	r.flow.Conn = conn
+	r.flow.Sock = sock
 	// A backend that steers datagrams away from the socket (afxdp) sets
 	// up before the transmitter can start, not after the sentinel.
 	release, err := engine.Prepare(ctx, r.backend, r.flow)
@@ -256,15 +240,21 @@ func (r *run) receiveUDP(ctx context.Context) error {
 	// Wait for the start sentinel; a datagram of data first means the
 	// sentinel was lost, and the data counts from there.
 	buf := make([]byte, r.c.BufLen)
-	stop := engine.WatchContext(ctx, conn)
-	n, from, err := conn.ReadFrom(buf)
-	stop()
-	conn.SetDeadline(time.Time{})
+	stop := context.AfterFunc(ctx, func() { sock.Shutdown() })
+	n, from, err := sock.ReadFrom(buf)
+	stopped := !stop()
+	if err == nil && stopped {
+		err = ctx.Err()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted while waiting for the transmitter: %w", ctx.Err())
 		}
 		return fmt.Errorf("read: %w", err)
+	}
+	// From here the socket hears only from the transmitter.
+	if err := sock.Connect(from); err != nil {
+		return err
 	}
 	r.startTimer(from)
 	if n <= sentinel {
@@ -298,7 +288,7 @@ func (r *run) receiveUDP(ctx context.Context) error {
 			}
 		}
 	}()
-	err = r.backend.Recv(rctx, r.flow)
+	err = engine.Run(rctx, r.backend, r.flow, false)
 	if errors.Is(context.Cause(rctx), errIdle) && ctx.Err() == nil {
 		r.notes = append(r.notes, fmt.Sprintf("no end sentinel arrived: stopped after %v without data", udpIdle))
 		r.idleStop = lastMove
@@ -332,19 +322,13 @@ func (r *run) result(stop time.Time) *report.TTCPResult {
 
 // backendName is the backend with its options, as --backend takes it.
 func (r *run) backendName() string {
-	if o := r.c.options(); !o.IsZero() {
-		return r.backend.Name() + ":" + o.String()
-	}
-	return r.backend.Name()
+	return engine.Spelled(r.backend.Name(), r.opts)
 }
 
 // facts renders what the backend reported about the flow (engine.Facts):
 // counts such as system calls and zero-copy completions, and its notes.
 func (r *run) facts() []string {
-	fs, ok := engine.FlowFacts(r.flow)
-	if !ok {
-		return nil
-	}
+	fs := r.flow.Facts.Snapshot()
 	var lines []string
 	for _, l := range fs.Lines() {
 		lines = append(lines, r.backend.Name()+": "+l)
@@ -367,14 +351,4 @@ func rusageDelta(a, b *syscall.Rusage) report.Rusage {
 		IXRSS:  b.Ixrss - a.Ixrss,
 		IDRSS:  b.Idrss + b.Isrss - a.Idrss - a.Isrss,
 	}
-}
-
-func hostOf(a net.Addr) string {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		if v4 := ta.IP.To4(); v4 != nil {
-			return v4.String()
-		}
-		return ta.IP.String()
-	}
-	return a.String()
 }

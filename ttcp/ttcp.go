@@ -50,8 +50,10 @@ type Config struct {
 	Family   int    // 0 (either), 4 or 6
 	Backend  string // --backend NAME[:OPTS]
 	// BackendOpts are the options after the colon of --backend
-	// (batch=64,gso ...); File is set by -F too.
-	BackendOpts engine.Options
+	// (batch=64,gso ...), as written; -F and --dst-mac add to them.
+	BackendOpts string
+	// DstMAC is --dst-mac: the afxdp transmitter's destination MAC.
+	DstMAC string
 	// File is -F: the transmitter sends this file, with the sendfile or
 	// splice backend, instead of the pattern or standard input.
 	File   string
@@ -124,7 +126,17 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
-	if _, err := engine.Configure(b, c.options()); err != nil {
+	o, err := engine.ParseOptions(b.Name(), engine.OptionsOf(b), c.BackendOpts)
+	if err != nil {
+		return usagef("--backend: %v", err)
+	}
+	if c.DstMAC != "" && o.Has("dstmac") && o.Text("dstmac") != c.DstMAC {
+		return usagef("--dst-mac %s and --backend %s:%s conflict: name the MAC once", c.DstMAC, c.Backend, c.BackendOpts)
+	}
+	if c.File != "" && o.Has("file") && o.Text("file") != c.File {
+		return usagef("-F %s and --backend %s:file=%s conflict: name the file once", c.File, c.Backend, o.Text("file"))
+	}
+	if _, _, err := engine.Configure(b, c.options()); err != nil {
 		return usagef("--backend: %v", err)
 	}
 	return nil
@@ -141,8 +153,6 @@ func (c *Config) validateFile() error {
 		return usagef("-F %s sends a TCP stream with sendfile or splice: drop -u", c.File)
 	case c.Backend != "sendfile" && c.Backend != "splice":
 		return usagef("-F %s needs --backend sendfile or --backend splice (got %s); other backends send a file given on standard input (< %s)", c.File, c.Backend, c.File)
-	case c.BackendOpts.File != "" && c.BackendOpts.File != c.File:
-		return usagef("-F %s and --backend %s:file=%s conflict: name the file once", c.File, c.Backend, c.BackendOpts.File)
 	}
 	fi, err := os.Stat(c.File)
 	switch {
@@ -154,18 +164,27 @@ func (c *Config) validateFile() error {
 	return nil
 }
 
-// options are the backend's options, -F included.
-func (c *Config) options() engine.Options {
-	o := c.BackendOpts
-	if c.File != "" {
-		o.File = c.File
+// options are the backend's options as written, -F and --dst-mac
+// included.
+func (c *Config) options() string {
+	o := []string{}
+	if c.BackendOpts != "" {
+		o = append(o, c.BackendOpts)
 	}
-	return o
+	if c.File != "" && !strings.Contains(c.BackendOpts, "file=") {
+		o = append(o, "file="+strings.ReplaceAll(c.File, ",", `\,`))
+	}
+	if c.DstMAC != "" && !strings.Contains(c.BackendOpts, "dstmac=") {
+		o = append(o, "dstmac="+c.DstMAC)
+	}
+	return strings.Join(o, ",")
 }
 
 // SendsFile reports whether the transmitter sends a file named by -F or
 // the file option, which the backend reads itself.
-func (c *Config) SendsFile() bool { return c.Transmit && c.options().File != "" }
+func (c *Config) SendsFile() bool {
+	return c.Transmit && (c.File != "" || strings.Contains(c.BackendOpts, "file="))
+}
 
 func (c *Config) prefix() string {
 	if c.Transmit {

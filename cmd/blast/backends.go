@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/engine"
-	_ "github.com/blastnet/blast/engine/sockets"
 )
 
 func init() {
@@ -37,25 +36,33 @@ Examples:
 
 // backendInfo is what `blast backends` says about one backend.
 type backendInfo struct {
+	Name    string       `json:"name"`
+	Usable  bool         `json:"usable"`
+	Status  string       `json:"status"`
+	Does    string       `json:"does,omitempty"`
+	Moves   string       `json:"moves,omitempty"`
+	Options []optionInfo `json:"options,omitempty"`
+}
+
+// optionInfo is one option a backend declares.
+type optionInfo struct {
 	Name    string `json:"name"`
-	Usable  bool   `json:"usable"`
-	Status  string `json:"status"`
-	Does    string `json:"does,omitempty"`
-	Moves   string `json:"moves,omitempty"`
-	Options string `json:"options,omitempty"`
+	Usage   string `json:"usage"`
+	Default string `json:"default"`
+	Help    string `json:"help"`
 }
 
 // backendDocs describes the backends blast ships; a backend registered
 // from elsewhere is listed with its probe result alone.
-var backendDocs = map[string][3]string{
-	"readwrite": {"write(2) and read(2), one buffer per call: the classic path", "TCP, UDP; send, receive", ""},
-	"sendfile":  {"sendfile(2) from a memfd holding the pattern, or from a file: no copy through user memory", "TCP; send", "file=PATH"},
-	"splice":    {"vmsplice(2)/splice(2) through a pipe; receives socket -> pipe -> /dev/null or the output file", "TCP; send, receive", "file=PATH"},
-	"zerocopy":  {"MSG_ZEROCOPY sends, completions read from the error queue; says how many the kernel copied anyway", "TCP, UDP; send", ""},
-	"trunc":     {"recv(2) with MSG_TRUNC: the kernel discards the data without copying it (sink mode only)", "TCP, UDP; receive", ""},
-	"mmsg":      {"sendmmsg(2)/recvmmsg(2) in batches, optionally UDP_SEGMENT (GSO) and UDP_GRO", "UDP; send, receive", "batch=N, gso, gro"},
-	"iouring":   {"io_uring send/receive, a batch of operations per io_uring_enter", "TCP, UDP; send, receive", "batch=N, zc (SEND_ZC), multishot"},
-	"afxdp":     {"AF_XDP: frames straight to and from the NIC's queue, bypassing the stack", "UDP; send, receive", ""},
+var backendDocs = map[string][2]string{
+	"readwrite": {"write(2) and read(2), one buffer per call: the classic path", "TCP, UDP; send, receive"},
+	"sendfile":  {"sendfile(2) from a memfd holding the pattern, or from a file: no copy through user memory", "TCP; send"},
+	"splice":    {"vmsplice(2)/splice(2) through a pipe; receives socket -> pipe -> /dev/null or the output file", "TCP; send, receive"},
+	"zerocopy":  {"MSG_ZEROCOPY sends, completions read from the error queue; says how many the kernel copied anyway", "TCP, UDP; send"},
+	"trunc":     {"recv(2) with MSG_TRUNC: the kernel discards the data without copying it (sink mode only)", "TCP, UDP; receive"},
+	"mmsg":      {"sendmmsg(2)/recvmmsg(2) in batches, optionally UDP_SEGMENT (GSO) and UDP_GRO", "UDP; send, receive"},
+	"iouring":   {"io_uring send/receive, a batch of operations per io_uring_enter", "TCP, UDP; send, receive"},
+	"afxdp":     {"AF_XDP: frames straight to and from the NIC's queue, bypassing the stack", "UDP; send, receive"},
 }
 
 func runBackends(e *env, args []string) int {
@@ -99,7 +106,11 @@ func listBackends() []backendInfo {
 		}
 		perr := b.Probe()
 		d := backendDocs[name]
-		infos = append(infos, backendInfo{Name: name, Usable: perr == nil, Status: engine.ProbeWords(perr), Does: d[0], Moves: d[1], Options: d[2]})
+		in := backendInfo{Name: name, Usable: perr == nil, Status: engine.ProbeWords(perr), Does: d[0], Moves: d[1]}
+		for _, o := range engine.OptionsOf(b) {
+			in.Options = append(in.Options, optionInfo{Name: o.Name, Usage: o.Usage(), Default: o.Default, Help: o.Help})
+		}
+		infos = append(infos, in)
 	}
 	return infos
 }
@@ -116,11 +127,10 @@ func writeBackends(w io.Writer, infos []backendInfo) {
 			fmt.Fprintf(w, "%s%s\n", pad, in.Does)
 		}
 		if in.Moves != "" {
-			line := in.Moves
-			if in.Options != "" {
-				line += "; options: " + in.Options
-			}
-			fmt.Fprintf(w, "%s%s\n", pad, line)
+			fmt.Fprintf(w, "%s%s\n", pad, in.Moves)
+		}
+		for _, o := range in.Options {
+			fmt.Fprintf(w, "%s  %-12s %s (default: %s)\n", pad, o.Usage, o.Help, o.Default)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,7 +54,7 @@ func runClient(e *env, args []string) int {
 	title := fs.StringP("title", "T", "", "prefix every output line with this")
 	serverOut := fs.Bool("get-server-output", false, "show the server's own report")
 	connTimeout := fs.Int("connect-timeout", 0, "milliseconds to wait for the connection (0: the system's)")
-	backend := fs.String("backend", "", "how to send (see 'blast backends'; readwrite by default); the server sends with it too")
+	backend := fs.String("backend", "", "how to send, NAME[:OPTIONS] (see 'blast backends'; readwrite by default); the server sends with it too")
 	rxBackend := fs.String("rx-backend", "", "how to receive (default: --backend, or readwrite if that only sends)")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
@@ -81,9 +82,12 @@ func runClient(e *env, args []string) int {
 		Host: *host, Port: *port, Duration: time.Duration(*secs) * time.Second, Parallel: *parallel,
 		Reverse: *reverse, Bidir: *bidir, Interval: time.Duration(*interval * float64(time.Second)),
 		Omit: time.Duration(*omit) * time.Second, MSS: *mss, NoDelay: *nodelay, Congestion: *cc,
-		ZeroCopy: *zerocopy, Backend: *backend, RxBackend: *rxBackend, Title: *title, GetServerOutput: *serverOut,
+		ZeroCopy: *zerocopy, Title: *title, GetServerOutput: *serverOut,
 		ConnectTimeout: time.Duration(*connTimeout) * time.Millisecond,
 	}
+	// --backend NAME:OPTIONS, as in ttcp mode.
+	cfg.Backend, cfg.BackendOptions, _ = strings.Cut(*backend, ":")
+	cfg.RxBackend, cfg.RxBackendOptions, _ = strings.Cut(*rxBackend, ":")
 	if *secs < 0 {
 		return usage("-t %d: must not be negative", *secs)
 	}

@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	_ "github.com/blastnet/blast/engine/backends" // every backend, in every mode
 )
 
 // Exit statuses.

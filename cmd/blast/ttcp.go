@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/engine"
-	_ "github.com/blastnet/blast/engine/sockets"
 	"github.com/blastnet/blast/ttcp"
 )
 
@@ -154,11 +153,7 @@ func parseTTCP(args []string, prog string) (ttcp.Config, error) {
 	name, opts, hasOpts := strings.Cut(backend, ":")
 	cfg.Backend = name
 	if hasOpts {
-		o, err := engine.ParseOptions(opts)
-		if err != nil {
-			return cfg, fmt.Errorf("--backend %s: %v", backend, err)
-		}
-		cfg.BackendOpts = o
+		cfg.BackendOpts = opts
 	}
 	if fs.Changed("dst-mac") {
 		mac, err := net.ParseMAC(dstMAC)
@@ -167,10 +162,8 @@ func parseTTCP(args []string, prog string) (ttcp.Config, error) {
 			return cfg, fmt.Errorf("--dst-mac %s: not an Ethernet address (e.g. 02:00:00:00:00:01)", dstMAC)
 		case !transmit:
 			return cfg, fmt.Errorf("--dst-mac %s: only the transmitter (-t) builds frames; drop it on the receiver", dstMAC)
-		case cfg.BackendOpts.DstMAC != "" && cfg.BackendOpts.DstMAC != mac.String():
-			return cfg, fmt.Errorf("--dst-mac %s and --backend %s conflict: name the MAC once", dstMAC, backend)
 		}
-		cfg.BackendOpts.DstMAC = mac.String()
+		cfg.DstMAC = mac.String()
 	}
 	cfg.Transmit = transmit
 	if v4 {

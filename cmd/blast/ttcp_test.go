@@ -46,22 +46,22 @@ func TestTTCPFlags(t *testing.T) {
 		{[]string{"-t", "-s", "--rate", "2.5G", "h"}, func(c *ttcp.Config) { c.Transmit, c.SinkMode, c.Rate, c.Host = true, true, 2.5e9, "h" }},
 		{[]string{"-t", "-s", "-u", "--backend", "mmsg:batch=64,gso", "h"}, func(c *ttcp.Config) {
 			c.Transmit, c.SinkMode, c.UDP, c.Host = true, true, true, "h"
-			c.Backend, c.BackendOpts = "mmsg", engine.Options{Batch: 64, GSO: true}
+			c.Backend, c.BackendOpts = "mmsg", "batch=64,gso"
 		}},
 		{[]string{"-rsu", "--backend=mmsg:gro"}, func(c *ttcp.Config) {
-			c.SinkMode, c.UDP, c.Backend, c.BackendOpts = true, true, "mmsg", engine.Options{GRO: true}
+			c.SinkMode, c.UDP, c.Backend, c.BackendOpts = true, true, "mmsg", "gro"
 		}},
 		{[]string{"-t", "-s", "--backend", "iouring:zc", "h"}, func(c *ttcp.Config) {
-			c.Transmit, c.SinkMode, c.Host, c.Backend, c.BackendOpts = true, true, "h", "iouring", engine.Options{ZeroCopy: true}
+			c.Transmit, c.SinkMode, c.Host, c.Backend, c.BackendOpts = true, true, "h", "iouring", "zc"
 		}},
 		{[]string{"-r", "--backend", "mmsg:"}, func(c *ttcp.Config) { c.Backend = "mmsg" }},
 		{[]string{"-t", "-s", "-u", "-I", "veth0", "--backend", "afxdp:queues=2,batch=64", "--dst-mac", "02:AA:00:00:00:01", "h"}, func(c *ttcp.Config) {
 			c.Transmit, c.SinkMode, c.UDP, c.Device, c.Host = true, true, true, "veth0", "h"
-			c.Backend, c.BackendOpts = "afxdp", engine.Options{Batch: 64, Queues: 2, DstMAC: "02:aa:00:00:00:01"}
+			c.Backend, c.BackendOpts, c.DstMAC = "afxdp", "queues=2,batch=64", "02:aa:00:00:00:01"
 		}},
 		{[]string{"-t", "-s", "-u", "--backend", "afxdp:dstmac=02:aa:00:00:00:01,zc", "h"}, func(c *ttcp.Config) {
 			c.Transmit, c.SinkMode, c.UDP, c.Host = true, true, true, "h"
-			c.Backend, c.BackendOpts = "afxdp", engine.Options{ZeroCopy: true, DstMAC: "02:aa:00:00:00:01"}
+			c.Backend, c.BackendOpts = "afxdp", "dstmac=02:aa:00:00:00:01,zc"
 		}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

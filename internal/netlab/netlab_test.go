@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/internal/netlab/labtest"
 )
 
 // transfer sends n bytes from lab.A to lab.B over TCP to addr and
@@ -65,7 +66,7 @@ func TestTopologies(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%v/%+v", tc.topo, tc.opt), func(t *testing.T) {
 			t.Parallel()
-			lab := netlab.ForTest(t, tc.topo, tc.opt)
+			lab := labtest.New(t, tc.topo, tc.opt)
 			for _, addr := range []string{lab.B.Addr4.String(), lab.B.Addr6.String()} {
 				if got := transfer(t, lab, addr, 4<<20); got != 4<<20 {
 					t.Errorf("to %s: B received %d bytes, want %d", addr, got, 4<<20)
@@ -79,7 +80,7 @@ func TestTopologies(t *testing.T) {
 }
 
 func TestRoutedPathHasThreeHops(t *testing.T) {
-	lab := netlab.ForTest(t, netlab.Routed, netlab.Options{})
+	lab := labtest.New(t, netlab.Routed, netlab.Options{})
 	// The router forwards; A's traffic to B leaves with TTL 64 and arrives
 	// with 63 — visible as B's peer being off-link: A and B share no subnet.
 	if lab.A.Addr4.As4()[2] == lab.B.Addr4.As4()[2] {
@@ -95,7 +96,7 @@ func TestRoutedPathHasThreeHops(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{RateMbit: 10})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{RateMbit: 10})
 	out, err := lab.A.Command("tc", "qdisc", "show", "dev", lab.A.Iface).Output()
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +107,7 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestCloseRemovesEverything(t *testing.T) {
-	netlab.RequireRoot(t)
+	labtest.RequireRoot(t)
 	lab, err := netlab.New(netlab.Routed, netlab.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +135,7 @@ func TestCloseRemovesEverything(t *testing.T) {
 }
 
 func TestWaitPort(t *testing.T) {
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	srv := lab.B.Command("socat", "-u", "TCP-LISTEN:5099,reuseaddr", "OPEN:/dev/null")
 	if err := srv.Start(); err != nil {
 		t.Skipf("socat: %v", err)

@@ -1,8 +1,13 @@
-package netlab
+// Package labtest builds internal/netlab labs for tests: it skips a test
+// that is not root, and removes the lab when the test ends. It lives apart
+// from netlab so that package testing is not linked into the binary.
+package labtest
 
 import (
 	"os"
 	"testing"
+
+	"github.com/blastnet/blast/internal/netlab"
 )
 
 // RequireRoot skips the test, saying why, unless it runs as root.
@@ -13,12 +18,12 @@ func RequireRoot(tb testing.TB) {
 	}
 }
 
-// ForTest builds a lab for tb and removes it when tb ends, whether the
+// New builds a lab for tb and removes it when tb ends, whether the
 // test passes, fails or panics. It skips the test when not root.
-func ForTest(tb testing.TB, topo Topology, opt Options) *Lab {
+func New(tb testing.TB, topo netlab.Topology, opt netlab.Options) *netlab.Lab {
 	tb.Helper()
 	RequireRoot(tb)
-	lab, err := New(topo, opt)
+	lab, err := netlab.New(topo, opt)
 	if err != nil {
 		tb.Fatal(err)
 	}

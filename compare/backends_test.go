@@ -1,0 +1,3 @@
+package compare
+
+import _ "github.com/blastnet/blast/engine/backends" // every backend, for the tests
