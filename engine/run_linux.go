@@ -71,6 +71,7 @@ func Run(ctx context.Context, b Backend, f *Flow, send bool) error {
 		if err := f.Sock.SetTimeout(sendSlice); err != nil {
 			return err
 		}
+		defer f.Sock.SetTimeout(0) // the socket is the mode's again
 	}
 	stop := context.AfterFunc(ctx, func() {
 		f.wake.fire()
@@ -101,6 +102,9 @@ func Run(ctx context.Context, b Backend, f *Flow, send bool) error {
 // Cancelled reports whether the flow was cancelled.
 func (f *Flow) Cancelled() bool { return f.wake.cancelled.Load() }
 
+// errNotRunning is what Wait and Sleep return outside Run.
+var errNotRunning = errors.New("engine: Flow.Wait and Flow.Sleep work only inside engine.Run")
+
 // ErrCancelled is what Wait and Sleep return when the flow was cancelled;
 // Run turns it into the context's error.
 var ErrCancelled = errors.New("engine: flow cancelled")
@@ -111,6 +115,9 @@ var ErrCancelled = errors.New("engine: flow cancelled")
 // have no blocking call to wait in (AF_XDP) or that wait on more than
 // their socket.
 func (f *Flow) Wait(fd int, events int16, timeout time.Duration) (int16, error) {
+	if f.wake.efd <= 0 {
+		return 0, errNotRunning
+	}
 	fds := [2]unix.PollFd{{Fd: int32(fd), Events: events}, {Fd: int32(f.wake.efd), Events: unix.POLLIN}}
 	var ts *unix.Timespec
 	if timeout >= 0 {
@@ -138,6 +145,9 @@ func (f *Flow) Wait(fd int, events int16, timeout time.Duration) (int16, error) 
 func (f *Flow) Sleep(d time.Duration) error {
 	if d <= 0 {
 		return nil
+	}
+	if f.wake.efd <= 0 {
+		return errNotRunning
 	}
 	fds := [1]unix.PollFd{{Fd: int32(f.wake.efd), Events: unix.POLLIN}}
 	deadline := time.Now().Add(d)

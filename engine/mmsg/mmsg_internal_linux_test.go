@@ -1,143 +1,159 @@
-package sockets
+package mmsg
 
 import (
 	"context"
-	"net"
+	"encoding/binary"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
 	"github.com/blastnet/blast/engine"
 )
 
-// udpPeer returns a connected UDP socket and a peer that counts what
-// arrives: datagrams and bytes, until quiet for a while.
-func udpPeer(t *testing.T) (*net.UDPConn, func() (int, int)) {
+// got is what the peer of a test received.
+type got struct{ Datagrams, Bytes int }
+
+// udpPeer returns an engine UDP socket connected to a peer, and a function
+// that returns what the peer received once want datagrams arrived (or
+// nothing more came for a few seconds).
+func udpPeer(t *testing.T, want int) (*engine.Socket, func() got) {
 	t.Helper()
-	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	ctx := context.Background()
+	peer, err := engine.ListenUDP(ctx, "udp4", "127.0.0.1:0", engine.SockOpts{TOS: engine.NoTOS})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, _ := peer.SyscallConn()
-	rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 32<<20) })
-	c, err := net.DialUDP("udp4", nil, peer.LocalAddr().(*net.UDPAddr))
+	peer.Control(func(fd int) error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 32<<20) })
+	if err := peer.SetTimeout(3 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c, err := engine.Dial(ctx, "udp4", peer.LocalAddr().String(), engine.SockOpts{TOS: engine.NoTOS})
 	if err != nil {
 		peer.Close()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close(); peer.Close() })
-	return c, func() (int, int) {
+	res := make(chan got, 1)
+	go func() {
 		buf := make([]byte, 65536)
-		var dg, by int
-		for {
-			peer.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		var g got
+		for g.Datagrams < want {
 			n, err := peer.Read(buf)
 			if err != nil {
-				return dg, by
+				break
 			}
-			dg++
-			by += n
+			g.Datagrams++
+			g.Bytes += n
 		}
+		res <- g
+	}()
+	return c, func() got { return <-res }
+}
+
+func run(t *testing.T, b engine.Backend, f *engine.Flow) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := engine.Run(ctx, b, f, true); err != nil {
+		t.Fatalf("send: %v", err)
 	}
 }
 
-// TestMMsgPartialBatch has the kernel take at most three messages per
-// call: the sender must go on from the first message not sent, and count
-// each call with what it really moved.
-func TestMMsgPartialBatch(t *testing.T) {
-	c, received := udpPeer(t)
-	const count, size = 100, 500
-	f := &engine.Flow{Conn: c, Spec: &engine.Spec{Protocol: engine.UDP, BufLen: size, Bytes: count*size - 123}, Stats: &engine.Counters{}}
-	m := &mmsgSender{f: f, facts: engine.FactsOf(f), batch: 16}
-	m.sendmmsg = func(fd int, msgs []unix.Mmsghdr) (int, error) {
+// TestPartialBatch has the kernel take at most three messages per call:
+// the sender must go on from the first message not sent, and count each
+// call with what it really moved.
+func TestPartialBatch(t *testing.T) {
+	defer func(f func(int, []unix.Mmsghdr) (int, error)) { sendmmsgCall = f }(sendmmsgCall)
+	sendmmsgCall = func(fd int, msgs []unix.Mmsghdr) (int, error) {
 		return sendmmsg(fd, msgs[:min(3, len(msgs))])
 	}
-	err := runSend(context.Background(), f, func(rc syscall.RawConn) error { return m.loop(context.Background(), rc) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := f.Stats.Snapshot()
-	if s.Datagrams != count || s.Bytes != count*size-123 {
-		t.Errorf("counters %+v, want %d datagrams, %d bytes", s, count, count*size-123)
-	}
+	const count, size = 100, 500
+	c, received := udpPeer(t, count)
+	f := &engine.Flow{Sock: c, Spec: &engine.Spec{Protocol: engine.UDP, BufLen: size, Bytes: count*size - 123}, Stats: &engine.Counters{}}
+	run(t, Backend{batch: 16}, f)
 	// 100 datagrams: six batches of 16 (six calls each: 3+3+3+3+3+1) and
 	// one of 4 (two calls).
-	if want := int64(6*6 + 2); s.Calls != want {
-		t.Errorf("%d calls, want %d", s.Calls, want)
+	want := engine.Sample{
+		Bytes: count*size - 123, Datagrams: count, Calls: 6*6 + 2,
+		MinIO: size - 123, MaxIO: 3 * size,
 	}
-	if s.MaxIO != 3*size || s.MinIO != size-123 {
-		t.Errorf("bytes per call %d..%d, want %d..%d", s.MinIO, s.MaxIO, size-123, 3*size)
+	if diff := cmp.Diff(want, f.Stats.Snapshot()); diff != "" {
+		t.Errorf("counters (-want +got):\n%s", diff)
 	}
-	if dg, by := received(); dg != count || by != count*size-123 {
-		t.Errorf("peer received %d datagrams, %d bytes; want %d, %d", dg, by, count, count*size-123)
+	if n := f.Facts.Count(engine.FactSyscalls); n != 6*6+2 {
+		t.Errorf("%d syscalls counted, want %d", n, 6*6+2)
+	}
+	if diff := cmp.Diff(got{count, count*size - 123}, received()); diff != "" {
+		t.Errorf("peer received (-want +got):\n%s", diff)
 	}
 }
 
-// TestMMsgGSORefused makes the kernel refuse a GSO message (more segments
+// TestGSORefused makes the kernel refuse a GSO message (more segments
 // than UDP_MAX_SEGMENTS): the sender must fall back, say so, and lose
 // nothing.
-func TestMMsgGSORefused(t *testing.T) {
+func TestGSORefused(t *testing.T) {
 	defer func(n int) { maxGSOSegments = n }(maxGSOSegments)
 	maxGSOSegments = 600
-	c, received := udpPeer(t)
 	const count, size = 1000, 100
-	f := &engine.Flow{Conn: c, Spec: &engine.Spec{Protocol: engine.UDP, BufLen: size, Bytes: count * size}, Stats: &engine.Counters{}}
-	if err := (MMsg{opts: engine.Options{GSO: true, Batch: 2}}).Send(context.Background(), f); err != nil {
-		t.Fatal(err)
-	}
-	facts, _ := engine.FlowFacts(f)
+	c, received := udpPeer(t, count)
+	f := &engine.Flow{Sock: c, Spec: &engine.Spec{Protocol: engine.UDP, BufLen: size, Bytes: count * size}, Stats: &engine.Counters{}}
+	run(t, Backend{gso: true, batch: 2}, f)
+	facts := f.Facts.Snapshot()
 	if facts.Counts["gso_fallbacks"] != 1 || !strings.Contains(strings.Join(facts.Notes, "\n"), "GSO refused by the kernel on this path") {
 		t.Errorf("no fallback noted: %v", facts.Lines())
 	}
-	if s := f.Stats.Snapshot(); s.Datagrams != count || s.Bytes != count*size {
-		t.Errorf("counters %+v, want %d datagrams", s, count)
+	if s := f.Stats.Snapshot(); s.Datagrams != count || s.Bytes != count*size || s.Errors != 1 {
+		t.Errorf("counters %+v, want %d datagrams, %d bytes, the refused call as the one error", s, count, count*size)
 	}
-	if dg, by := received(); dg != count || by != count*size {
-		t.Errorf("peer received %d datagrams, %d bytes; want %d, %d", dg, by, count, count*size)
+	if diff := cmp.Diff(got{count, count * size}, received()); diff != "" {
+		t.Errorf("peer received (-want +got):\n%s", diff)
 	}
 	t.Log(facts.Lines())
 }
 
-// TestQuietNetpoll takes a socket out of the runtime's poller and puts it
-// back: afterwards a read that parks in the poller must still be woken by
-// a datagram that arrives later.
-func TestQuietNetpoll(t *testing.T) {
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
+// TestGSONotUsed: datagrams too long to put two in one message go one per
+// message, with a note.
+func TestGSONotUsed(t *testing.T) {
+	const count, size = 10, 40000
+	c, received := udpPeer(t, count)
+	f := &engine.Flow{Sock: c, Spec: &engine.Spec{Protocol: engine.UDP, BufLen: size, Bytes: count * size}, Stats: &engine.Counters{}}
+	run(t, Backend{gso: true}, f)
+	if facts := f.Facts.Snapshot(); !strings.Contains(strings.Join(facts.Notes, "\n"), "GSO not used") {
+		t.Errorf("no note that GSO was not used: %v", facts.Lines())
 	}
-	defer c.Close()
-	peer, err := net.DialUDP("udp4", nil, c.LocalAddr().(*net.UDPAddr))
-	if err != nil {
-		t.Fatal(err)
+	if diff := cmp.Diff(got{count, count * size}, received()); diff != "" {
+		t.Errorf("peer received (-want +got):\n%s", diff)
 	}
-	defer peer.Close()
-	rc, err := c.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 2 { // twice: the restored entry must be found again
-		restore, err := quietNetpoll(rc)
-		if err != nil {
-			t.Fatal(err)
+}
+
+func TestGROSize(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		oob  []byte
+		want int
+	}{
+		{"none", nil, 0},
+		{"other cmsg", unix.UnixRights(0), 0},
+		{"gro 1200", groCmsg(1200), 1200},
+	} {
+		if got := groSize(tc.oob); got != tc.want {
+			t.Errorf("%s: groSize = %d, want %d", tc.name, got, tc.want)
 		}
-		rc.Control(func(fd uintptr) {
-			if _, ev, _, err := findEpollEntry(int(fd)); err != nil || ev&^(unix.EPOLLERR|unix.EPOLLHUP) != unix.EPOLLET {
-				t.Errorf("while quiet: events %#x, %v; want EPOLLET and the errors the kernel always adds", ev, err)
-			}
-		})
-		restore()
 	}
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		peer.Write([]byte("hello"))
-	}()
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	buf := make([]byte, 100)
-	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "hello" {
-		t.Fatalf("read after restore: %q, %v", buf[:n], err)
-	}
+}
+
+// groCmsg is a UDP_GRO control message carrying seg as an int, as the
+// kernel writes it.
+func groCmsg(seg int) []byte {
+	b := make([]byte, unix.CmsgSpace(4))
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+	h.Level = unix.SOL_UDP
+	h.Type = unix.UDP_GRO
+	h.SetLen(unix.CmsgLen(4))
+	binary.NativeEndian.PutUint32(b[unix.CmsgLen(0):], uint32(seg))
+	return b
 }

@@ -1,14 +1,12 @@
-package sockets
+package mmsg
 
 import (
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"runtime"
-	"syscall"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -17,65 +15,87 @@ import (
 	"github.com/blastnet/blast/engine"
 )
 
-func init() { engine.Register(MMsg{}) }
-
-// MMsg moves UDP datagrams in batches with sendmmsg(2) and recvmmsg(2).
-//
-// Options: Batch is the number of messages per call (default 64). With GSO
-// the sender sets UDP_SEGMENT to the buffer length and each message carries
-// a train of up to 64 datagrams that the kernel (or the NIC) cuts up; with
-// GRO the receiver sets UDP_GRO and one message may bring several datagrams
-// of one size. Where the kernel refuses either, the flow goes on without it
-// and a note says so.
+// Backend moves UDP datagrams in batches with sendmmsg(2) and recvmmsg(2),
+// blocking in the call on the flow's own thread. The zero value has no
+// options; Configure sets them.
 //
 // Counters count one I/O call per sendmmsg/recvmmsg that moved data, with
-// all the bytes and datagrams it moved: a call moves up to Batch buffers.
-type MMsg struct{ opts engine.Options }
+// all the bytes and datagrams it moved: a call moves up to a batch of
+// messages, and with GSO or GRO a message carries several datagrams.
+type Backend struct {
+	batch    int // messages per call; 0: the default
+	gso, gro bool
+}
 
 var (
-	_ engine.Backend      = MMsg{}
-	_ engine.Configurable = MMsg{}
+	_ engine.Backend      = Backend{}
+	_ engine.Configurable = Backend{}
 )
 
 const (
 	defaultBatch = 64
-	maxBatch     = 1024 // UIO_MAXIOV: the kernel's limit on vlen
+	// gsoBatch is the default batch with GSO: each message is already a
+	// train of up to gsoSegments datagrams.
+	gsoBatch = 8
+	maxBatch = 1024 // UIO_MAXIOV: the kernel's limit on vlen
 	// gsoSegments is the most datagrams one UDP_SEGMENT message carries
 	// (UDP_MAX_SEGMENTS was 64 before Linux 6.11).
 	gsoSegments = 64
 	// gsoMax is the largest UDP payload of one GSO message.
 	gsoMax = 65507
+	// ctlLen is the room for the control message of each received
+	// message (a UDP_GRO segment size).
+	ctlLen = 64
 )
 
 // maxGSOSegments is gsoSegments; tests raise it to make the kernel refuse.
 var maxGSOSegments = gsoSegments
 
-// Name implements engine.Backend.
-func (MMsg) Name() string { return "mmsg" }
+// sendmmsgCall is the sendmmsg(2) the sender makes; tests wrap it to make
+// the kernel take fewer messages than asked.
+var sendmmsgCall = sendmmsg
 
-// Configure implements engine.Configurable: batch, gso, gro.
-func (b MMsg) Configure(o engine.Options) (engine.Backend, error) {
-	if err := engine.Refuse(b.Name(), o, engine.Options{Batch: o.Batch, GSO: o.GSO, GRO: o.GRO}); err != nil {
-		return nil, err
+// Name implements engine.Backend.
+func (Backend) Name() string { return "mmsg" }
+
+// Options implements engine.Configurable: batch, gso, gro.
+func (Backend) Options() []engine.Option {
+	return []engine.Option{
+		{Name: "batch", Kind: engine.Count,
+			Default: fmt.Sprintf("%d messages per call (%d with gso, each message a train of datagrams)", defaultBatch, gsoBatch),
+			Help:    fmt.Sprintf("messages per sendmmsg/recvmmsg call, at most %d", maxBatch)},
+		{Name: "gso", Kind: engine.Flag,
+			Default: "off: one datagram per message",
+			Help:    fmt.Sprintf("send trains of up to %d datagrams per message, cut up by the kernel or the NIC (UDP_SEGMENT, Linux 4.18+)", gsoSegments)},
+		{Name: "gro", Kind: engine.Flag,
+			Default: "off: one datagram per message",
+			Help:    "receive trains of datagrams the kernel coalesced, several per message (UDP_GRO, Linux 5.0+)"},
 	}
-	if o.Batch < 0 || o.Batch > maxBatch {
-		return nil, fmt.Errorf("mmsg: batch %d: must be between 1 and %d", o.Batch, maxBatch)
-	}
-	return MMsg{opts: o}, nil
 }
 
-func (b MMsg) batch() int {
-	if b.opts.Batch > 0 {
-		return b.opts.Batch
+// Configure implements engine.Configurable.
+func (b Backend) Configure(o engine.Options) (engine.Backend, error) {
+	if n := o.Count("batch", 0); n > maxBatch {
+		return nil, fmt.Errorf("backend mmsg option batch=%d: at most %d messages per call (the kernel's UIO_MAXIOV)", n, maxBatch)
 	}
-	if b.opts.GSO {
-		return 8 // trains of up to 64 datagrams each
+	b.batch = o.Count("batch", b.batch)
+	b.gso = b.gso || o.Flag("gso")
+	b.gro = b.gro || o.Flag("gro")
+	return b, nil
+}
+
+func (b Backend) batchSize() int {
+	switch {
+	case b.batch > 0:
+		return b.batch
+	case b.gso:
+		return gsoBatch
 	}
 	return defaultBatch
 }
 
 // Probe implements engine.Backend: an empty sendmmsg on a UDP socket.
-func (MMsg) Probe() error {
+func (Backend) Probe() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return os.NewSyscallError("socket", err)
@@ -98,37 +118,50 @@ func udpOnly(name string, f *engine.Flow) error {
 }
 
 // Send implements engine.Backend.
-func (b MMsg) Send(ctx context.Context, f *engine.Flow) error {
+func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 	if err := udpOnly(b.Name(), f); err != nil {
 		return err
 	}
-	m := &mmsgSender{f: f, facts: engine.FactsOf(f), batch: b.batch(), sendmmsg: sendmmsg}
-	return runSend(ctx, f, func(rc syscall.RawConn) error {
-		if b.opts.GSO {
-			m.setGSO(rc)
-		}
-		m.facts.Notef("batches of %d messages", m.batch)
-		defer quiet(rc, m.facts)()
-		return m.loop(ctx, rc)
-	})
+	m := &sender{
+		f:        f,
+		s:        engine.NewSender(f),
+		fd:       f.Sock.FD(),
+		batch:    b.batchSize(),
+		syscalls: f.Facts.Counter(engine.FactSyscalls),
+	}
+	if b.gso {
+		m.setGSO()
+	}
+	f.Facts.Notef("batches of %d messages", m.batch)
+	err := m.run()
+	if errors.Is(err, errTimeUp) {
+		return nil
+	}
+	return err
 }
 
-// sendmmsg is sendmmsg(2).
+// sendmmsg is sendmmsg(2), blocking.
 func sendmmsg(fd int, msgs []unix.Mmsghdr) (int, error) {
-	r, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), 0, 0, 0)
-	runtime.KeepAlive(msgs)
+	r, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), unix.MSG_NOSIGNAL, 0, 0)
 	if errno != 0 {
 		return 0, errno
 	}
 	return int(r), nil
 }
 
-type mmsgSender struct {
-	f        *engine.Flow
-	facts    *engine.Facts
-	batch    int // messages per call
-	segs     int // datagrams per message: 1, or the GSO train length
-	sendmmsg func(fd int, msgs []unix.Mmsghdr) (int, error)
+// errTimeUp is how sendBatch says that the time limit ended the send in
+// the middle of a batch.
+var errTimeUp = errors.New("mmsg: time limit reached")
+
+type sender struct {
+	f     *engine.Flow
+	s     *engine.Sender
+	fd    int
+	batch int // messages per call
+	segs  int // datagrams per message: 0 (one), or the GSO train length
+
+	syscalls *atomic.Int64
+	gsoMsgs  *atomic.Int64 // set while GSO is on
 
 	pat   []byte   // the pattern datagram
 	arena []byte   // Source mode: one buffer per datagram of a batch
@@ -136,109 +169,90 @@ type mmsgSender struct {
 	iov   []unix.Iovec
 	msgs  []unix.Mmsghdr
 	mdg   []int // datagrams per message
-
-	w *fdWaiter
 }
 
 // setGSO turns UDP_SEGMENT on, or notes why not.
-func (m *mmsgSender) setGSO(rc syscall.RawConn) {
+func (m *sender) setGSO() {
 	bufLen := m.f.Spec.BufLen
 	segs := min(maxGSOSegments, gsoMax/bufLen)
 	if segs < 2 {
-		m.facts.Notef("GSO not used: %d-byte datagrams leave no room for two in one %d-byte message", bufLen, gsoMax)
+		m.f.Facts.Notef("GSO not used: %d-byte datagrams leave no room for two in one %d-byte message", bufLen, gsoMax)
 		return
 	}
-	var serr error
-	rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, bufLen) })
-	if serr != nil {
-		m.facts.Notef("GSO refused by the kernel (setsockopt UDP_SEGMENT: %v, needs Linux 4.18): sending one datagram per message", serr)
+	if err := unix.SetsockoptInt(m.fd, unix.SOL_UDP, unix.UDP_SEGMENT, bufLen); err != nil {
+		m.f.Facts.Notef("GSO refused by the kernel (setsockopt UDP_SEGMENT: %v, needs Linux 4.18): sending one datagram per message", err)
 		return
 	}
 	m.segs = segs
-	m.facts.Notef("GSO: trains of up to %d datagrams of %d bytes per message", segs, bufLen)
+	m.gsoMsgs = m.f.Facts.Counter("gso_messages")
+	m.f.Facts.Notef("GSO: trains of up to %d datagrams of %d bytes per message", segs, bufLen)
 }
 
 // dropGSO turns UDP_SEGMENT off after the kernel refused a GSO send.
-func (m *mmsgSender) dropGSO(fd int, why error) {
-	unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_SEGMENT, 0)
+func (m *sender) dropGSO(why error) {
+	unix.SetsockoptInt(m.fd, unix.SOL_UDP, unix.UDP_SEGMENT, 0)
 	m.segs = 0
-	m.facts.Notef("GSO refused by the kernel on this path (sendmmsg: %v): sending one datagram per message from now on", why)
-	m.facts.Add("gso_fallbacks", 1)
+	m.f.Facts.Notef("GSO refused by the kernel on this path (sendmmsg: %v): sending one datagram per message from now on", why)
+	m.f.Facts.Add("gso_fallbacks", 1)
 }
 
-func (m *mmsgSender) loop(ctx context.Context, rc syscall.RawConn) (err error) {
-	s := m.f.Spec
-	if m.w, err = newWaiter(ctx); err != nil {
-		return err
+// run fills batches from the Sender, one datagram at a time, and sends
+// each; a batch the Sender could not fill is the last.
+func (m *sender) run() error {
+	spec := m.f.Spec
+	src := m.s.Source()
+	if !src {
+		m.pat = engine.Buffer(spec)
 	}
-	defer func() { err = errors.Join(err, m.w.close()) }()
-	pacer := engine.NewPacer(s.Rate)
-	if s.Source == nil {
-		m.pat = make([]byte, s.BufLen)
-		engine.Pattern(m.pat)
-	}
-	left := limit(s)
-	eof := false
-	for left != 0 && !eof {
-		// The datagrams of this call.
+	for {
 		want := m.batch * max(m.segs, 1)
-		m.dgs = m.dgs[:0]
-		var bytes int64
-		if s.Source != nil {
-			if m.arena == nil || len(m.arena) < want*s.BufLen {
-				m.arena = make([]byte, want*s.BufLen)
-			}
+		if src && len(m.arena) < want*spec.BufLen {
+			m.arena = make([]byte, want*spec.BufLen)
 		}
-		for len(m.dgs) < want && (left < 0 || bytes < left) {
-			n := chunk(s.BufLen, left-bytes)
-			if left < 0 {
-				n = s.BufLen
-			}
+		m.dgs = m.dgs[:0]
+		for len(m.dgs) < want {
 			var d []byte
-			if s.Source == nil {
-				d = m.pat[:n]
-			} else {
-				i := len(m.dgs) * s.BufLen
-				k, err := s.Source.Read(m.arena[i : i+n])
-				if k == 0 {
-					if err == nil {
-						continue
-					}
-					if errors.Is(err, io.EOF) {
-						eof = true
-						break
-					}
-					return fmt.Errorf("read source: %w", err)
+			if src {
+				i := len(m.dgs) * spec.BufLen
+				p, err := m.s.Next(m.arena[i : i+spec.BufLen])
+				if err != nil {
+					return err
 				}
-				d = m.arena[i : i+k]
+				d = p
+			} else {
+				n, err := m.s.Take(spec.BufLen)
+				if err != nil {
+					return err
+				}
+				d = m.pat[:n]
+			}
+			if len(d) == 0 {
+				break
 			}
 			m.dgs = append(m.dgs, d)
-			bytes += int64(len(d))
 		}
-		if len(m.dgs) == 0 {
-			break
+		full := len(m.dgs) == want
+		if len(m.dgs) > 0 {
+			if err := m.sendBatch(); err != nil {
+				return err
+			}
 		}
-		if err := pacer.Wait(ctx, int(bytes)); err != nil {
-			return err
-		}
-		if err := m.sendBatch(ctx, rc); err != nil {
-			return err
-		}
-		if left > 0 {
-			left -= bytes
+		if !full {
+			return nil
 		}
 	}
-	return nil
 }
 
 // build lays out the messages for m.dgs: one per datagram, or GSO trains
 // in which every datagram but the last has the full buffer length.
-func (m *mmsgSender) build() {
+func (m *sender) build() {
 	m.iov = m.iov[:0]
 	m.msgs = m.msgs[:0]
 	m.mdg = m.mdg[:0]
 	for _, d := range m.dgs {
-		m.iov = append(m.iov, iovec(d))
+		v := unix.Iovec{Base: &d[0]}
+		v.SetLen(len(d))
+		m.iov = append(m.iov, v)
 	}
 	full := m.f.Spec.BufLen
 	for i := 0; i < len(m.dgs); {
@@ -257,89 +271,59 @@ func (m *mmsgSender) build() {
 	}
 }
 
-// sendBatch sends the messages of m.dgs, as many calls as it takes: a
-// call may send only the first few.
-func (m *mmsgSender) sendBatch(ctx context.Context, rc syscall.RawConn) error {
+// sendBatch sends the messages of m.dgs, in as many calls as it takes: a
+// call may send only the first few, and the rest go in the next.
+func (m *sender) sendBatch() error {
 	m.build()
 	c := m.f.Stats
 	msgs, mdg := m.msgs, m.mdg
 	for len(msgs) > 0 {
-		var n int
-		var serr, werr error
-		err := rc.Write(func(fd uintptr) bool {
-			n, serr = m.sendmmsg(int(fd), msgs)
-			m.facts.Add(engine.FactSyscalls, 1)
-			switch {
-			case serr == unix.EAGAIN:
-				// The socket buffer is full: wait in the kernel (see
-				// fdWaiter), then come back through Write, which checks
-				// the deadline.
-				m.facts.Add("send_waits", 1)
-				werr = m.w.wait(int(fd), unix.POLLOUT)
-			case m.segs > 1 && gsoRefused(serr):
-				// The first message failed: GSO refused here.
-				m.dropGSO(int(fd), serr)
-			}
-			return true
-		})
-		if err == nil {
-			err = werr
-		}
+		n, err := sendmmsgCall(m.fd, msgs)
+		m.syscalls.Add(1)
 		if err != nil {
-			return err
-		}
-		if serr == unix.EAGAIN {
-			if err := ctx.Err(); err != nil {
-				return err
+			if m.f.Cancelled() {
+				return engine.ErrCancelled
 			}
-			continue
-		}
-		if gsoRefused(serr) && m.segs == 0 && mdg[0] > 1 {
-			c.AddError()
-			// Lay out what is left again, one datagram a message.
-			done := len(m.msgs) - len(msgs)
-			skip := 0
-			for _, k := range m.mdg[:done] {
-				skip += k
+			if m.segs > 1 && mdg[0] > 1 && gsoRefused(err) {
+				// The first message, a train, was refused: GSO does not
+				// work here. Lay out what is left one datagram a message.
+				c.AddError()
+				m.dropGSO(err)
+				skip := 0
+				for _, k := range m.mdg[:len(m.mdg)-len(mdg)] {
+					skip += k
+				}
+				m.dgs = m.dgs[skip:]
+				m.build()
+				msgs, mdg = m.msgs, m.mdg
+				continue
 			}
-			m.dgs = m.dgs[skip:]
-			m.build()
-			msgs, mdg = m.msgs, m.mdg
-			continue
-		}
-		if serr == unix.ENOBUFS {
-			c.AddError()
-			time.Sleep(18 * time.Millisecond) // ttcp's pause for a full queue
-			continue
-		}
-		if serr != nil {
-			c.AddError()
-			return os.NewSyscallError("sendmmsg", serr)
+			again, rerr := m.s.Retry(err)
+			if again {
+				continue
+			}
+			if rerr == nil {
+				return errTimeUp
+			}
+			if !errors.Is(err, unix.ENOBUFS) { // Retry counted those
+				c.AddError()
+			}
+			return engine.IOErr("sendmmsg", rerr)
 		}
 		var bytes, dgs int
 		for i := range n {
 			bytes += int(msgs[i].Len)
 			dgs += mdg[i]
 		}
-		c.AddIO(bytes, dgs)
-		if m.segs > 1 {
-			m.facts.Add("gso_messages", int64(n))
+		if n > 0 {
+			c.AddIO(bytes, dgs)
+		}
+		if m.gsoMsgs != nil && m.segs > 1 {
+			m.gsoMsgs.Add(int64(n))
 		}
 		msgs, mdg = msgs[n:], mdg[n:]
 	}
 	return nil
-}
-
-// quiet keeps the runtime's poller from being woken by the flow's socket
-// while the flow waits for it in the kernel itself (see quietNetpoll), and
-// returns what undoes it.
-func quiet(rc syscall.RawConn, facts *engine.Facts) (restore func()) {
-	restore, err := quietNetpoll(rc)
-	if err != nil {
-		facts.Notef("the Go runtime's poller still watches the socket (%v): expect more thread wakeups", err)
-		return func() {}
-	}
-	return restore
 }
 
 // gsoRefused tells the errors of a GSO message the same datagrams would not
@@ -350,93 +334,76 @@ func gsoRefused(err error) bool {
 }
 
 // Recv implements engine.Backend.
-func (b MMsg) Recv(ctx context.Context, f *engine.Flow) error {
+func (b Backend) Recv(ctx context.Context, f *engine.Flow) error {
 	if err := udpOnly(b.Name(), f); err != nil {
 		return err
 	}
-	facts := engine.FactsOf(f)
-	return runRecv(ctx, f, func(rc syscall.RawConn) error {
-		gro := false
-		if b.opts.GRO {
-			var serr error
-			rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) })
-			if serr != nil {
-				facts.Notef("GRO refused by the kernel (setsockopt UDP_GRO: %v, needs Linux 5.0): one datagram per message", serr)
-			} else {
-				gro = true
-				facts.Notef("GRO: a message may carry several datagrams")
-			}
+	gro := false
+	if b.gro {
+		if err := unix.SetsockoptInt(f.Sock.FD(), unix.SOL_UDP, unix.UDP_GRO, 1); err != nil {
+			f.Facts.Notef("GRO refused by the kernel (setsockopt UDP_GRO: %v, needs Linux 5.0): one datagram per message", err)
+		} else {
+			gro = true
+			f.Facts.Notef("GRO: a message may carry several datagrams")
 		}
-		defer quiet(rc, facts)()
-		return mmsgRecvLoop(ctx, rc, f, b.batch(), gro)
-	})
+	}
+	return recvLoop(f, b.batchSize(), gro)
 }
 
-func mmsgRecvLoop(ctx context.Context, rc syscall.RawConn, f *engine.Flow, batch int, gro bool) (err error) {
-	s := f.Spec
-	facts := engine.FactsOf(f)
-	w, err := newWaiter(ctx)
-	if err != nil {
-		return err
+// recvLoop receives until the sentinel, a failed call, or cancellation.
+// recvmmsg blocks until the first message arrives and then takes what is
+// queued, up to batch messages (MSG_WAITFORONE); without that flag a
+// blocking call would wait for a whole batch.
+func recvLoop(f *engine.Flow, batch int, gro bool) error {
+	spec := f.Spec
+	fd := f.Sock.FD()
+	syscalls := f.Facts.Counter(engine.FactSyscalls)
+	var groMsgs *atomic.Int64
+	if gro {
+		groMsgs = f.Facts.Counter("gro_messages")
 	}
-	defer func() { err = errors.Join(err, w.close()) }()
-	size := s.BufLen
+	size := spec.BufLen
 	if gro {
 		size = max(size, 65535)
 	}
-	const ctlLen = 64
 	arena := make([]byte, batch*size)
 	ctl := make([]byte, batch*ctlLen)
 	iov := make([]unix.Iovec, batch)
 	msgs := make([]unix.Mmsghdr, batch)
 	for i := range msgs {
-		iov[i] = iovec(arena[i*size : (i+1)*size])
+		iov[i] = unix.Iovec{Base: &arena[i*size]}
+		iov[i].SetLen(size)
 		msgs[i].Hdr.Iov = &iov[i]
 		msgs[i].Hdr.SetIovlen(1)
 	}
-	mod := newRxModerator(rc)
+	mod := newModerator(f)
 	deliver := make([][]byte, 0, batch) // the received messages of one call
-	left := limit(s)
-	for left != 0 {
+	for {
 		if gro {
 			for i := range msgs {
 				msgs[i].Hdr.Control = &ctl[i*ctlLen]
 				msgs[i].Hdr.SetControllen(ctlLen)
 			}
 		}
-		var n int
-		var rerr, werr error
-		err := rc.Read(func(fd uintptr) bool {
-			r, _, errno := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), 0, 0, 0)
-			runtime.KeepAlive(msgs)
-			n, rerr = int(r), nil
-			if errno != 0 {
-				n, rerr = 0, errno
-			}
-			facts.Add(engine.FactSyscalls, 1)
-			if rerr == unix.EAGAIN {
-				// Nothing queued: wait in the kernel (see fdWaiter), then
-				// come back through Read, which checks the deadline.
-				facts.Add("recv_waits", 1)
-				werr = w.wait(int(fd), unix.POLLIN)
-			}
-			return true
-		})
-		if err == nil {
-			err = werr
+		r, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), unix.MSG_WAITFORONE, 0, 0)
+		syscalls.Add(1)
+		if f.Cancelled() {
+			// The shutdown woke the call (it returns empty messages or
+			// an error): nothing more comes.
+			f.Stats.AddCall()
+			return nil
 		}
-		if err != nil {
-			return err
-		}
-		if rerr == unix.EAGAIN {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+		if errno == unix.EINTR {
 			continue
 		}
-		if rerr != nil {
+		if errno != 0 {
 			f.Stats.AddError()
-			return os.NewSyscallError("recvmmsg", rerr)
+			return engine.IOErr("recvmmsg", errno)
+		}
+		n := int(r)
+		if n == 0 {
+			f.Stats.AddCall()
+			return nil
 		}
 		var bytes, dgs int
 		end := false
@@ -452,18 +419,18 @@ func mmsgRecvLoop(ctx context.Context, rc syscall.RawConn, f *engine.Flow, batch
 				d = (l + seg - 1) / seg
 			}
 			last := l - (d-1)*seg
-			if d == 1 && l <= s.SentinelMax {
+			if d == 1 && l <= spec.SentinelMax {
 				end = true
 				break
 			}
-			if d > 1 && last <= s.SentinelMax && last < seg {
+			if d > 1 && last <= spec.SentinelMax && last < seg {
 				// The sentinel rode at the end of a GRO train.
 				d--
 				l -= last
 				end = true
 			}
 			if d > 1 {
-				facts.Add("gro_messages", 1)
+				groMsgs.Add(1)
 			}
 			bytes += l
 			dgs += d
@@ -478,24 +445,23 @@ func mmsgRecvLoop(ctx context.Context, rc syscall.RawConn, f *engine.Flow, batch
 			f.Stats.AddIO(bytes, dgs)
 		}
 		for _, p := range deliver {
-			if err := consume(f, p); err != nil {
+			if err := engine.Consume(f, p); err != nil {
 				return err
 			}
 		}
 		if end {
 			return nil
 		}
-		if left > 0 {
-			left = max(left-int64(bytes), 0)
-		}
-		if mod.pause(n, batch, bytes, dgs) {
-			facts.Add("recv_pauses", 1)
+		if err := mod.pause(n, batch, bytes); err != nil {
+			if f.Cancelled() {
+				return nil
+			}
+			return err
 		}
 	}
-	return nil
 }
 
-// rxModerator is interrupt moderation for a receiver: after a call that
+// moderator is interrupt moderation for a receiver: after a call that
 // emptied the socket's queue with less than a full batch, it waits a moment
 // before the next call so that the next one finds more, instead of taking
 // the datagrams in ones and twos as they come.
@@ -508,9 +474,11 @@ func mmsgRecvLoop(ctx context.Context, rc syscall.RawConn, f *engine.Flow, batch
 // arrived since the previous call, the receive buffer stays at most a
 // quarter full; when that bound is too short for a sleep to be worth it
 // (and timer slack adds up to 50 µs to every sleep), there is no pause.
-type rxModerator struct {
+type moderator struct {
+	f      *engine.Flow
 	rcvbuf int // SO_RCVBUF as the kernel reports it
 	last   time.Time
+	pauses *atomic.Int64 // taken at the first pause
 }
 
 const (
@@ -518,42 +486,37 @@ const (
 	rxPauseMin = 150 * time.Microsecond // the least room, in time, to pause in
 )
 
-// newRxModerator returns a moderator for the socket behind rc.
-func newRxModerator(rc syscall.RawConn) *rxModerator {
-	rcvbuf := 212992
-	rc.Control(func(fd uintptr) {
-		if v, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF); err == nil {
-			rcvbuf = v
-		}
-	})
-	return &rxModerator{rcvbuf: rcvbuf, last: time.Now()}
+func newModerator(f *engine.Flow) *moderator {
+	rcvbuf, err := f.Sock.BufSize(false)
+	if err != nil {
+		rcvbuf = 212992 // the usual default
+	}
+	return &moderator{f: f, rcvbuf: rcvbuf, last: time.Now()}
 }
 
 // pause is called after each call that received n messages of batch,
-// carrying dgs datagrams and bytes bytes; it reports whether it paused.
-// The datagrams a call takes arrived since the previous call returned,
-// pause included.
-func (m *rxModerator) pause(n, batch, bytes, dgs int) bool {
+// carrying bytes bytes; the datagrams a call takes arrived since the
+// previous call returned, pause included. It fails only when the flow was
+// cancelled during the pause.
+func (m *moderator) pause(n, batch, bytes int) error {
 	now := time.Now()
 	gap := now.Sub(m.last)
 	m.last = now
 	if n <= 0 || n >= batch {
-		return false
+		return nil
 	}
 	// A queued message costs its payload plus about 768 bytes of skb (its
 	// truesize), which the buffer counts; n of them arrived in about gap,
 	// so a quarter of the buffer fills in gap*capacity/(4n).
 	capacity := m.rcvbuf / (bytes/n + 768)
 	if room := gap * time.Duration(capacity) / time.Duration(4*n); room < rxPauseMin {
-		return false
+		return nil
 	}
-	// A raw nanosleep keeps this goroutine's P: the runtime would take
-	// back the P of a thread in a system call for more than 20 µs, and
-	// its monitor then wakes every 20 µs to look for more, which at tens
-	// of thousands of pauses a second costs more than the pauses save.
-	ts := unix.NsecToTimespec(int64(rxPause))
-	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
-	return true
+	if m.pauses == nil {
+		m.pauses = m.f.Facts.Counter("recv_pauses")
+	}
+	m.pauses.Add(1)
+	return m.f.Sleep(rxPause)
 }
 
 // groSize reads the segment size from a UDP_GRO control message (0: none).
