@@ -10,8 +10,6 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
-
-	"github.com/blastnet/blast/engine"
 )
 
 // Offsets into struct xdp_md, the program's context.
@@ -223,9 +221,11 @@ func LoadConfig(c Config) (_ *Redirect, err error) {
 	return r, nil
 }
 
+// privilege says what to do about a refusal for want of privilege. The
+// error wraps errors.ErrUnsupported: blast cannot use XDP as it runs.
 func privilege(err error) error {
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-		return fmt.Errorf("%w (needs CAP_BPF and CAP_NET_ADMIN: run as root or use --backend mmsg): %w", err, engine.ErrNotSupported)
+		return fmt.Errorf("%w (needs CAP_BPF and CAP_NET_ADMIN: run as root or use --backend mmsg): %w", err, errors.ErrUnsupported)
 	}
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/blastnet/blast/bpf"
 	"github.com/blastnet/blast/engine/afxdp"
 	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/internal/netlab/labtest"
 )
 
 const port = 5001
@@ -81,7 +82,7 @@ func arpFrame(t *testing.T) []byte {
 // frames. A redirect needs a bound AF_XDP socket in the map's slot, so
 // one is bound to queue 0 of a lab interface (nothing is attached).
 func TestProgram(t *testing.T) {
-	lab := netlab.ForTest(t, netlab.Direct, netlab.Options{})
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	err := lab.A.Do(func() error {
 		r, err := bpf.Load(port, 1)
 		if err != nil {
@@ -92,7 +93,7 @@ func TestProgram(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		s, err := afxdp.Open(afxdp.SocketConfig{Ifindex: ifc.Index, Iface: lab.A.Iface, RX: true, RingSize: 64})
+		s, err := afxdp.Open(t.Context(), afxdp.SocketConfig{Ifindex: ifc.Index, Iface: lab.A.Iface, RX: true, RingSize: 64})
 		if err != nil {
 			return err
 		}

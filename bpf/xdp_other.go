@@ -3,9 +3,8 @@
 package bpf
 
 import (
+	"errors"
 	"fmt"
-
-	"github.com/blastnet/blast/engine"
 )
 
 // Redirect is the loaded XDP program, which needs Linux.
@@ -24,22 +23,22 @@ type Config struct {
 
 // LoadConfig returns an error off Linux.
 func LoadConfig(c Config) (*Redirect, error) {
-	return nil, fmt.Errorf("xdp: needs Linux: %w", engine.ErrNotSupported)
+	return nil, fmt.Errorf("xdp: needs Linux: %w", errors.ErrUnsupported)
 }
 
 // Load returns an error off Linux.
 func Load(port uint16, queues int) (*Redirect, error) {
-	return nil, fmt.Errorf("xdp: needs Linux: %w", engine.ErrNotSupported)
+	return nil, fmt.Errorf("xdp: needs Linux: %w", errors.ErrUnsupported)
 }
 
 // Attach returns an error off Linux.
 func (r *Redirect) Attach(ifindex int, generic bool) (Mode, error) {
-	return "", fmt.Errorf("xdp: needs Linux: %w", engine.ErrNotSupported)
+	return "", fmt.Errorf("xdp: needs Linux: %w", errors.ErrUnsupported)
 }
 
 // Register returns an error off Linux.
 func (r *Redirect) Register(queue, fd int) error {
-	return fmt.Errorf("xdp: needs Linux: %w", engine.ErrNotSupported)
+	return fmt.Errorf("xdp: needs Linux: %w", errors.ErrUnsupported)
 }
 
 // Close does nothing off Linux.

@@ -15,11 +15,11 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"time"
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/report"
 )
 
 // Config is one comparison.
@@ -331,17 +331,4 @@ func connect(ctx context.Context, lab *netlab.Lab, udp bool) (tx, rx *engine.Soc
 		return nil, nil, fmt.Errorf("compare: accept: %w", a.err)
 	}
 	return tx, a.s, nil
-}
-
-// FormatRate renders bits per second with an SI prefix.
-func FormatRate(bps float64) string {
-	for _, u := range []struct {
-		div  float64
-		name string
-	}{{1e9, "Gbit/s"}, {1e6, "Mbit/s"}, {1e3, "kbit/s"}} {
-		if bps >= u.div {
-			return strconv.FormatFloat(bps/u.div, 'f', 2, 64) + " " + u.name
-		}
-	}
-	return strconv.FormatFloat(bps, 'f', 0, 64) + " bit/s"
 }

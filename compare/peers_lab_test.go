@@ -15,6 +15,7 @@ import (
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/report"
 )
 
 // TestPeers measures blast's backends against iperf3 in one netns lab,
@@ -157,7 +158,7 @@ func peerTCP(t *testing.T, lab *netlab.Lab, rounds, secs int) {
 			perGB := hostCPU / (sent / 1e9)
 			peerBps = append(peerBps, got)
 			peerCPU = append(peerCPU, perGB)
-			t.Logf("round %d: %s: %s, sender %.3f CPU-s/GB", r, pc.name, FormatRate(got), perGB)
+			t.Logf("round %d: %s: %s, sender %.3f CPU-s/GB", r, pc.name, report.SIRate(got), perGB)
 			for i, c := range pc.cases {
 				row := runCase(t.Context(), cfg, lab, c)
 				if row.Error != "" {
@@ -166,14 +167,14 @@ func peerTCP(t *testing.T, lab *netlab.Lab, rounds, secs int) {
 				g := row.TxCPU.Total() / (float64(row.SentBytes) / 1e9)
 				bps[i] = append(bps[i], row.BitsPerSec)
 				cpu[i] = append(cpu[i], g)
-				t.Logf("round %d: %s: %s, sender %.3f CPU-s/GB (%s)", r, c.Name(), FormatRate(row.BitsPerSec), g, strings.Join(row.Notes, "; "))
+				t.Logf("round %d: %s: %s, sender %.3f CPU-s/GB (%s)", r, c.Name(), report.SIRate(row.BitsPerSec), g, strings.Join(row.Notes, "; "))
 			}
 		}
 		p, pc2 := median(peerBps), median(peerCPU)
-		t.Logf("median %s: %s, sender %.3f CPU-s/GB", pc.name, FormatRate(p), pc2)
+		t.Logf("median %s: %s, sender %.3f CPU-s/GB", pc.name, report.SIRate(p), pc2)
 		for i, c := range pc.cases {
 			b, g := median(bps[i]), median(cpu[i])
-			t.Logf("median %s: %s = %.2fx; sender %.3f CPU-s/GB = %.2fx", c.Name(), FormatRate(b), b/p, g, g/pc2)
+			t.Logf("median %s: %s = %.2fx; sender %.3f CPU-s/GB = %.2fx", c.Name(), report.SIRate(b), b/p, g, g/pc2)
 		}
 	}
 }
@@ -206,7 +207,7 @@ func TestOneCase(t *testing.T) {
 		bufLen = 128 << 10
 	}
 	row := runCase(t.Context(), Config{UDP: udp, Duration: time.Duration(envInt("BLAST_PEERS_SECS", 3)) * time.Second, BufLen: bufLen}, lab, c)
-	t.Logf("%.0f pkt/s %s lost %.2f%% tx %+v rx %+v txcpu %+v rxcpu %+v", row.PacketsSec, FormatRate(row.BitsPerSec), row.LostPercent, row.Tx, row.Rx, row.TxCPU, row.RxCPU)
+	t.Logf("%.0f pkt/s %s lost %.2f%% tx %+v rx %+v txcpu %+v rxcpu %+v", row.PacketsSec, report.SIRate(row.BitsPerSec), row.LostPercent, row.Tx, row.Rx, row.TxCPU, row.RxCPU)
 	t.Logf("tx syscalls %d rx syscalls %d", row.TxSyscalls, row.RxSyscalls)
 	t.Logf("tx facts %v rx facts %v notes %v err %q", row.TxFacts, row.RxFacts, row.Notes, row.Error)
 }

@@ -3,6 +3,7 @@ package compare
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/blastnet/blast/report"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -29,7 +30,7 @@ func WriteTable(w io.Writer, rows []Row, udp bool) error {
 			fmt.Fprintf(tw, "%s\tfailed\t%s\n", r.Case, strings.Repeat("-\t", cells-2))
 			continue
 		}
-		line := fmt.Sprintf("%s\t%s\t", r.Case, FormatRate(r.BitsPerSec))
+		line := fmt.Sprintf("%s\t%s\t", r.Case, report.SIRate(r.BitsPerSec))
 		if udp {
 			line += fmt.Sprintf("%.0f\t%.2f%%\t", r.PacketsSec, r.LostPercent)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"github.com/blastnet/blast/report"
 	"io"
 	"strings"
 	"testing"
@@ -242,11 +243,11 @@ func TestUnits(t *testing.T) {
 	for _, tc := range []struct {
 		got, want string
 	}{
-		{unitBytes(1.30 * (1 << 30)), "1.30 GByte"},
-		{unitBytes(512 * 1024), " 512 KByte"},
-		{unitBytes(0), "0.00 Byte"},
-		{unitBits(11.1e9 / 8), "11.1 Gbit"},
-		{unitBits(782e6 / 8), " 782 Mbit"},
+		{report.IperfBytes(1.30 * (1 << 30)), "1.30 GByte"},
+		{report.IperfBytes(512 * 1024), " 512 KByte"},
+		{report.IperfBytes(0), "0.00 Byte"},
+		{report.IperfBits(11.1e9 / 8), "11.1 Gbit"},
+		{report.IperfBits(782e6 / 8), " 782 Mbit"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

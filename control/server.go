@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/report"
 )
 
 // ServerConfig is a blast server.
@@ -535,7 +536,7 @@ func (s *Server) logResult(r *Result) {
 		if secs > 0 {
 			rate = float64(bytes) / secs
 		}
-		parts = append(parts, fmt.Sprintf("%s %ss %ss/sec", dir, unitBytes(float64(bytes)), unitBits(rate)))
+		parts = append(parts, fmt.Sprintf("%s %ss %ss/sec", dir, report.IperfBytes(float64(bytes)), report.IperfBits(rate)))
 	}
 	outcome := "ok"
 	if r.Err != nil {

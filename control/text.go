@@ -3,6 +3,7 @@ package control
 import (
 	"bytes"
 	"fmt"
+	"github.com/blastnet/blast/report"
 	"io"
 	"strings"
 
@@ -134,11 +135,11 @@ func WriteInterval(w io.Writer, r *Result, iv *Interval, first bool) {
 				st0 = si
 			}
 			sum += si.Bytes
-			tr := unitBytes(float64(si.Bytes))
-			bw := unitBits(rate(si.Bytes, si.Seconds()))
+			tr := report.IperfBytes(float64(si.Bytes))
+			bw := report.IperfBits(rate(si.Bytes, si.Seconds()))
 			if si.Sender && si.TCP != nil {
 				retr += si.Retransmits
-				fmt.Fprintf(w, fmtBWRetransCwnd, si.Socket, r.role(si.Sender), si.Start, si.End, tr, bw, si.Retransmits, unitBytes(float64(si.TCP.SndCwnd)), omitted)
+				fmt.Fprintf(w, fmtBWRetransCwnd, si.Socket, r.role(si.Sender), si.Start, si.End, tr, bw, si.Retransmits, report.IperfBytes(float64(si.TCP.SndCwnd)), omitted)
 			} else {
 				fmt.Fprintf(w, fmtBW, si.Socket, r.role(si.Sender), si.Start, si.End, tr, bw, omitted)
 			}
@@ -146,8 +147,8 @@ func WriteInterval(w io.Writer, r *Result, iv *Interval, first bool) {
 		if st0 == nil || r.NumStreams() < 2 {
 			continue
 		}
-		tr := unitBytes(float64(sum))
-		bw := unitBits(rate(sum, st0.Seconds()))
+		tr := report.IperfBytes(float64(sum))
+		bw := report.IperfBits(rate(sum, st0.Seconds()))
 		if sender && st0.TCP != nil {
 			fmt.Fprintf(w, fmtSumBWRetrans, r.role(sender), st0.Start, st0.End, tr, bw, retr, omitted)
 		} else {
@@ -222,16 +223,16 @@ func WriteSummary(w io.Writer, r *Result) {
 				if sb < 0 {
 					fmt.Fprintf(w, "[%3d]%s (sender statistics not available)\n", st.Socket, role)
 				} else if retrOK {
-					fmt.Fprintf(w, fmtBWRetrans, st.Socket, role, 0.0, ss, unitBytes(float64(sb)), unitBits(rate(sb, ss)), max(st.Retransmits, 0), "sender")
+					fmt.Fprintf(w, fmtBWRetrans, st.Socket, role, 0.0, ss, report.IperfBytes(float64(sb)), report.IperfBits(rate(sb, ss)), max(st.Retransmits, 0), "sender")
 				} else {
-					fmt.Fprintf(w, fmtBW, st.Socket, role, 0.0, ss, unitBytes(float64(sb)), unitBits(rate(sb, ss)), "sender")
+					fmt.Fprintf(w, fmtBW, st.Socket, role, 0.0, ss, report.IperfBytes(float64(sb)), report.IperfBits(rate(sb, ss)), "sender")
 				}
 			}
 			if showRecv {
 				if rb < 0 {
 					fmt.Fprintf(w, "[%3d]%s (receiver statistics not available)\n", st.Socket, role)
 				} else {
-					fmt.Fprintf(w, fmtBW, st.Socket, role, 0.0, rs, unitBytes(float64(rb)), unitBits(rate(rb, rs)), "receiver")
+					fmt.Fprintf(w, fmtBW, st.Socket, role, 0.0, rs, report.IperfBytes(float64(rb)), report.IperfBits(rate(rb, rs)), "receiver")
 				}
 			}
 		}
@@ -240,13 +241,13 @@ func WriteSummary(w io.Writer, r *Result) {
 		}
 		if (client || sender) && sentOK {
 			if retrOK {
-				fmt.Fprintf(w, fmtSumBWRetrans, role, 0.0, sentSecs, unitBytes(float64(sent)), unitBits(rate(sent, sentSecs)), retr, "sender")
+				fmt.Fprintf(w, fmtSumBWRetrans, role, 0.0, sentSecs, report.IperfBytes(float64(sent)), report.IperfBits(rate(sent, sentSecs)), retr, "sender")
 			} else {
-				fmt.Fprintf(w, fmtSumBW, role, 0.0, sentSecs, unitBytes(float64(sent)), unitBits(rate(sent, sentSecs)), "sender")
+				fmt.Fprintf(w, fmtSumBW, role, 0.0, sentSecs, report.IperfBytes(float64(sent)), report.IperfBits(rate(sent, sentSecs)), "sender")
 			}
 		}
 		if (client || !sender) && recvOK {
-			fmt.Fprintf(w, fmtSumBW, role, 0.0, recvSecs, unitBytes(float64(recv)), unitBits(rate(recv, recvSecs)), "receiver")
+			fmt.Fprintf(w, fmtSumBW, role, 0.0, recvSecs, report.IperfBytes(float64(recv)), report.IperfBits(rate(recv, recvSecs)), "receiver")
 		}
 	}
 	local, remote := "receiver", "sender"
@@ -276,7 +277,7 @@ func WriteSummary(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "Backend: local %s, remote %s\n", r.Backend, remoteBackend)
 	if r.SockBufSize > 0 {
 		fmt.Fprintf(w, "TCP window: requested %ss, kernel granted SO_SNDBUF %ss, SO_RCVBUF %ss (Linux doubles the request)\n",
-			unitBytes(float64(r.SockBufSize)), unitBytes(float64(r.SndBufActual)), unitBytes(float64(r.RcvBufActual)))
+			report.IperfBytes(float64(r.SockBufSize)), report.IperfBytes(float64(r.SndBufActual)), report.IperfBytes(float64(r.RcvBufActual)))
 	}
 	if r.NIC != nil && r.NIC.Interface != nil {
 		nicinfo.WriteBrief(w, "local ", r.NIC)

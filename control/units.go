@@ -7,34 +7,6 @@ import (
 	"strings"
 )
 
-// unitBytes formats a byte count as iperf3's unit_snprintf does with 'A'
-// (1024-based, adaptive): "1.30 GByte". Callers add the plural "s".
-func unitBytes(n float64) string {
-	return unitFormat(n, 1024, [...]string{"Byte", "KByte", "MByte", "GByte", "TByte"})
-}
-
-// unitBits formats a rate given in bytes per second in bits with
-// 1000-based prefixes, as iperf3 does with 'a': "11.1 Gbit".
-func unitBits(bytesPerSec float64) string {
-	return unitFormat(bytesPerSec*8, 1000, [...]string{"bit", "Kbit", "Mbit", "Gbit", "Tbit"})
-}
-
-func unitFormat(n, base float64, labels [5]string) string {
-	conv := 0
-	for n >= base && conv < len(labels)-1 {
-		n /= base
-		conv++
-	}
-	switch {
-	case n < 9.995:
-		return fmt.Sprintf("%4.2f %s", n, labels[conv])
-	case n < 99.95:
-		return fmt.Sprintf("%4.1f %s", n, labels[conv])
-	default:
-		return fmt.Sprintf("%4.0f %s", n, labels[conv])
-	}
-}
-
 // ParseSize reads a size as iperf3 does (unit_atoi): a number with an
 // optional K, M, G or T suffix, 1024-based. "1.5M" is 1572864.
 func ParseSize(s string) (int64, error) {

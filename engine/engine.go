@@ -48,8 +48,14 @@ import (
 )
 
 // ErrNotSupported is wrapped by every error that means "this feature is not
-// available here" (a backend on this kernel, an option on this OS).
-var ErrNotSupported = errors.New("not supported")
+// available here" (a backend on this kernel, an option on this OS). It also
+// matches errors.ErrUnsupported, which nicinfo and bpf use.
+var ErrNotSupported error = notSupported{}
+
+type notSupported struct{}
+
+func (notSupported) Error() string        { return "not supported" }
+func (notSupported) Is(target error) bool { return target == errors.ErrUnsupported }
 
 // Protocol is the transport of a flow.
 type Protocol int

@@ -23,15 +23,12 @@
 // trees runs anywhere.
 package nicinfo
 
-import (
-	"errors"
-
-	"github.com/blastnet/blast/engine"
-)
+import "errors"
 
 // ErrNotSupported is wrapped by errors from operations this platform cannot do.
-// It is engine.ErrNotSupported, so one errors.Is check covers every package.
-var ErrNotSupported = engine.ErrNotSupported
+// It is Go's errors.ErrUnsupported, so that nicinfo depends on no other package
+// of blast and any caller can test for it with the standard sentinel.
+var ErrNotSupported = errors.ErrUnsupported
 
 // ErrNoInterface is wrapped when the named interface does not exist.
 var ErrNoInterface = errors.New("no such interface")

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/blastnet/blast/engine"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -495,10 +493,10 @@ func TestDiagnosePath(t *testing.T) {
 	}
 }
 
-func TestErrNotSupportedIsEngines(t *testing.T) {
+func TestErrNotSupportedIsStandard(t *testing.T) {
 	err := fmt.Errorf("nicinfo: open: %w", ErrNotSupported)
-	if !errors.Is(err, engine.ErrNotSupported) {
-		t.Errorf("errors.Is(%v, engine.ErrNotSupported) = false, want true", err)
+	if !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("errors.Is(%v, errors.ErrUnsupported) = false, want true", err)
 	}
 }
 

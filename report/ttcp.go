@@ -117,38 +117,6 @@ func (r TTCPResult) Lines() []string {
 	return lines
 }
 
-// TTCPRate formats a rate in bytes per second the way ttcp's -f does:
-// k, m, g are bits, K, M, G bytes, all with 1024-based prefixes.
-func TTCPRate(format byte, bytesPerSec float64) string {
-	switch format {
-	case 'G':
-		return fmt.Sprintf("%.2f GB", bytesPerSec/1024/1024/1024)
-	case 'M':
-		return fmt.Sprintf("%.2f MB", bytesPerSec/1024/1024)
-	case 'g':
-		return fmt.Sprintf("%.2f Gbit", bytesPerSec*8/1024/1024/1024)
-	case 'm':
-		return fmt.Sprintf("%.2f Mbit", bytesPerSec*8/1024/1024)
-	case 'k':
-		return fmt.Sprintf("%.2f Kbit", bytesPerSec*8/1024)
-	default: // 'K'
-		return fmt.Sprintf("%.2f KB", bytesPerSec/1024)
-	}
-}
-
-// SIRate formats bits per second with SI prefixes, as iperf3 does.
-func SIRate(bitsPerSec float64) string {
-	switch {
-	case bitsPerSec >= 1e9:
-		return fmt.Sprintf("%.2f Gbit/s", bitsPerSec/1e9)
-	case bitsPerSec >= 1e6:
-		return fmt.Sprintf("%.2f Mbit/s", bitsPerSec/1e6)
-	case bitsPerSec >= 1e3:
-		return fmt.Sprintf("%.2f Kbit/s", bitsPerSec/1e3)
-	}
-	return fmt.Sprintf("%.2f bit/s", bitsPerSec)
-}
-
 // Format renders ttcp's rusage line,
 // "%Uuser %Ssys %Ereal %P %Xi+%Dd %Mmaxrss %F+%Rpf %Ccsw", for a timed
 // section of real length.

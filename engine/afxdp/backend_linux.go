@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -19,16 +18,14 @@ import (
 	"github.com/blastnet/blast/engine"
 )
 
-func init() { engine.Register(Backend{}) }
-
 // Backend moves UDP datagrams through AF_XDP sockets. The zero value is
 // what `--backend afxdp` runs: one TX queue, every RX queue, copy mode,
-// batches of 64, the interface and MAC addresses from the route and
-// neighbour tables.
+// batches of 256, the interface and MAC addresses from the route and
+// neighbour tables. engine/backends registers it.
 //
-// Options (engine.Options): batch=N descriptors per ring batch, zc to ask
-// for zero-copy, queues=N and dstmac=MAC as the fields below. The
-// interface is also the flow socket's SO_BINDTODEVICE (ttcp's -I).
+// Options (engine.Configurable): batch=N, zc, queues=N, threads=N and
+// dstmac=MAC set the fields below. The interface is also the flow
+// socket's SO_BINDTODEVICE (ttcp's -I).
 type Backend struct {
 	// Iface overrides the interface; empty: the flow socket's
 	// SO_BINDTODEVICE, else the route's (sender) or the one holding the
@@ -36,19 +33,21 @@ type Backend struct {
 	Iface string
 	// DstMAC overrides the destination MAC address (--dst-mac, dstmac=).
 	DstMAC net.HardwareAddr
-	// Queues is the number of TX queues a sender uses, one socket and
-	// thread each (0: 1; queues=N). A receiver always binds every RX
-	// queue in use.
+	// Queues is the number of TX queues a sender uses, one socket each
+	// (0: 1; queues=N). A receiver always binds every RX queue in use.
 	Queues int
 	// Threads is the number of sending threads, spread over the queues,
-	// each with a socket of its own (threads=N; 0: one per CPU when
-	// unpaced, else one per queue; see threads).
+	// each with a socket of its own (threads=N; 0: see threads).
 	Threads int
+	// Batch is the number of descriptors moved per ring batch (0: 256;
+	// batch=N).
+	Batch int
+	// ZeroCopy asks the driver for zero-copy mode (zc); without it the
+	// sockets bind in copy mode.
+	ZeroCopy bool
 	// NativeOnly refuses the generic-mode (skb) attach that is otherwise
 	// the fallback where the driver has no native XDP.
 	NativeOnly bool
-
-	opts engine.Options
 }
 
 var (
@@ -57,46 +56,66 @@ var (
 	_ engine.Preparer     = Backend{}
 )
 
-const defaultBatch = 256
+// The bounds of the options.
+const (
+	defaultBatch = 256
+	maxBatch     = 1024
+	maxQueues    = 64
+	maxThreads   = 256
+)
 
 // Name implements engine.Backend.
 func (Backend) Name() string { return "afxdp" }
 
-// Configure implements engine.Configurable: batch, zc, queues, threads,
-// dstmac.
+// Options implements engine.Configurable.
+func (Backend) Options() []engine.Option {
+	return []engine.Option{
+		{Name: "batch", Kind: engine.Count, Default: fmt.Sprint(defaultBatch),
+			Help: fmt.Sprintf("descriptors moved per ring batch (at most %d)", maxBatch)},
+		{Name: "zc", Kind: engine.Flag, Default: "copy mode",
+			Help: "ask the driver for zero-copy mode; fails where it has none (veth and other virtual devices)"},
+		{Name: "queues", Kind: engine.Count, Default: "1 TX queue; a receiver binds every RX queue",
+			Help: fmt.Sprintf("TX queues a sender uses, one AF_XDP socket each (at most %d)", maxQueues)},
+		{Name: "threads", Kind: engine.Count, Default: "one per queue when paced or zero-copy, else one per CPU, at most 4 per queue",
+			Help: fmt.Sprintf("sending threads, spread over the queues, each with a socket of its own (at most %d)", maxThreads)},
+		{Name: "dstmac", Kind: engine.MAC, Default: "the next hop's, from the neighbour table",
+			Help: "destination MAC address of the frames sent"},
+	}
+}
+
+// Configure implements engine.Configurable.
 func (b Backend) Configure(o engine.Options) (engine.Backend, error) {
-	if err := engine.Refuse(b.Name(), o, engine.Options{Batch: o.Batch, ZeroCopy: o.ZeroCopy, Queues: o.Queues, Threads: o.Threads, DstMAC: o.DstMAC}); err != nil {
-		return nil, err
+	if n := o.Count("batch", 0); n > maxBatch {
+		return nil, fmt.Errorf("backend afxdp option batch=%d: at most %d", n, maxBatch)
+	} else if n > 0 {
+		b.Batch = n
 	}
-	if o.Batch > 1024 {
-		return nil, fmt.Errorf("afxdp: batch %d: at most 1024", o.Batch)
+	if o.Flag("zc") {
+		b.ZeroCopy = true
 	}
-	if o.Queues > 64 {
-		return nil, fmt.Errorf("afxdp: queues %d: at most 64", o.Queues)
+	if n := o.Count("queues", 0); n > maxQueues {
+		return nil, fmt.Errorf("backend afxdp option queues=%d: at most %d", n, maxQueues)
+	} else if n > 0 {
+		b.Queues = n
 	}
-	if o.Queues > 0 {
-		b.Queues = o.Queues
+	if n := o.Count("threads", 0); n > maxThreads {
+		return nil, fmt.Errorf("backend afxdp option threads=%d: at most %d", n, maxThreads)
+	} else if n > 0 {
+		b.Threads = n
 	}
-	if o.Threads > 256 {
-		return nil, fmt.Errorf("afxdp: threads %d: at most 256", o.Threads)
-	}
-	if o.Threads > 0 {
-		b.Threads = o.Threads
-	}
-	if o.DstMAC != "" {
-		mac, err := net.ParseMAC(o.DstMAC)
+	if o.Has("dstmac") {
+		mac, err := net.ParseMAC(o.Text("dstmac"))
 		if err != nil || len(mac) != 6 {
-			return nil, fmt.Errorf("afxdp: dstmac %q: not an Ethernet address", o.DstMAC)
+			return nil, fmt.Errorf("backend afxdp option dstmac=%s: not an Ethernet address", o.Text("dstmac"))
 		}
 		b.DstMAC = mac
 	}
-	b.opts = o
 	return b, nil
 }
 
 func (b Backend) batch() int {
-	if b.opts.Batch > 0 {
-		return b.opts.Batch
+	if b.Batch > 0 {
+		return b.Batch
 	}
 	return defaultBatch
 }
@@ -130,70 +149,55 @@ func hasCaps() bool {
 	return has(unix.CAP_NET_ADMIN) && has(unix.CAP_BPF) && has(unix.CAP_NET_RAW)
 }
 
-func udpAddrs(f *engine.Flow) (local, remote netip.AddrPort, err error) {
-	if f.Spec.Protocol != engine.UDP {
-		return local, remote, fmt.Errorf("afxdp moves UDP datagrams only (TCP: use readwrite, sendfile, splice, zerocopy or iouring): %w", engine.ErrNotSupported)
+// bpfErr makes an error of package bpf that wraps errors.ErrUnsupported
+// (no privilege for BPF) wrap engine.ErrNotSupported as well, which is
+// what modes test for (a receive falls back to readwrite on it).
+func bpfErr(err error) error {
+	if errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, engine.ErrNotSupported) {
+		return fmt.Errorf("afxdp: %w", notSupported{err})
 	}
-	if a, ok := f.Conn.LocalAddr().(*net.UDPAddr); ok {
-		local = a.AddrPort()
-	}
-	if ra := f.Conn.RemoteAddr(); ra != nil {
-		if a, ok := ra.(*net.UDPAddr); ok {
-			remote = a.AddrPort()
-		}
-	}
-	return netip.AddrPortFrom(local.Addr().Unmap(), local.Port()), netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port()), nil
+	return fmt.Errorf("afxdp: %w", err)
 }
 
-// Send implements engine.Backend. f.Conn is a connected UDP socket: its
+// notSupported is an error that also wraps engine.ErrNotSupported, with
+// the words of the error it carries.
+type notSupported struct{ error }
+
+func (e notSupported) Unwrap() []error { return []error{e.error, engine.ErrNotSupported} }
+
+// udpAddrs checks that f is a UDP flow and returns its socket's addresses.
+func udpAddrs(f *engine.Flow) (local, remote netip.AddrPort, err error) {
+	if f.Spec.Protocol != engine.UDP || f.Sock == nil || f.Sock.Protocol() != engine.UDP {
+		return local, remote, fmt.Errorf("afxdp moves UDP datagrams only (TCP: use readwrite, sendfile, splice, zerocopy or iouring): %w", engine.ErrNotSupported)
+	}
+	return f.Sock.LocalAddr(), f.Sock.RemoteAddr(), nil
+}
+
+// Send implements engine.Backend. f.Sock is a connected UDP socket: its
 // addresses and ports are those of the frames; it carries nothing itself.
-// Send may run on any thread: it sets up in the socket's network
-// namespace (inConnNetns).
+// The setup runs in the socket's network namespace (inSockNetns); the
+// flow's thread then sends on the first socket, and threads of its own on
+// the others.
 func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 	local, remote, err := udpAddrs(f)
 	if err != nil {
 		return err
 	}
-	s := f.Spec
-	if s.Source != nil {
+	if f.Spec.Source != nil {
 		return fmt.Errorf("afxdp sends generated datagrams only, not a data stream (use -s, or --backend mmsg): %w", engine.ErrNotSupported)
 	}
 	if !remote.IsValid() {
 		return errors.New("afxdp: the flow's socket is not connected")
 	}
 	var tx *txSetup
-	if err := inConnNetns(f.Conn, func() (err error) {
-		tx, err = b.setupTX(f, local, remote)
+	if err := inSockNetns(f.Sock.FD(), func() (err error) {
+		tx, err = b.setupTX(ctx, f, local, remote)
 		return err
 	}); err != nil {
 		return err
 	}
 	defer closeAll(tx.socks)
-	senders, pools, facts := tx.senders, tx.pools, engine.FactsOf(f)
-	errs := make([]error, len(senders))
-	var wg sync.WaitGroup
-	for i, x := range senders {
-		wg.Go(func() { errs[i] = x.run(ctx.Done()) })
-	}
-	wg.Wait()
-	var kicks, pending int64
-	for _, x := range senders {
-		kicks += x.kicks
-	}
-	for _, p := range pools {
-		pending += int64(p.pending())
-	}
-	facts.Add(engine.FactSyscalls, kicks)
-	facts.Add("tx_kicks", kicks)
-	facts.Add(engine.FactOwnThreads, int64(len(senders)))
-	if pending > 0 {
-		facts.Add(engine.FactPending, pending)
-	}
-	addStats(facts, tx.socks)
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	return ctx.Err()
+	return tx.run(f)
 }
 
 // txSetup is a transmit made ready: the AF_XDP sockets bound, their frame
@@ -201,13 +205,52 @@ func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 type txSetup struct {
 	socks   []*Socket
 	pools   []*txPool
+	plan    *txPlan
 	senders []*sender
+}
+
+// run starts the flow's Sender and sends: senders[0] on the flow's
+// thread, the others on threads of their own, all joined before it
+// returns.
+func (x *txSetup) run(f *engine.Flow) error {
+	x.plan.s = engine.NewSender(f)
+	c := txCounts{syscalls: f.Facts.Counter(engine.FactSyscalls), kicks: f.Facts.Counter("tx_kicks")}
+	own := len(x.senders) - 1
+	if own > 0 {
+		f.Facts.Set(engine.FactOwnThreads, int64(own))
+	}
+	errs := make([]error, len(x.senders))
+	var wg sync.WaitGroup
+	for i := 1; i < len(x.senders); i++ {
+		wg.Go(func() {
+			// Never unlocked: the thread ends with the goroutine.
+			runtime.LockOSThread()
+			errs[i] = x.senders[i].run(f, c)
+		})
+	}
+	errs[0] = x.senders[0].run(f, c)
+	wg.Wait()
+	var pending int64
+	for _, p := range x.pools {
+		pending += int64(p.pending())
+	}
+	if pending > 0 {
+		f.Facts.Set(engine.FactPending, pending)
+	}
+	addStats(&f.Facts, x.socks)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if f.Cancelled() {
+		return engine.ErrCancelled
+	}
+	return nil
 }
 
 // setupTX finds the interface and the next hop's MAC address, builds the
 // frame templates and binds the sockets. It runs in the flow socket's
-// network namespace (inConnNetns).
-func (b Backend) setupTX(f *engine.Flow, local, remote netip.AddrPort) (_ *txSetup, err error) {
+// network namespace (inSockNetns).
+func (b Backend) setupTX(ctx context.Context, f *engine.Flow, local, remote netip.AddrPort) (_ *txSetup, err error) {
 	s := f.Spec
 	link, hop, err := route(remote.Addr())
 	if err != nil {
@@ -215,7 +258,7 @@ func (b Backend) setupTX(f *engine.Flow, local, remote netip.AddrPort) (_ *txSet
 	}
 	iface := b.Iface
 	if iface == "" {
-		iface = boundDevice(f.Conn)
+		iface = boundDevice(f.Sock.FD())
 	}
 	if iface != "" && iface != link.Attrs().Name {
 		if link, err = netlink.LinkByName(iface); err != nil {
@@ -234,7 +277,7 @@ func (b Backend) setupTX(f *engine.Flow, local, remote netip.AddrPort) (_ *txSet
 	}
 	dst := b.DstMAC
 	if dst == nil {
-		if dst, err = neighbour(link, hop); err != nil {
+		if dst, err = neighbour(ctx, link, hop); err != nil {
 			return nil, err
 		}
 	}
@@ -242,9 +285,8 @@ func (b Backend) setupTX(f *engine.Flow, local, remote netip.AddrPort) (_ *txSet
 	if err != nil {
 		return nil, err
 	}
-	plan := &txPlan{full: full, payload: s.BufLen, stats: f.Stats}
+	plan := &txPlan{next: 1, full: full, payload: s.BufLen, stats: f.Stats}
 	if s.Bytes > 0 {
-		plan.total = uint64((s.Bytes + int64(s.BufLen) - 1) / int64(s.BufLen))
 		if r := int(s.Bytes % int64(s.BufLen)); r != 0 {
 			if r < HeaderLen {
 				return nil, fmt.Errorf("afxdp: the last datagram of %d bytes cannot carry the %d-byte sequence header: send a multiple of the buffer length", r, HeaderLen)
@@ -255,15 +297,11 @@ func (b Backend) setupTX(f *engine.Flow, local, remote netip.AddrPort) (_ *txSet
 			plan.lastLen = r
 		}
 	}
-	if s.Duration > 0 {
-		plan.deadline = time.Now().Add(s.Duration)
-	}
 	nq := max(b.Queues, 1)
 	if nq > attrs.NumTxQueues && attrs.NumTxQueues > 0 {
 		return nil, fmt.Errorf("afxdp: %d TX queues asked, %s has %d", nq, attrs.Name, attrs.NumTxQueues)
 	}
-	facts := engine.FactsOf(f)
-	owners, err := openAll(SocketConfig{Ifindex: attrs.Index, Iface: attrs.Name, TX: true, ZeroCopy: b.opts.ZeroCopy}, nq)
+	owners, err := openAll(ctx, SocketConfig{Ifindex: attrs.Index, Iface: attrs.Name, TX: true, ZeroCopy: b.ZeroCopy}, nq)
 	if err != nil {
 		return nil, err
 	}
@@ -275,49 +313,43 @@ func (b Backend) setupTX(f *engine.Flow, local, remote netip.AddrPort) (_ *txSet
 	}()
 	nt := b.threads(nq, s.Rate, owners[0].ZC)
 	for i := nq; i < nt; i++ {
-		sk, err := OpenShared(owners[i%nq])
+		sk, err := OpenShared(ctx, owners[i%nq])
 		if err != nil {
 			return nil, err
 		}
 		socks = append(socks, sk)
 	}
-	noteSockets(facts, owners, attrs.Name, "transmit")
-	if nt > nq {
-		facts.Notef("afxdp: %d sending threads, each with a socket of its own sharing its queue's UMEM", nt)
+	noteSockets(&f.Facts, owners, attrs.Name, "transmit")
+	switch {
+	case nt > nq:
+		f.Facts.Notef("afxdp: %d sending threads (the flow's and %d of its own), each with a socket; those beyond one per queue share its UMEM", nt, nt-1)
+	case nt > 1:
+		f.Facts.Notef("afxdp: %d sending threads (the flow's and %d of its own), one per queue", nt, nt-1)
 	}
-	facts.Notef("afxdp: %s -> %s (%s), UDP checksum computed per datagram", attrs.HardwareAddr, dst, hop)
+	f.Facts.Notef("afxdp: %s -> %s (%s), UDP checksum computed per datagram", attrs.HardwareAddr, dst, hop)
 	pools := make([]*txPool, nq)
 	for i, o := range owners {
 		pools[i] = newTxPool(o, plan.full)
 	}
 	senders := make([]*sender, len(socks))
 	for i, sk := range socks {
-		senders[i] = newSender(sk, pools[i%nq], plan, b.batch(), s.Rate/float64(len(socks)))
+		senders[i] = newSender(sk, pools[i%nq], plan, b.batch(), s.Rate)
 	}
-	return &txSetup{socks: socks, pools: pools, senders: senders}, nil
+	return &txSetup{socks: socks, pools: pools, plan: plan, senders: senders}, nil
 }
 
-// boundDevice is the interface c's socket is bound to (SO_BINDTODEVICE,
+// boundDevice is the interface socket fd is bound to (SO_BINDTODEVICE,
 // ttcp's -I), or "".
-func boundDevice(c net.Conn) string {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return ""
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return ""
-	}
-	var name string
-	rc.Control(func(fd uintptr) { name, _ = unix.GetsockoptString(int(fd), unix.SOL_SOCKET, unix.SO_BINDTODEVICE) })
+func boundDevice(fd int) string {
+	name, _ := unix.GetsockoptString(fd, unix.SOL_SOCKET, unix.SO_BINDTODEVICE)
 	return name
 }
 
-func openAll(c SocketConfig, nq int) ([]*Socket, error) {
+func openAll(ctx context.Context, c SocketConfig, nq int) ([]*Socket, error) {
 	var socks []*Socket
 	for q := range nq {
 		c.Queue = q
-		s, err := Open(c)
+		s, err := Open(ctx, c)
 		if err != nil {
 			closeAll(socks)
 			return nil, err
@@ -331,11 +363,11 @@ func openAll(c SocketConfig, nq int) ([]*Socket, error) {
 // how many the device allocated (a veth made without numrxqueues has one
 // per CPU); fewer may be in use, and bind refuses those beyond with
 // EINVAL.
-func openRX(c SocketConfig, nq int) ([]*Socket, error) {
+func openRX(ctx context.Context, c SocketConfig, nq int) ([]*Socket, error) {
 	var socks []*Socket
 	for q := range nq {
 		c.Queue = q
-		s, err := Open(c)
+		s, err := Open(ctx, c)
 		if err != nil {
 			if q > 0 && errors.Is(err, unix.EINVAL) {
 				break
@@ -382,7 +414,7 @@ func noteSockets(facts *engine.Facts, socks []*Socket, iface, dir string) {
 	if socks[0].ZC {
 		mode = "zero-copy mode"
 	}
-	facts.Notef("afxdp: %s on %s, %d queue(s), one socket and thread each, %s", dir, iface, len(socks), mode)
+	facts.Notef("afxdp: %s on %s, %d queue(s), one socket each, %s", dir, iface, len(socks), mode)
 	for _, n := range socks[0].Notes {
 		facts.Notef("afxdp: %s", n)
 	}
@@ -414,7 +446,6 @@ func addStats(facts *engine.Facts, socks []*Socket) {
 // rxSetup is a receive made ready: the program loaded and attached, an
 // AF_XDP socket bound to every RX queue in use and put into its map.
 type rxSetup struct {
-	attrs *netlink.LinkAttrs
 	port  uint16
 	prog  *bpf.Redirect
 	socks []*Socket
@@ -422,7 +453,11 @@ type rxSetup struct {
 
 // close closes the sockets, then detaches and frees the program.
 func (x *rxSetup) close() error {
-	return errors.Join(closeAll(x.socks), x.prog.Close())
+	var perr error
+	if x.prog != nil {
+		perr = x.prog.Close()
+	}
+	return errors.Join(closeAll(x.socks), perr)
 }
 
 // prepared holds the receives Prepare set up until Recv takes them.
@@ -435,7 +470,7 @@ var prepared sync.Map // *engine.Flow -> *rxSetup
 // ttcp waits for the transmitter; everything else waits in the RX rings
 // for Recv.
 func (b Backend) Prepare(ctx context.Context, f *engine.Flow) (func() error, error) {
-	x, err := b.setupRX(f, true)
+	x, err := b.setupRX(ctx, f, true)
 	if err != nil {
 		return nil, err
 	}
@@ -450,175 +485,140 @@ func (b Backend) Prepare(ctx context.Context, f *engine.Flow) (func() error, err
 
 // setupRX loads the program, binds the sockets and attaches the program,
 // in the network namespace of the flow's socket.
-func (b Backend) setupRX(f *engine.Flow, passFirst bool) (x *rxSetup, err error) {
-	err = inConnNetns(f.Conn, func() (err error) {
-		x, err = b.setupRXHere(f, passFirst)
+func (b Backend) setupRX(ctx context.Context, f *engine.Flow, passFirst bool) (x *rxSetup, err error) {
+	local, _, err := udpAddrs(f)
+	if err != nil {
+		return nil, err
+	}
+	err = inSockNetns(f.Sock.FD(), func() (err error) {
+		x, err = b.setupRXHere(ctx, f, local, passFirst)
 		return err
 	})
 	return x, err
 }
 
 // setupRXHere is setupRX on the calling thread.
-func (b Backend) setupRXHere(f *engine.Flow, passFirst bool) (_ *rxSetup, err error) {
-	local, _, err := udpAddrs(f)
+func (b Backend) setupRXHere(ctx context.Context, f *engine.Flow, local netip.AddrPort, passFirst bool) (_ *rxSetup, err error) {
+	link, err := rxIface(b.Iface, f.Sock.FD(), local.Addr())
 	if err != nil {
 		return nil, err
-	}
-	sc, ok := f.Conn.(syscall.Conn)
-	if !ok {
-		return nil, errors.New("afxdp: the flow's socket has no file descriptor")
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var link netlink.Link
-	var lerr error
-	rc.Control(func(fd uintptr) { link, lerr = rxIface(b.Iface, int(fd), local.Addr()) })
-	if lerr != nil {
-		return nil, lerr
 	}
 	attrs := link.Attrs()
 	nq := max(attrs.NumRxQueues, 1)
-	x := &rxSetup{attrs: attrs, port: local.Port()}
+	x := &rxSetup{port: local.Port()}
 	x.prog, err = bpf.LoadConfig(bpf.Config{Port: local.Port(), Queues: nq, PassMax: f.Spec.SentinelMax, PassFirst: passFirst})
 	if err != nil {
-		return nil, fmt.Errorf("afxdp: %w", err)
+		return nil, bpfErr(err)
 	}
 	defer func() {
 		if err != nil {
 			x.close()
 		}
 	}()
-	x.socks, err = openRX(SocketConfig{Ifindex: attrs.Index, Iface: attrs.Name, RX: true, ZeroCopy: b.opts.ZeroCopy, RingSize: rxRing(nq)}, nq)
+	x.socks, err = openRX(ctx, SocketConfig{Ifindex: attrs.Index, Iface: attrs.Name, RX: true, ZeroCopy: b.ZeroCopy, RingSize: rxRing(nq)}, nq)
 	if err != nil {
 		return nil, err
 	}
 	for q, s := range x.socks {
 		if err := x.prog.Register(q, s.FD()); err != nil {
-			return nil, err
+			return nil, bpfErr(err)
 		}
 	}
 	mode, err := x.prog.Attach(attrs.Index, !b.NativeOnly)
 	if err != nil {
-		return nil, fmt.Errorf("afxdp: %w", err)
+		return nil, bpfErr(err)
 	}
-	facts := engine.FactsOf(f)
-	noteSockets(facts, x.socks, attrs.Name, "receive")
-	facts.Notef("afxdp: XDP program attached in %s mode, UDP port %d only", mode, local.Port())
+	noteSockets(&f.Facts, x.socks, attrs.Name, "receive")
+	f.Facts.Notef("afxdp: XDP program attached in %s mode, UDP port %d only", mode, local.Port())
 	if passFirst {
-		facts.Notef("afxdp: attached before the transmitter started; sentinels and the first datagram went to the socket")
+		f.Facts.Notef("afxdp: attached before the transmitter started; sentinels and the first datagram went to the socket")
 	}
 	return x, nil
 }
 
-// Recv implements engine.Backend. f.Conn is the UDP socket bound to the
+// Recv implements engine.Backend. f.Sock is the UDP socket bound to the
 // test's port: the XDP program steers that port's datagrams into AF_XDP
 // sockets, one per RX queue of the interface, while Recv runs; datagrams
 // that reached the socket before the program was attached (or that it
 // passes: sentinels, and the first datagram after Prepare) are read from
-// it and counted too. Recv ends at an end sentinel (Spec.SentinelMax),
-// after draining what the rings still hold, or when ctx is done. Like
-// Prepare, it may run on any thread: it sets up in the socket's network
-// namespace (inConnNetns).
+// it and counted too. The flow's thread serves queue 0 and the socket;
+// threads of its own serve the other queues. Recv ends at an end sentinel
+// (Spec.SentinelMax), after draining what the rings still hold; when the
+// flow is cancelled; or, when the socket has a timeout
+// (Socket.SetTimeout), once nothing arrived for that long (an error
+// wrapping engine.ErrTimeout). Like Send, it sets up in the socket's
+// network namespace.
 func (b Backend) Recv(ctx context.Context, f *engine.Flow) error {
 	var x *rxSetup
 	if v, ok := prepared.LoadAndDelete(f); ok {
 		x = v.(*rxSetup)
 	} else {
 		var err error
-		if x, err = b.setupRX(f, false); err != nil {
+		if x, err = b.setupRX(ctx, f, false); err != nil {
 			return err
 		}
 	}
 	defer x.close()
-	socks := x.socks
-	nq := len(socks)
-	facts := engine.FactsOf(f)
+	return x.run(f, b.batch())
+}
 
-	done := make(chan struct{})
-	var once sync.Once
-	end := func() { once.Do(func() { close(done) }) }
-	stop := context.AfterFunc(ctx, end)
-	defer stop()
-	var sinkM sync.Mutex
+// run receives on every queue and the flow's socket, then reports.
+func (x *rxSetup) run(f *engine.Flow, batch int) error {
+	nq := len(x.socks)
+	sh := &rxShared{syscalls: f.Facts.Counter(engine.FactSyscalls)}
+	sh.last.Store(time.Now().UnixNano())
+	sr := &sockReader{f: f, sh: sh, buf: make([]byte, 65536), timeout: rcvTimeout(f.Sock.FD())}
 	rxs := make([]*receiver, nq)
-	errs := make([]error, nq+1)
-	var wg sync.WaitGroup
-	for i, s := range socks {
-		rxs[i] = &receiver{s: s, f: f, port: x.port, batch: b.batch(), sinkM: &sinkM, sentinel: end}
-		wg.Go(func() { errs[i] = rxs[i].run(done, ctx.Done()) })
+	for i, s := range x.socks {
+		rxs[i] = &receiver{s: s, f: f, sh: sh, port: x.port, batch: batch, wait: rxWait}
 	}
-	// The socket itself: what came before the attach, and what the
-	// program passes.
-	var sockSeq Seq
-	wg.Go(func() { errs[nq] = drainSocket(f, done, end, &sinkM, &sockSeq) })
+	if sr.timeout > 0 {
+		rxs[0].wait = min(rxWait, max(sr.timeout/10, time.Millisecond))
+	}
+	ep, err := pollSet(rxs[0].s.fd, f.Sock.FD())
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ep)
+	if nq > 1 {
+		f.Facts.Set(engine.FactOwnThreads, int64(nq-1))
+	}
+	errs := make([]error, nq)
+	var wg sync.WaitGroup
+	for i := 1; i < nq; i++ {
+		wg.Go(func() {
+			// Never unlocked: the thread, and its priority, end with
+			// the goroutine.
+			runtime.LockOSThread()
+			raisePriority()
+			errs[i] = rxs[i].run(rxs[i].s.fd, nil)
+		})
+	}
+	raisePriority()
+	errs[0] = rxs[0].run(ep, sr.read)
 	wg.Wait()
-	f.Conn.SetReadDeadline(time.Time{})
 
-	parts := []Seq{sockSeq}
+	parts := []Seq{sr.seq}
 	var other int64
 	for _, r := range rxs {
 		parts = append(parts, r.seq)
 		other += r.other
 	}
 	seq := Merge(parts...)
-	facts.Add(engine.FactOwnThreads, int64(len(rxs)))
-	facts.Add("lost_datagrams", seq.Lost())
-	facts.Add("reordered_datagrams", seq.Reordered)
-	facts.Add("socket_datagrams", sockSeq.Received)
+	f.Facts.Set("lost_datagrams", seq.Lost())
+	f.Facts.Set("reordered_datagrams", seq.Reordered)
+	f.Facts.Set("socket_datagrams", sr.seq.Received)
 	if other > 0 {
-		facts.Add("other_frames", other)
+		f.Facts.Set("other_frames", other)
 	}
-	addStats(facts, socks)
+	addStats(&f.Facts, x.socks)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return ctx.Err()
-}
-
-// drainSocket reads the flow's socket until done, counting what it gets.
-func drainSocket(f *engine.Flow, done <-chan struct{}, end func(), sinkM *sync.Mutex, seq *Seq) error {
-	buf := make([]byte, 65536)
-	stop := context.AfterFunc(contextOf(done), func() { f.Conn.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
-	for {
-		n, err := f.Conn.Read(buf)
-		if err != nil {
-			select {
-			case <-done:
-				return nil
-			default:
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return fmt.Errorf("afxdp: read the socket: %w", err)
-		}
-		if n <= f.Spec.SentinelMax {
-			end()
-			return nil
-		}
-		var s uint32
-		if n >= HeaderLen {
-			s = uint32(buf[8])<<24 | uint32(buf[9])<<16 | uint32(buf[10])<<8 | uint32(buf[11])
-		}
-		seq.Add(s)
-		sinkM.Lock()
-		err = engine.Deliver(f, buf[:n], true)
-		sinkM.Unlock()
-		if err != nil {
-			return err
-		}
+	if f.Cancelled() {
+		return engine.ErrCancelled
 	}
-}
-
-// contextOf is a context done when done is closed.
-func contextOf(done <-chan struct{}) context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-done; cancel() }()
-	return ctx
+	return nil
 }
 
 // rxRing is the RX ring size of each of nq receive sockets: 8192 (a

@@ -1,6 +1,7 @@
 package afxdp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -33,8 +34,9 @@ const usableNeigh = netlink.NUD_REACHABLE | netlink.NUD_STALE | netlink.NUD_DELA
 
 // neighbour returns the MAC address of ip on link from the neighbour
 // table, priming resolution (one datagram to the discard port from an
-// ordinary socket) when there is no entry yet.
-func neighbour(link netlink.Link, ip netip.Addr) (net.HardwareAddr, error) {
+// ordinary socket) when there is no entry yet, and waiting for it up to a
+// second or until ctx is done.
+func neighbour(ctx context.Context, link netlink.Link, ip netip.Addr) (net.HardwareAddr, error) {
 	family := netlink.FAMILY_V4
 	if !ip.Is4() {
 		family = netlink.FAMILY_V6
@@ -53,7 +55,9 @@ func neighbour(link netlink.Link, ip netip.Addr) (net.HardwareAddr, error) {
 	}
 	prime(ip)
 	for range 100 {
-		time.Sleep(10 * time.Millisecond)
+		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+			return nil, err
+		}
 		if mac := lookup(); mac != nil {
 			return mac, nil
 		}

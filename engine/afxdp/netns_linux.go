@@ -1,34 +1,32 @@
 package afxdp
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"runtime"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// inConnNetns runs fn on a thread inside the network namespace of c's
-// socket, so that the interface lookups, neighbour and route queries
-// (netlink), AF_XDP binds and XDP attach fn makes see the interfaces the
-// flow's socket sees, whichever goroutine or thread called. The AF_XDP
-// sockets fn creates then belong to that namespace and work from any
-// thread: the sending and receiving threads need not enter it.
+// inSockNetns runs fn on a thread inside the network namespace of the
+// socket fd (the flow's), so that the interface lookups, neighbour and
+// route queries (netlink), AF_XDP binds and XDP attach fn makes see the
+// interfaces the flow's socket sees, whichever thread called: a mode may
+// have made the socket in another namespace than the one Run's thread or
+// Prepare's caller is in. The AF_XDP sockets fn creates then belong to
+// that namespace and work from any thread: the sending and receiving
+// threads need not enter it.
 //
 // The namespace comes from the socket (ioctl SIOCGSKNS). Where the calling
-// thread is already in it, or where the kernel cannot tell (no socket,
-// SIOCGSKNS refused), fn runs on the calling thread as before.
-func inConnNetns(c net.Conn, fn func() error) error {
-	nsfd, err := connNetns(c)
+// thread is already in it, or where the kernel cannot tell (SIOCGSKNS
+// refused), fn runs on the calling thread.
+func inSockNetns(fd int, fn func() error) error {
+	nsfd, err := sockNetns(fd)
 	if err != nil {
 		return lockedHere(fn)
 	}
 	defer unix.Close(nsfd)
 	runtime.LockOSThread()
-	same := sameNetns(nsfd)
-	if same {
+	if sameNetns(nsfd) {
 		defer runtime.UnlockOSThread()
 		return fn()
 	}
@@ -47,35 +45,23 @@ func inConnNetns(c net.Conn, fn func() error) error {
 	return <-errc
 }
 
+// lockedHere runs fn without letting the goroutine change threads, so
+// that every netlink socket fn opens is in one namespace.
 func lockedHere(fn func() error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	return fn()
 }
 
-// connNetns is a file descriptor of c's socket's network namespace.
-func connNetns(c net.Conn) (int, error) {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return -1, errors.New("no file descriptor")
+// sockNetns is a file descriptor of the network namespace of socket fd.
+func sockNetns(fd int) (int, error) {
+	r, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCGSKNS, 0)
+	if e != 0 {
+		return -1, e
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	nsfd, ierr := -1, error(nil)
-	if err := rc.Control(func(fd uintptr) {
-		r, _, e := unix.Syscall(unix.SYS_IOCTL, fd, unix.SIOCGSKNS, 0)
-		if e != 0 {
-			ierr = e
-			return
-		}
-		nsfd = int(r)
-		unix.CloseOnExec(nsfd)
-	}); err != nil {
-		return -1, err
-	}
-	return nsfd, ierr
+	nsfd := int(r)
+	unix.CloseOnExec(nsfd)
+	return nsfd, nil
 }
 
 // sameNetns reports whether the calling (locked) thread is in the network

@@ -1,6 +1,7 @@
 package afxdp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -70,8 +71,8 @@ type Socket struct {
 
 // Open creates, maps and binds an AF_XDP socket as c says. It must be
 // called inside the network namespace of the interface; the socket then
-// works from any thread.
-func Open(c SocketConfig) (_ *Socket, err error) {
+// works from any thread. ctx bounds the wait for a busy queue (bindRetry).
+func Open(ctx context.Context, c SocketConfig) (_ *Socket, err error) {
 	c.defaults()
 	if c.FrameSize != 2048 && c.FrameSize != 4096 {
 		return nil, fmt.Errorf("afxdp: frame size %d: must be 2048 or 4096", c.FrameSize)
@@ -189,7 +190,7 @@ func Open(c SocketConfig) (_ *Socket, err error) {
 	if c.ZeroCopy {
 		flags = unix.XDP_USE_NEED_WAKEUP | unix.XDP_ZEROCOPY
 	}
-	if err := bindRetry(fd, &unix.SockaddrXDP{Flags: flags, Ifindex: uint32(c.Ifindex), QueueID: uint32(c.Queue)}); err != nil {
+	if err := bindRetry(ctx, fd, &unix.SockaddrXDP{Flags: flags, Ifindex: uint32(c.Ifindex), QueueID: uint32(c.Queue)}); err != nil {
 		return nil, bindError(c, err)
 	}
 	var opts uint32
@@ -200,19 +201,34 @@ func Open(c SocketConfig) (_ *Socket, err error) {
 	return s, nil
 }
 
-// bindRetry binds fd, waiting out EBUSY for a while: the kernel releases
-// a closed socket's hold on its queue in a deferred work item, so a
-// socket that follows another on the same queue (back-to-back runs) may
-// find it still taken for a few milliseconds.
-func bindRetry(fd int, sa *unix.SockaddrXDP) error {
+// bindRetry binds fd, waiting out EBUSY for a while (or until ctx is
+// done): the kernel releases a closed socket's hold on its queue in a
+// deferred work item, so a socket that follows another on the same queue
+// (back-to-back runs) may find it still taken for a few milliseconds.
+func bindRetry(ctx context.Context, fd int, sa *unix.SockaddrXDP) error {
 	var err error
 	for range 100 {
 		if err = unix.Bind(fd, sa); !errors.Is(err, unix.EBUSY) {
 			return err
 		}
-		time.Sleep(5 * time.Millisecond)
+		if serr := sleepCtx(ctx, 5*time.Millisecond); serr != nil {
+			return serr
+		}
 	}
 	return err
+}
+
+// sleepCtx waits d, or until ctx is done (its error): the pause of a
+// setup retry, which may run before the flow's thread exists.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // OpenShared opens another transmit socket on owner's queue that shares
@@ -221,7 +237,7 @@ func bindRetry(fd int, sa *unix.SockaddrXDP) error {
 // transmit path on the caller's CPU. It has a TX ring of its own and no
 // fill, completion or RX ring; the caller serializes access to the
 // completion ring. Close it before owner.
-func OpenShared(owner *Socket) (_ *Socket, err error) {
+func OpenShared(ctx context.Context, owner *Socket) (_ *Socket, err error) {
 	c := owner.cfg
 	if !c.TX {
 		return nil, errors.New("afxdp: a shared socket needs an owner with a TX ring")
@@ -259,7 +275,7 @@ func OpenShared(owner *Socket) (_ *Socket, err error) {
 	}
 	// Flags other than XDP_SHARED_UMEM are the owner's and refused here.
 	sa := &unix.SockaddrXDP{Flags: unix.XDP_SHARED_UMEM, Ifindex: uint32(c.Ifindex), QueueID: uint32(c.Queue), SharedUmemFD: uint32(owner.fd)}
-	if err := bindRetry(fd, sa); err != nil {
+	if err := bindRetry(ctx, fd, sa); err != nil {
 		return nil, fmt.Errorf("afxdp: bind a second socket to %s queue %d (shared UMEM): %w", c.Iface, c.Queue, privilege(err))
 	}
 	return s, nil

@@ -1,7 +1,7 @@
 package afxdp
 
 import (
-	"runtime"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,69 +11,57 @@ import (
 	"github.com/blastnet/blast/engine"
 )
 
-// txPlan is what the senders of one flow (one per queue) share: the
-// sequence numbers still to hand out and when to stop.
+// txPlan is what the senders of one flow (one per thread) share: the
+// flow's engine.Sender, which applies the byte limit, the time limit and
+// the pacing for all of them, and the sequence numbers. Every sender
+// takes its datagrams from it under mu, so the total is the Sender's to
+// the byte, however many threads send.
 type txPlan struct {
-	total    uint64 // datagrams to send (0: no count limit)
-	next     atomic.Uint64
-	deadline time.Time // zero: none
-	full     *Template
-	last     *Template // the shorter last datagram of a byte count, or nil
-	payload  int       // bytes of a full datagram's payload
-	lastLen  int
-	stats    *engine.Counters
+	mu      sync.Mutex
+	s       *engine.Sender
+	next    uint64 // the next sequence number (1-based)
+	stopped atomic.Bool
+
+	full    *Template
+	last    *Template // the shorter last datagram of a byte count, or nil
+	payload int       // bytes of a full datagram's payload
+	lastLen int
+	stats   *engine.Counters
 }
 
-// claim hands out up to n sequence numbers (1-based); got is 0 when the
-// count is used up.
-func (p *txPlan) claim(n int) (first uint64, got int) {
-	if p.total == 0 {
-		return p.next.Add(uint64(n)) - uint64(n) + 1, n
+// errShortGrant is a grant the plan cannot build frames for; the setup
+// makes it impossible (the byte limit's remainder has its template).
+var errShortGrant = errors.New("afxdp: the sender granted a datagram shorter than the buffer length with no template for it")
+
+// claim takes up to n datagrams from the Sender (waiting for them when
+// paced) and numbers them. got is 0 when the send is over; short says
+// that the last of them carries only lastLen bytes (the byte limit's
+// remainder).
+func (p *txPlan) claim(n int) (first uint64, got int, short bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped.Load() {
+		return 0, 0, false, nil
 	}
-	start := p.next.Add(uint64(n)) - uint64(n)
-	if start >= p.total {
-		return 0, 0
+	bytes, err := p.s.Take(n * p.payload)
+	if err != nil || bytes == 0 {
+		return 0, 0, false, err
 	}
-	return start + 1, int(min(uint64(n), p.total-start))
+	got = bytes / p.payload
+	if r := bytes % p.payload; r != 0 {
+		if p.last == nil || r != p.lastLen {
+			return 0, 0, false, errShortGrant
+		}
+		got++
+		short = true
+	}
+	first = p.next
+	p.next += uint64(got)
+	return first, got, short, nil
 }
 
-// bucket is a token bucket in payload bytes, taken from once per batch.
-type bucket struct {
-	rate   float64 // bytes per second; 0: unlimited
-	burst  float64
-	tokens float64
-	last   time.Time
-}
-
-// take returns how many datagrams of size bytes (at most want, at least
-// one) may go now, waiting for the tokens of the first one if need be.
-func (b *bucket) take(done <-chan struct{}, want, size int) int {
-	if b.rate <= 0 {
-		return want
-	}
-	for {
-		now := time.Now()
-		if b.last.IsZero() {
-			b.last = now
-			b.tokens = float64(size) // the first datagram goes at once
-		}
-		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-		b.last = now
-		if n := int(b.tokens / float64(size)); n > 0 {
-			n = min(n, want)
-			b.tokens -= float64(n * size)
-			return n
-		}
-		wait := time.Duration((float64(size) - b.tokens) / b.rate * float64(time.Second))
-		t := time.NewTimer(wait)
-		select {
-		case <-done:
-			t.Stop()
-			return 0
-		case <-t.C:
-		}
-	}
-}
+// stop makes every sender of the flow stop (one of them failed).
+func (p *txPlan) stop() { p.stopped.Store(true) }
 
 // txPool is the TX frames of one UMEM and its completion ring, shared by
 // the senders on one queue (the owner socket's and those opened with
@@ -139,88 +127,133 @@ func (p *txPool) pending() int {
 	return p.inFlight
 }
 
+// Waiting on a TX socket. AF_XDP has no call that blocks until frames
+// complete, so a sender with no free frame spins a little (completions
+// follow a copy-mode kick within microseconds), then waits in Flow.Wait
+// for idleWait: ppoll on the socket, which in copy mode also drives the
+// transmit, and on the flow's eventfd, which cancellation wakes.
+const (
+	idleSpins = 64
+	idleWait  = 50 * time.Microsecond
+	// drainMax bounds the wait, at the end, for the frames in flight.
+	drainMax  = 2 * time.Second
+	drainWait = 200 * time.Microsecond
+)
+
 // sender drives the TX ring of one socket, with frames from its queue's
 // pool.
 type sender struct {
 	s      *Socket
 	pool   *txPool
 	plan   *txPlan
-	batch  int
-	bucket bucket
+	batch  int      // frames taken from the pool at a time
+	chunk  int      // datagrams taken from the Sender at a time
 	frames []uint64 // taken from the pool, not yet sent
-	kicks  int64
 }
 
+// newSender makes the sender of socket s. rate (bits per second, 0:
+// unpaced) bounds a chunk to about a millisecond of datagrams, so a paced
+// flow leaves in small bursts rather than a ring batch at a time.
 func newSender(s *Socket, pool *txPool, plan *txPlan, batch int, rate float64) *sender {
 	x := &sender{s: s, pool: pool, plan: plan, batch: min(batch, s.txN)}
+	x.chunk = x.batch
+	if rate > 0 {
+		perMs := rate / 8 / float64(plan.payload) / 1000
+		x.chunk = max(1, min(x.batch, int(perMs)))
+	}
 	x.frames = make([]uint64, 0, x.batch)
-	x.bucket = bucket{rate: rate / 8, burst: float64(x.batch * plan.payload)}
 	return x
 }
 
-// run sends until the plan is used up, the deadline passes or done is
-// closed, then waits (briefly) for the kernel to finish what is in flight.
-func (x *sender) run(done <-chan struct{}) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+// txCounts are the flow's fact counters the senders add to, taken once.
+type txCounts struct{ syscalls, kicks *atomic.Int64 }
+
+// run sends until the Sender says the send is over, the flow is cancelled
+// or another sender failed, then waits (at most drainMax, not after a
+// cancel) for the kernel to finish the frames in flight, so that nothing
+// sent later on the flow's socket (an end sentinel) overtakes them.
+func (x *sender) run(f *engine.Flow, c txCounts) error {
 	p := x.plan
-	finished := false
-	var idle int
-	for !finished {
+	idle := 0
+	var err error
+	for !f.Cancelled() && !p.stopped.Load() {
 		progress := false
 		if len(x.frames) < x.batch {
 			x.frames, progress = x.pool.take(x.frames, x.batch-len(x.frames))
 		}
-		select {
-		case <-done:
-			finished = true
-		default:
-		}
-		if !p.deadline.IsZero() && time.Now().After(p.deadline) {
-			finished = true
-		}
-		if want := len(x.frames); want > 0 && !finished {
-			n := x.bucket.take(done, want, p.payload)
-			first, got := p.claim(n)
-			if got == 0 {
-				if n > 0 {
-					finished = true
+		if len(x.frames) > 0 {
+			first, got, short, cerr := p.claim(min(len(x.frames), x.chunk))
+			if cerr != nil {
+				if !errors.Is(cerr, engine.ErrCancelled) {
+					err = cerr
+					p.stop()
 				}
-			} else {
-				x.send(first, got)
-				progress = true
+				break
 			}
+			if got == 0 {
+				break // the send is over
+			}
+			x.send(first, got, short)
+			progress = true
 		}
-		if x.s.txQueued() > 0 && x.s.tx.needWakeup() {
-			if err := x.s.kick(); err != nil {
-				return err
-			}
-			x.kicks++
+		if kerr := x.kickIfNeeded(c); kerr != nil {
+			err = kerr
+			p.stop()
+			break
 		}
-		if !progress {
-			if idle++; idle > 64 {
-				runtime.Gosched()
-			}
-		} else {
+		if progress {
 			idle = 0
+			continue
+		}
+		if idle++; idle < idleSpins {
+			continue
+		}
+		c.syscalls.Add(1)
+		if _, werr := f.Wait(x.s.fd, 0, idleWait); werr != nil {
+			if !errors.Is(werr, engine.ErrCancelled) {
+				err = werr
+				p.stop()
+			}
+			break
 		}
 	}
 	x.pool.give(x.frames)
 	x.frames = x.frames[:0]
-	// Drain: the frames in flight are the kernel's until it completes them.
-	stop := time.Now().Add(2 * time.Second)
-	for x.pool.pending() > 0 && time.Now().Before(stop) {
-		if x.s.txQueued() > 0 && x.s.tx.needWakeup() {
-			x.s.kick()
-			x.kicks++
-		}
-		unix.Poll([]unix.PollFd{{Fd: int32(x.s.fd), Events: unix.POLLOUT}}, 1)
+	if err == nil {
+		x.drain(f, c)
 	}
-	return nil
+	return err
 }
 
-// send puts got datagrams, numbered from first, into the TX ring.
-func (x *sender) send(first uint64, got int) {
+// kickIfNeeded asks the kernel to send what the TX ring holds when it
+// says it needs the call (always, in copy mode).
+func (x *sender) kickIfNeeded(c txCounts) error {
+	if x.s.txQueued() == 0 || !x.s.tx.needWakeup() {
+		return nil
+	}
+	c.syscalls.Add(1)
+	c.kicks.Add(1)
+	return x.s.kick()
+}
+
+// drain waits for the frames in flight on this sender's queue.
+func (x *sender) drain(f *engine.Flow, c txCounts) {
+	stop := time.Now().Add(drainMax)
+	for x.pool.pending() > 0 && time.Now().Before(stop) {
+		if x.kickIfNeeded(c) != nil {
+			return
+		}
+		c.syscalls.Add(1)
+		if _, err := f.Wait(x.s.fd, 0, drainWait); err != nil {
+			return
+		}
+	}
+}
+
+// send puts got datagrams, numbered from first, into the TX ring, the
+// last of them the short one when short, and counts them as one I/O
+// operation.
+func (x *sender) send(first uint64, got int, short bool) {
 	p := x.plan
 	idx, n := x.s.tx.reserve(uint32(got)) // the ring holds every TX frame
 	now := time.Now()
@@ -229,13 +262,12 @@ func (x *sender) send(first uint64, got int) {
 	frames := x.frames[len(x.frames)-int(n):]
 	for i := range n {
 		addr := frames[i]
-		seq := first + uint64(i)
 		t, plen := p.full, p.payload
-		if p.last != nil && seq == p.total {
+		if short && int(i) == got-1 {
 			t, plen = p.last, p.lastLen
-			copy(x.s.frame(addr, t.Len()), t.Frame) // the frame is not reused
+			copy(x.s.frame(addr, t.Len()), t.Frame) // the last frame of the flow: not reused
 		}
-		t.Patch(x.s.frame(addr, t.Len()), uint32(seq), sec, usec)
+		t.Patch(x.s.frame(addr, t.Len()), uint32(first+uint64(i)), sec, usec)
 		*x.s.tx.at(idx + i) = unix.XDPDesc{Addr: addr, Len: uint32(t.Len())}
 		bytes += plen
 	}

@@ -50,8 +50,26 @@ const hang = 20 * time.Second
 // never, fails it).
 const prompt = 2 * time.Second
 
+// Pairs makes the sockets the suite runs a backend on, for a backend that
+// cannot move data over loopback (afxdp needs an interface it can attach
+// XDP to and send frames out of). A nil factory means the suite's own,
+// over loopback.
+type Pairs struct {
+	// UDP returns the backend's end, an engine socket connected to the
+	// peer, and the peer, a plain socket bound to the address mine is
+	// connected to, with room in its receive buffer for a few hundred
+	// datagrams. Both must be closed when t ends (t.Cleanup).
+	UDP func(t *testing.T) (mine *engine.Socket, peer *net.UDPConn)
+}
+
 // Run runs the suite against b (configured with caps.Options).
-func Run(t *testing.T, b engine.Backend, caps Caps) {
+func Run(t *testing.T, b engine.Backend, caps Caps) { RunWith(t, b, caps, Pairs{}) }
+
+// RunWith runs the suite as Run does, on the sockets p makes.
+func RunWith(t *testing.T, b engine.Backend, caps Caps, p Pairs) {
+	if p.UDP == nil {
+		p.UDP = udpPair
+	}
 	if err := b.Probe(); err != nil {
 		if errors.Is(err, engine.ErrNotSupported) {
 			t.Skipf("%s: %v", b.Name(), err)
@@ -94,13 +112,13 @@ func Run(t *testing.T, b engine.Backend, caps Caps) {
 		if !caps.UDPSend {
 			t.Skip("backend does not send UDP")
 		}
-		testUDPSend(t, b, caps, 300, 1200)
+		testUDPSend(t, b, caps, p.UDP, 300, 1200)
 	})
 	t.Run("udp/recv", func(t *testing.T) {
 		if !caps.UDPRecv {
 			t.Skip("backend does not receive UDP")
 		}
-		testUDPRecv(t, b, caps, 300, 1200)
+		testUDPRecv(t, b, caps, p.UDP, 300, 1200)
 	})
 	t.Run("cancel/recv", func(t *testing.T) {
 		if !caps.TCPRecv {
@@ -354,8 +372,8 @@ func udpPair(t *testing.T) (mine *engine.Socket, peer *net.UDPConn) {
 	return c, a
 }
 
-func testUDPSend(t *testing.T, b engine.Backend, caps Caps, count, size int) {
-	mine, peer := udpPair(t)
+func testUDPSend(t *testing.T, b engine.Backend, caps Caps, pair func(*testing.T) (*engine.Socket, *net.UDPConn), count, size int) {
+	mine, peer := pair(t)
 	got := make(chan [2]int64, 1)
 	go func() {
 		buf := make([]byte, 65536)
@@ -385,8 +403,8 @@ func testUDPSend(t *testing.T, b engine.Backend, caps Caps, count, size int) {
 	}
 }
 
-func testUDPRecv(t *testing.T, b engine.Backend, caps Caps, count, size int) {
-	mine, peer := udpPair(t)
+func testUDPRecv(t *testing.T, b engine.Backend, caps Caps, pair func(*testing.T) (*engine.Socket, *net.UDPConn), count, size int) {
+	mine, peer := pair(t)
 	// mine is connected to peer's address; the peer sends back to mine.
 	go func() {
 		p := make([]byte, size)

@@ -1,0 +1,54 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+)
+
+// TestServerFDsFlat runs 200 tests against one server, some of them
+// failing mid-test, and wants the process's descriptor count where it was:
+// a server left running must not lose sockets (or NIC handles) per test.
+func TestServerFDsFlat(t *testing.T) {
+	_, port, log := blastServer(t, ServerConfig{Interval: 0})
+	openFDs := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	run := func(i int) {
+		cfg := Config{Host: "127.0.0.1", Port: port, Bytes: 256 << 10, Parallel: 1 + i%2, Reverse: i%3 == 1}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		failing := i%10 == 9
+		if failing {
+			// Stop the client once the streams are up: the server sees
+			// the client go mid-test.
+			cfg.Bytes, cfg.OnStart = 1<<40, func(*Result) { cancel() }
+		}
+		_, err := Run(ctx, cfg)
+		switch {
+		case failing && !errors.Is(err, context.Canceled):
+			t.Fatalf("test %d: cancelled mid-test, got %v, want context.Canceled", i, err)
+		case !failing && err != nil:
+			t.Fatalf("test %d: %v", i, err)
+		}
+	}
+	// The first tests open what lasts (the runtime's own descriptors).
+	for i := range 5 {
+		run(i)
+	}
+	log.wait(t, 5)
+	before := openFDs()
+	const tests = 200
+	for i := range tests {
+		run(i)
+	}
+	log.wait(t, 5+tests)
+	if after := openFDs(); after != before {
+		t.Errorf("open descriptors: %d before %d tests, %d after (want equal)", before, tests, after)
+	}
+}
