@@ -37,6 +37,7 @@ type Sender struct {
 	src      io.Reader
 	over     bool
 	noBufs   *atomic.Int64
+	syscalls *atomic.Int64 // WriteAll's, taken at its first call
 }
 
 // NewSender starts the iterator for f (the time limit runs from now).
@@ -48,6 +49,15 @@ func NewSender(f *Flow) *Sender {
 	if f.Spec.Duration > 0 {
 		s.deadline = s.start.Add(f.Spec.Duration)
 	}
+	return s
+}
+
+// NewFileSender starts the iterator for a send whose bytes the kernel
+// reads from a file itself (sendfile, splice): it grants byte counts with
+// Take and leaves Spec.Source, which may be that file, to the backend.
+func NewFileSender(f *Flow) *Sender {
+	s := NewSender(f)
+	s.src = nil
 	return s
 }
 
@@ -179,14 +189,19 @@ func (s *Sender) Retry(err error) (bool, error) {
 // WriteAll writes p on fd with write(2) (send with MSG_NOSIGNAL) until the
 // kernel took all of it, as one I/O operation in f.Stats (partial writes
 // count in the flow's facts): the readwrite send path, shared by backends
-// that fall back to it. A UDP write is one datagram.
+// that fall back to it. A UDP write is one datagram. Every call it makes
+// counts in FactSyscalls: the caller counts none of them.
 func WriteAll(s *Sender, fd int, p []byte) error {
 	f := s.f
+	if s.syscalls == nil {
+		s.syscalls = f.Facts.Counter(FactSyscalls)
+	}
 	udp := f.Spec.Protocol == UDP
 	total := len(p)
 	partial := 0
 	for len(p) > 0 {
 		n, err := unix.SendmsgN(fd, p, nil, nil, unix.MSG_NOSIGNAL)
+		s.syscalls.Add(1)
 		if err != nil {
 			again, rerr := s.Retry(err)
 			if again {

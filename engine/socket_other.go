@@ -47,6 +47,7 @@ func (f *Flow) Sleep(time.Duration) error                      { return errOS }
 type Sender struct{}
 
 func NewSender(*Flow) *Sender                   { return &Sender{} }
+func NewFileSender(*Flow) *Sender               { return &Sender{} }
 func (s *Sender) Source() bool                  { return false }
 func (s *Sender) Next([]byte) ([]byte, error)   { return nil, errOS }
 func (s *Sender) Take(int) (int, error)         { return 0, errOS }

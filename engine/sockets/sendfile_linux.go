@@ -5,21 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/blastnet/blast/engine"
 )
 
-func init() { engine.Register(Sendfile{}) }
-
 // Sendfile sends a TCP stream with sendfile(2): the kernel hands page-cache
 // pages to the socket without copying them through user memory. In
 // sink/source mode the pages are a memfd holding one buffer of the
 // pattern; with the file option (ttcp -F) or a Source that is a regular
 // file, they are that file's. It only sends.
-type Sendfile struct{ opts engine.Options }
+//
+// Every buffer the Sender grants (Take, BufLen bytes) goes in as many
+// blocking sendfile calls as the kernel needs and counts as one I/O
+// operation; FactSyscalls counts the calls.
+type Sendfile struct{ file string }
 
 var (
 	_ engine.Backend      = Sendfile{}
@@ -29,12 +31,26 @@ var (
 // Name implements engine.Backend.
 func (Sendfile) Name() string { return "sendfile" }
 
-// Configure implements engine.Configurable: sendfile takes the file option.
+// Options implements engine.Configurable.
+func (Sendfile) Options() []engine.Option {
+	return []engine.Option{{
+		Name:    "file",
+		Kind:    engine.Text,
+		Default: "the pattern, from a memfd holding one buffer of it (or the source, when it is a regular file)",
+		Help:    "send this file (ttcp -F), from the page cache to the socket",
+	}}
+}
+
+// Configure implements engine.Configurable: the file must exist now, so
+// that a mistyped path fails before any connection is made.
 func (b Sendfile) Configure(o engine.Options) (engine.Backend, error) {
-	if err := engine.Refuse(b.Name(), o, engine.Options{File: o.File}); err != nil {
-		return nil, err
+	file := o.Text("file")
+	if file != "" {
+		if _, err := os.Stat(file); err != nil {
+			return nil, fmt.Errorf("backend sendfile option file: %w", err)
+		}
 	}
-	return Sendfile{opts: o}, nil
+	return Sendfile{file: file}, nil
 }
 
 // Probe implements engine.Backend: sendfile is always there on Linux; the
@@ -52,21 +68,20 @@ func (Sendfile) Probe() error {
 }
 
 // Recv implements engine.Backend: sendfile only sends.
-func (b Sendfile) Recv(ctx context.Context, f *engine.Flow) error { return sendOnly(b.Name()) }
+func (b Sendfile) Recv(context.Context, *engine.Flow) error { return engine.SendOnly(b.Name()) }
 
 // Send implements engine.Backend.
 func (b Sendfile) Send(ctx context.Context, f *engine.Flow) error {
-	if err := tcpOnly(b.Name(), f); err != nil {
+	if err := engine.TCPOnly(b.Name(), f); err != nil {
 		return err
 	}
-	facts := engine.FactsOf(f)
 	var (
-		fd      int
+		src     int
 		pattern bool
 	)
 	switch {
-	case b.opts.File != "":
-		file, err := os.Open(b.opts.File)
+	case b.file != "":
+		file, err := os.Open(b.file)
 		if err != nil {
 			return fmt.Errorf("sendfile: %w", err)
 		}
@@ -74,8 +89,10 @@ func (b Sendfile) Send(ctx context.Context, f *engine.Flow) error {
 		if err := regularFile(file, "sendfile"); err != nil {
 			return err
 		}
-		fd = int(file.Fd())
-		facts.Notef("sent from file %s", b.opts.File)
+		if src, err = fileFD(file); err != nil {
+			return err
+		}
+		f.Facts.Notef("sent from file %s", b.file)
 	case f.Spec.Source != nil:
 		file, ok := f.Spec.Source.(*os.File)
 		if !ok {
@@ -84,71 +101,109 @@ func (b Sendfile) Send(ctx context.Context, f *engine.Flow) error {
 		if err := regularFile(file, "sendfile"); err != nil {
 			return err
 		}
-		rc, err := file.SyscallConn()
-		if err != nil {
-			return fmt.Errorf("sendfile: source: %w", err)
+		var err error
+		if src, err = fileFD(file); err != nil {
+			return err
 		}
-		rc.Control(func(u uintptr) { fd = int(u) })
-		facts.Notef("sent from the source file %s", file.Name())
+		f.Facts.Notef("sent from the source file %s", file.Name())
 	default:
 		mfd, err := patternMemfd(f.Spec.BufLen)
 		if err != nil {
 			return err
 		}
 		defer unix.Close(mfd)
-		fd, pattern = mfd, true
-		facts.Notef("sent from a memfd holding %d bytes of the pattern", f.Spec.BufLen)
+		src, pattern = mfd, true
+		f.Facts.Notef("sent from a memfd holding %d bytes of the pattern", f.Spec.BufLen)
 	}
-	return runSend(ctx, f, func(rc syscall.RawConn) error {
-		return sendfileLoop(ctx, rc, f, fd, pattern)
-	})
+	return sendfileLoop(f, engine.NewFileSender(f), src, pattern)
 }
 
-// sendfileLoop sends from fd: the pattern buffer at offset 0 over and over
-// when pattern, else from fd's position to its end.
-func sendfileLoop(ctx context.Context, rc syscall.RawConn, f *engine.Flow, fd int, pattern bool) error {
-	s := f.Spec
-	facts := engine.FactsOf(f)
-	pacer := engine.NewPacer(s.Rate)
-	left := limit(s)
-	for left != 0 {
-		n := chunk(s.BufLen, left)
-		if err := pacer.Wait(ctx, n); err != nil {
+// sendfileLoop sends from src: the pattern buffer at offset 0 over and
+// over when pattern, else from src's position to its end.
+func sendfileLoop(f *engine.Flow, s *engine.Sender, src int, pattern bool) error {
+	sock := f.Sock.FD()
+	syscalls := f.Facts.Counter(engine.FactSyscalls)
+	notCopied := f.Facts.Counter(engine.FactBytesNotCopied)
+	for {
+		n, err := s.Take(f.Spec.BufLen)
+		if err != nil || n == 0 {
 			return err
 		}
-		for off := 0; off < n; {
+		sent, end := 0, false
+		for sent < n {
 			var k int
 			var serr error
-			err := rc.Write(func(sock uintptr) bool {
-				if pattern {
-					o := int64(off)
-					k, serr = unix.Sendfile(int(sock), fd, &o, n-off)
-				} else {
-					k, serr = unix.Sendfile(int(sock), fd, nil, n-off)
-				}
-				facts.Add(engine.FactSyscalls, 1)
-				return serr != unix.EAGAIN
-			})
-			if err != nil {
-				return err
+			if pattern {
+				off := int64(sent)
+				k, serr = unix.Sendfile(sock, src, &off, n-sent)
+			} else {
+				k, serr = unix.Sendfile(sock, src, nil, n-sent)
 			}
+			syscalls.Add(1)
 			if serr != nil {
-				f.Stats.AddError()
-				return os.NewSyscallError("sendfile", serr)
+				again, err := retry(f, s, "sendfile", serr)
+				if again {
+					continue
+				}
+				if err != nil {
+					account(f, sent, notCopied)
+					return err
+				}
+				end = true // the time limit
+				break
 			}
-			if k == 0 { // end of the file
-				f.Stats.AddCall()
-				return nil
+			if k == 0 { // the end of the file
+				end = true
+				break
 			}
-			f.Stats.AddIO(k, 0)
-			facts.Add(engine.FactBytesNotCopied, int64(k))
-			off += k
+			sent += k
 		}
-		if left > 0 {
-			left -= int64(n)
+		account(f, sent, notCopied)
+		if end {
+			return nil
 		}
 	}
-	return nil
+}
+
+// account counts one buffer's worth of bytes moved without a copy as one
+// I/O operation (none when nothing moved).
+func account(f *engine.Flow, n int, notCopied *atomic.Int64) {
+	if n > 0 {
+		f.Stats.AddIO(n, 0)
+		notCopied.Add(int64(n))
+	}
+}
+
+// retry decides about a failed send call with the Sender's policy: again
+// to make the same call again; otherwise the send ends, with nil when the
+// time limit ended it, engine.ErrCancelled when the flow was cancelled
+// (Run reports the context's error), or the call's error (counted).
+func retry(f *engine.Flow, s *engine.Sender, op string, err error) (again bool, _ error) {
+	again, rerr := s.Retry(err)
+	switch {
+	case again:
+		return true, nil
+	case rerr == nil:
+		return false, nil
+	case f.Cancelled():
+		return false, engine.ErrCancelled
+	}
+	f.Stats.AddError()
+	return false, engine.IOErr(op, rerr)
+}
+
+// fileFD is file's descriptor, left in the mode it is in (File.Fd would
+// make a pipe blocking). It stays valid while file is open.
+func fileFD(file *os.File) (int, error) {
+	rc, err := file.SyscallConn()
+	if err != nil {
+		return -1, fmt.Errorf("%s: %w", file.Name(), err)
+	}
+	fd := -1
+	if err := rc.Control(func(u uintptr) { fd = int(u) }); err != nil {
+		return -1, fmt.Errorf("%s: %w", file.Name(), err)
+	}
+	return fd, nil
 }
 
 // patternMemfd returns a memfd holding n bytes of the pattern.

@@ -4,31 +4,32 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"syscall"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/blastnet/blast/engine"
 )
 
-func init() { engine.Register(Splice{}) }
-
 // Splice moves a TCP stream through a pipe with splice(2).
 //
-// Sending, the pipe is filled with vmsplice(2) of the pattern (pages mapped
-// into the pipe, not copied), with splice(2) from the file option or a
-// Source that is a file or pipe, or, for any other Source, with write(2)
-// (one copy, noted); then splice(2) moves it to the socket.
+// Sending, each buffer the Sender grants is put into the pipe with
+// vmsplice(2) of the pattern (pages mapped into the pipe, not copied),
+// with splice(2) from the file option or a Source that is a file or pipe,
+// or, for any other Source, with write(2) (one copy, noted); then a
+// blocking splice(2) moves it to the socket.
 //
-// Receiving, splice(2) moves socket data into the pipe and a second
-// splice(2) moves it on to /dev/null, or to the Sink when the Sink is a
-// file or pipe; a Sink of another kind, or touching the data, reads the pipe
-// into memory (one copy, noted).
+// Receiving, a blocking splice(2) moves socket data into the pipe and a
+// second splice(2) moves it on to /dev/null, or to the Sink when the Sink
+// is a file or pipe; a Sink of another kind, or touching the data, reads
+// the pipe into memory (one copy, noted). The receive honours the socket's
+// timeout (SO_RCVTIMEO).
 //
-// Counters count the socket-side splices; FactSyscalls counts both sides.
-type Splice struct{ opts engine.Options }
+// Counters count one I/O operation per buffer sent and per socket-side
+// splice received; FactSyscalls counts every call on both sides of the
+// pipe.
+type Splice struct{ file string }
 
 var (
 	_ engine.Backend      = Splice{}
@@ -38,12 +39,26 @@ var (
 // Name implements engine.Backend.
 func (Splice) Name() string { return "splice" }
 
-// Configure implements engine.Configurable: splice takes the file option.
+// Options implements engine.Configurable.
+func (Splice) Options() []engine.Option {
+	return []engine.Option{{
+		Name:    "file",
+		Kind:    engine.Text,
+		Default: "the pattern, vmspliced into the pipe (or the source, spliced when it is a file or pipe)",
+		Help:    "send this file or named pipe (ttcp -F), spliced into the pipe without a copy",
+	}}
+}
+
+// Configure implements engine.Configurable: the file must exist now, so
+// that a mistyped path fails before any connection is made.
 func (b Splice) Configure(o engine.Options) (engine.Backend, error) {
-	if err := engine.Refuse(b.Name(), o, engine.Options{File: o.File}); err != nil {
-		return nil, err
+	file := o.Text("file")
+	if file != "" {
+		if _, err := os.Stat(file); err != nil {
+			return nil, fmt.Errorf("backend splice option file: %w", err)
+		}
 	}
-	return Splice{opts: o}, nil
+	return Splice{file: file}, nil
 }
 
 // Probe implements engine.Backend: vmsplice a byte into a pipe and splice
@@ -75,7 +90,10 @@ func (Splice) Probe() error {
 	return nil
 }
 
-// pipe is a non-blocking pipe of a known capacity.
+// pipe is a non-blocking pipe of a known capacity. The backend empties it
+// before it fills it again, so that no call on it ever has to wait: a
+// blocking pipe would hold the flow's thread where cancelling the flow
+// cannot reach it.
 type pipe struct {
 	r, w int
 	cap  int
@@ -110,9 +128,15 @@ func roundPage(n int) int {
 	return (n + pg - 1) / pg * pg
 }
 
+func iovec(b []byte) unix.Iovec {
+	v := unix.Iovec{Base: &b[0]}
+	v.SetLen(len(b))
+	return v
+}
+
 // Recv implements engine.Backend.
 func (b Splice) Recv(ctx context.Context, f *engine.Flow) error {
-	if err := tcpOnly(b.Name(), f); err != nil {
+	if err := engine.TCPOnly(b.Name(), f); err != nil {
 		return err
 	}
 	p, err := newPipe(f.Spec.BufLen)
@@ -125,33 +149,29 @@ func (b Splice) Recv(ctx context.Context, f *engine.Flow) error {
 		return err
 	}
 	defer d.close()
-	return runRecv(ctx, f, func(rc syscall.RawConn) error {
-		return spliceRecvLoop(rc, f, p, d)
-	})
-}
-
-func spliceRecvLoop(rc syscall.RawConn, f *engine.Flow, p *pipe, d *drain) error {
-	s := f.Spec
-	facts := engine.FactsOf(f)
-	left := limit(s)
+	fd := f.Sock.FD()
+	left := int64(-1)
+	if f.Spec.Bytes > 0 {
+		left = f.Spec.Bytes
+	}
 	for left != 0 {
-		n := min(chunk(s.BufLen, left), p.cap)
-		var k int64
-		var serr error
-		err := rc.Read(func(sock uintptr) bool {
-			k, serr = unix.Splice(int(sock), nil, p.w, nil, n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
-			facts.Add(engine.FactSyscalls, 1)
-			return serr != unix.EAGAIN
-		})
-		if err != nil {
-			return err
+		n := min(f.Spec.BufLen, p.cap)
+		if left > 0 && left < int64(n) {
+			n = int(left)
 		}
-		if serr != nil {
+		// The pipe is empty, so only the socket can make this wait.
+		k, err := unix.Splice(fd, nil, p.w, nil, n, unix.SPLICE_F_MOVE)
+		d.syscalls.Add(1)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil && f.Cancelled():
+			return engine.ErrCancelled
+		case err != nil:
 			f.Stats.AddError()
-			return os.NewSyscallError("splice from socket", serr)
-		}
-		if k == 0 {
-			f.Stats.AddCall() // the splice that saw EOF
+			return engine.IOErr("splice from socket", err)
+		case k == 0:
+			f.Stats.AddCall() // the splice that saw EOF (or the shutdown)
 			return nil
 		}
 		f.Stats.AddIO(int(k), 0)
@@ -168,41 +188,43 @@ func spliceRecvLoop(rc syscall.RawConn, f *engine.Flow, p *pipe, d *drain) error
 // drain empties the pipe of a receiving splice: to /dev/null, to a Sink
 // that is a file or pipe, or through memory.
 type drain struct {
-	f     *engine.Flow
-	p     *pipe
-	fd    int             // splice target, -1: read through buf
-	rc    syscall.RawConn // the Sink's, to wait when it is non-blocking
-	null  bool            // fd is our /dev/null
-	buf   []byte
-	facts *engine.Facts
+	f    *engine.Flow
+	p    *pipe
+	fd   int  // splice target, -1: read through buf
+	null bool // fd is our /dev/null
+	buf  []byte
+
+	syscalls, notCopied *atomic.Int64
 }
 
 func newDrain(f *engine.Flow, p *pipe) (*drain, error) {
-	d := &drain{f: f, p: p, fd: -1, facts: engine.FactsOf(f)}
+	d := &drain{f: f, p: p, fd: -1,
+		syscalls:  f.Facts.Counter(engine.FactSyscalls),
+		notCopied: f.Facts.Counter(engine.FactBytesNotCopied),
+	}
 	sink, isFile := f.Spec.Sink.(*os.File)
 	switch {
 	case f.Spec.Touch || (f.Spec.Sink != nil && !isFile):
 		d.buf = make([]byte, p.cap)
 		if f.Spec.Touch {
-			d.facts.Notef("touching the data: read from the pipe into memory (one copy)")
+			f.Facts.Notef("touching the data: read from the pipe into memory (one copy)")
 		} else {
-			d.facts.Notef("the output is a %T, not a file: data read from the pipe into memory (one copy)", f.Spec.Sink)
+			f.Facts.Notef("the output is a %T, not a file: data read from the pipe into memory (one copy)", f.Spec.Sink)
 		}
 	case f.Spec.Sink != nil:
-		rc, err := sink.SyscallConn()
+		fd, err := fileFD(sink)
 		if err != nil {
 			return nil, fmt.Errorf("splice: output: %w", err)
 		}
-		rc.Control(func(fd uintptr) { d.fd = int(fd) })
-		d.rc = rc
-		d.facts.Notef("spliced to the output %s", sink.Name())
+		d.fd = fd
+		f.Facts.Notef("spliced to the output %s", sink.Name())
 	default:
 		fd, err := unix.Open("/dev/null", unix.O_WRONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return nil, fmt.Errorf("splice: open /dev/null: %w", err)
 		}
 		d.fd, d.null = fd, true
-		d.facts.Notef("spliced to /dev/null")
+		f.Facts.Notef("spliced to /dev/null")
 	}
 	return d, nil
 }
@@ -218,42 +240,44 @@ func (d *drain) drain(n int) error {
 	for n > 0 {
 		if d.fd < 0 {
 			k, err := unix.Read(d.p.r, d.buf[:min(n, len(d.buf))])
-			d.facts.Add(engine.FactSyscalls, 1)
+			d.syscalls.Add(1)
+			if err == unix.EINTR {
+				continue
+			}
 			if err != nil {
 				return os.NewSyscallError("read pipe", err)
 			}
-			if err := consume(d.f, d.buf[:k]); err != nil {
+			if err := engine.Consume(d.f, d.buf[:k]); err != nil {
 				return err
 			}
 			n -= k
 			continue
 		}
-		var k int64
-		var serr error
-		do := func(fd uintptr) bool {
-			k, serr = unix.Splice(d.p.r, nil, int(fd), nil, n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
-			d.facts.Add(engine.FactSyscalls, 1)
-			return serr != unix.EAGAIN
-		}
-		if d.rc != nil {
-			if err := d.rc.Write(do); err != nil {
-				return fmt.Errorf("splice to output: %w", err)
+		// SPLICE_F_NONBLOCK: an output pipe that is full says so
+		// instead of holding the thread; the flow then waits for it in
+		// ppoll, where cancelling reaches it.
+		k, err := unix.Splice(d.p.r, nil, d.fd, nil, n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		d.syscalls.Add(1)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN && !d.null:
+			if _, err := d.f.Wait(d.fd, unix.POLLOUT, -1); err != nil {
+				return err
 			}
-		} else {
-			do(uintptr(d.fd))
-		}
-		if serr == unix.EINVAL && d.rc != nil {
+			d.syscalls.Add(1)
+			continue
+		case err == unix.EINVAL && !d.null:
 			// The output takes no splice (a terminal, say): go
 			// through memory from now on.
-			d.facts.Notef("the output refuses splice (%v): data read from the pipe into memory (one copy)", serr)
-			d.fd, d.rc = -1, nil
+			d.f.Facts.Notef("the output refuses splice (%v): data read from the pipe into memory (one copy)", err)
+			d.fd = -1
 			d.buf = make([]byte, d.p.cap)
 			continue
+		case err != nil:
+			return os.NewSyscallError("splice to output", err)
 		}
-		if serr != nil {
-			return os.NewSyscallError("splice to output", serr)
-		}
-		d.facts.Add(engine.FactBytesNotCopied, k)
+		d.notCopied.Add(k)
 		n -= int(k)
 	}
 	return nil
@@ -261,7 +285,7 @@ func (d *drain) drain(n int) error {
 
 // Send implements engine.Backend.
 func (b Splice) Send(ctx context.Context, f *engine.Flow) error {
-	if err := tcpOnly(b.Name(), f); err != nil {
+	if err := engine.TCPOnly(b.Name(), f); err != nil {
 		return err
 	}
 	p, err := newPipe(f.Spec.BufLen)
@@ -269,214 +293,208 @@ func (b Splice) Send(ctx context.Context, f *engine.Flow) error {
 		return err
 	}
 	defer p.close()
-	var fill filler
-	switch {
-	case b.opts.File != "":
-		file, err := os.Open(b.opts.File)
-		if err != nil {
+	sp := &spliceSender{f: f, p: p, sock: f.Sock.FD(),
+		syscalls:  f.Facts.Counter(engine.FactSyscalls),
+		notCopied: f.Facts.Counter(engine.FactBytesNotCopied),
+	}
+	file, _ := f.Spec.Source.(*os.File)
+	if b.file != "" {
+		if file, err = os.Open(b.file); err != nil {
 			return fmt.Errorf("splice: %w", err)
 		}
 		defer file.Close()
-		fill, err = newFileFiller(f, p, file)
+	}
+	switch {
+	case file != nil:
+		fill, err := sp.fromFile(file)
 		if err != nil {
 			return err
 		}
+		f.Facts.Notef("spliced from %s", file.Name())
+		return sp.sendTaken(engine.NewFileSender(f), fill)
 	case f.Spec.Source != nil:
-		if file, ok := f.Spec.Source.(*os.File); ok {
-			fill, err = newFileFiller(f, p, file)
-			if err != nil {
-				return err
-			}
-			break
-		}
-		fill = newCopyFiller(f, p)
-	default:
-		pf, err := newPatternFiller(f, p)
-		if err != nil {
-			return err
-		}
-		defer pf.close()
-		fill = pf.fill
+		f.Facts.Notef("the source is a %T, not a file: copied into the pipe with write(2)", f.Spec.Source)
+		return sp.sendRead(engine.NewSender(f))
 	}
-	return runSend(ctx, f, func(rc syscall.RawConn) error {
-		return spliceSendLoop(ctx, rc, f, p, fill)
-	})
-}
-
-// errPipeFull says a filler found no room in the pipe.
-var errPipeFull = errors.New("pipe full")
-
-// A filler puts at most max bytes into the pipe (empty: the pipe holds
-// nothing now) and says how many: 0 and a nil error at the end of the
-// source, errPipeFull when there was no room or nothing to put yet.
-type filler func(max int, empty bool) (int, error)
-
-func spliceSendLoop(ctx context.Context, rc syscall.RawConn, f *engine.Flow, p *pipe, fill filler) error {
-	s := f.Spec
-	facts := engine.FactsOf(f)
-	pacer := engine.NewPacer(s.Rate)
-	left := limit(s)
-	queued := 0 // bytes in the pipe
-	eof := false
-	for {
-		if want := p.cap - queued; !eof && want > 0 && (left < 0 || int64(queued) < left) {
-			if left >= 0 && left-int64(queued) < int64(want) {
-				want = int(left - int64(queued))
-			}
-			k, err := fill(want, queued == 0)
-			switch {
-			case errors.Is(err, errPipeFull):
-			case err != nil:
-				return err
-			case k == 0:
-				eof = true
-			}
-			queued += k
-		}
-		if queued == 0 {
-			if eof || left == 0 {
-				return nil
-			}
-			continue
-		}
-		n := min(queued, s.BufLen)
-		if err := pacer.Wait(ctx, n); err != nil {
-			return err
-		}
-		var k int64
-		var serr error
-		err := rc.Write(func(sock uintptr) bool {
-			k, serr = unix.Splice(p.r, nil, int(sock), nil, n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK|unix.SPLICE_F_MORE)
-			facts.Add(engine.FactSyscalls, 1)
-			return serr != unix.EAGAIN
-		})
-		if err != nil {
-			return err
-		}
-		if serr != nil {
-			f.Stats.AddError()
-			return os.NewSyscallError("splice to socket", serr)
-		}
-		f.Stats.AddIO(int(k), 0)
-		queued -= int(k)
-		if left > 0 {
-			left -= k
-		}
-	}
-}
-
-// patternFiller vmsplices one buffer of the pattern, round and round. The
-// buffer is an anonymous mapping: pages the kernel still holds (in the pipe
-// or the socket's queue) stay valid after it is unmapped, and the Go heap
-// never reuses them.
-type patternFiller struct {
-	mem   []byte
-	buf   []byte
-	pos   int
-	p     *pipe
-	facts *engine.Facts
-}
-
-func newPatternFiller(f *engine.Flow, p *pipe) (*patternFiller, error) {
 	mem, err := unix.Mmap(-1, 0, roundPage(f.Spec.BufLen), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
-		return nil, os.NewSyscallError("mmap", err)
+		return os.NewSyscallError("mmap", err)
 	}
-	pf := &patternFiller{mem: mem, buf: mem[:f.Spec.BufLen], p: p, facts: engine.FactsOf(f)}
-	engine.Pattern(pf.buf)
-	pf.facts.Notef("pattern vmspliced into the pipe")
-	return pf, nil
+	// Pages the kernel still holds (in the socket's queue) stay valid
+	// after the unmapping, and the Go heap never reuses them.
+	defer unix.Munmap(mem)
+	pattern := mem[:f.Spec.BufLen]
+	engine.Pattern(pattern)
+	f.Facts.Notef("pattern vmspliced into the pipe")
+	return sp.sendTaken(engine.NewSender(f), sp.fromPattern(pattern))
 }
 
-func (pf *patternFiller) close() { unix.Munmap(pf.mem) }
+type spliceSender struct {
+	f    *engine.Flow
+	p    *pipe
+	sock int
 
-func (pf *patternFiller) fill(max int, _ bool) (int, error) {
-	chunk := pf.buf[pf.pos:min(len(pf.buf), pf.pos+max)]
-	n, err := unix.Vmsplice(pf.p.w, []unix.Iovec{iovec(chunk)}, unix.SPLICE_F_NONBLOCK)
-	pf.facts.Add(engine.FactSyscalls, 1)
-	if err == unix.EAGAIN {
-		return 0, errPipeFull
-	}
-	if err != nil {
-		return 0, os.NewSyscallError("vmsplice", err)
-	}
-	pf.facts.Add(engine.FactBytesNotCopied, int64(n))
-	pf.pos = (pf.pos + n) % len(pf.buf)
-	return n, nil
+	syscalls, notCopied *atomic.Int64
 }
 
-// newFileFiller splices from a file or pipe.
-func newFileFiller(f *engine.Flow, p *pipe, file *os.File) (filler, error) {
-	rc, err := file.SyscallConn()
+// A filler puts bytes off through off+max of the buffer being sent into
+// the empty pipe and says how many it put, at least one; 0 at the end of
+// the source.
+type filler func(off, max int) (int, error)
+
+// sendTaken sends buffers granted by Take, each filled into the pipe by
+// fill: one I/O operation per buffer.
+func (sp *spliceSender) sendTaken(s *engine.Sender, fill filler) error {
+	for {
+		n, err := s.Take(sp.f.Spec.BufLen)
+		if err != nil || n == 0 {
+			return err
+		}
+		sent, end, err := sp.move(s, n, fill)
+		if sent > 0 {
+			sp.f.Stats.AddIO(sent, 0)
+		}
+		if end {
+			return err
+		}
+	}
+}
+
+// sendRead sends buffers read from the Source by Next, written into the
+// pipe: one I/O operation per buffer.
+func (sp *spliceSender) sendRead(s *engine.Sender) error {
+	buf := engine.Buffer(sp.f.Spec)
+	for {
+		p, err := s.Next(buf)
+		if err != nil || len(p) == 0 {
+			return err
+		}
+		sent, end, err := sp.move(s, len(p), func(off, max int) (int, error) {
+			for {
+				k, err := unix.Write(sp.p.w, p[off:off+max])
+				sp.syscalls.Add(1)
+				if err == unix.EINTR {
+					continue
+				}
+				if err != nil { // EAGAIN too: the pipe is empty
+					return 0, os.NewSyscallError("write pipe", err)
+				}
+				return k, nil
+			}
+		})
+		if sent > 0 {
+			sp.f.Stats.AddIO(sent, 0)
+		}
+		if end {
+			return err
+		}
+	}
+}
+
+// move sends n bytes through the pipe, as many pipefuls as it takes: it
+// returns how many reached the socket and whether the send is over (the
+// end of the source, the time limit, an error).
+func (sp *spliceSender) move(s *engine.Sender, n int, fill filler) (sent int, end bool, err error) {
+	for sent < n {
+		k, err := fill(sent, min(n-sent, sp.p.cap))
+		if err != nil {
+			return sent, true, err
+		}
+		if k == 0 {
+			return sent, true, nil
+		}
+		moved, err := sp.out(s, k, sent+k < n)
+		sent += moved
+		if err != nil || moved < k {
+			return sent, true, err
+		}
+	}
+	return sent, false, nil
+}
+
+// out splices the k bytes in the pipe to the socket, blocking on the
+// socket; it returns fewer when the time limit ended the send. more says
+// that more of the same buffer follows (SPLICE_F_MORE, as a write(2) of
+// the whole buffer would not push a partial segment).
+func (sp *spliceSender) out(s *engine.Sender, k int, more bool) (int, error) {
+	flags := unix.SPLICE_F_MOVE
+	if more {
+		flags |= unix.SPLICE_F_MORE
+	}
+	moved := 0
+	for moved < k {
+		// Never more than the pipe holds, so only the socket can make
+		// this wait.
+		m, err := unix.Splice(sp.p.r, nil, sp.sock, nil, k-moved, flags)
+		sp.syscalls.Add(1)
+		if err != nil {
+			again, err := retry(sp.f, s, "splice to socket", err)
+			if again {
+				continue
+			}
+			return moved, err
+		}
+		moved += int(m)
+	}
+	return moved, nil
+}
+
+// fromPattern vmsplices the pattern buffer into the pipe: its pages are
+// mapped into the pipe, not copied.
+func (sp *spliceSender) fromPattern(buf []byte) filler {
+	return func(off, max int) (int, error) {
+		for {
+			k, err := unix.Vmsplice(sp.p.w, []unix.Iovec{iovec(buf[off : off+max])}, unix.SPLICE_F_NONBLOCK)
+			sp.syscalls.Add(1)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil { // EAGAIN too: the pipe is empty
+				return 0, os.NewSyscallError("vmsplice", err)
+			}
+			sp.notCopied.Add(int64(k))
+			return k, nil
+		}
+	}
+}
+
+// fromFile splices from a file or pipe into the pipe. A source that can
+// make it wait (a pipe, a device) is spliced from without blocking and
+// waited for in ppoll (Flow.Wait), where cancelling the flow reaches it.
+func (sp *spliceSender) fromFile(file *os.File) (filler, error) {
+	src, err := fileFD(file)
 	if err != nil {
 		return nil, fmt.Errorf("splice: source: %w", err)
 	}
-	facts := engine.FactsOf(f)
-	facts.Notef("spliced from %s", file.Name())
-	var fd int
-	rc.Control(func(u uintptr) { fd = int(u) })
-	return func(max int, empty bool) (int, error) {
-		var n int64
-		var serr error
-		try := func(uintptr) bool {
-			n, serr = unix.Splice(fd, nil, p.w, nil, max, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
-			facts.Add(engine.FactSyscalls, 1)
-			// EAGAIN with our pipe empty: a non-blocking source has
-			// nothing yet, so wait for it; with something in our pipe,
-			// draining it comes first.
-			return serr != unix.EAGAIN || !empty
-		}
-		if err := rc.Read(try); err != nil {
-			return 0, fmt.Errorf("splice: source: %w", err)
-		}
-		switch {
-		case serr == unix.EAGAIN:
-			return 0, errPipeFull
-		case serr == unix.EINVAL:
-			return 0, fmt.Errorf("splice: %s refuses splice (not a file or pipe?): use the readwrite backend", file.Name())
-		case serr != nil:
-			return 0, os.NewSyscallError("splice from source", serr)
-		}
-		facts.Add(engine.FactBytesNotCopied, n)
-		return int(n), nil
-	}, nil
-}
-
-// newCopyFiller reads an io.Reader and writes what it read into the pipe.
-func newCopyFiller(f *engine.Flow, p *pipe) filler {
-	facts := engine.FactsOf(f)
-	facts.Notef("the source is a %T, not a file: copied into the pipe with write(2)", f.Spec.Source)
-	buf := make([]byte, f.Spec.BufLen)
-	var pending []byte
-	return func(max int, _ bool) (int, error) {
-		if len(pending) == 0 {
-			n, err := f.Spec.Source.Read(buf[:min(max, len(buf))])
-			if n == 0 {
-				if err == nil || errors.Is(err, io.EOF) {
-					if err == nil {
-						return 0, errPipeFull // nothing this time; try again
-					}
-					return 0, nil
-				}
-				return 0, fmt.Errorf("read source: %w", err)
-			}
-			pending = buf[:n]
-		}
-		n, err := unix.Write(p.w, pending[:min(max, len(pending))])
-		facts.Add(engine.FactSyscalls, 1)
-		if err == unix.EAGAIN {
-			return 0, errPipeFull
-		}
-		if err != nil {
-			return 0, os.NewSyscallError("write pipe", err)
-		}
-		pending = pending[n:]
-		return n, nil
+	st, err := file.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("splice: source: %w", err)
 	}
-}
-
-func iovec(b []byte) unix.Iovec {
-	v := unix.Iovec{Base: &b[0]}
-	v.SetLen(len(b))
-	return v
+	pollable := !st.Mode().IsRegular()
+	flags := unix.SPLICE_F_MOVE
+	if pollable {
+		flags |= unix.SPLICE_F_NONBLOCK
+	}
+	return func(_, max int) (int, error) {
+		for {
+			k, err := unix.Splice(src, nil, sp.p.w, nil, max, flags)
+			sp.syscalls.Add(1)
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err == unix.EAGAIN && pollable:
+				if _, err := sp.f.Wait(src, unix.POLLIN, -1); err != nil {
+					return 0, err
+				}
+				sp.syscalls.Add(1)
+				continue
+			case err == unix.EINVAL:
+				return 0, fmt.Errorf("splice: %s refuses splice (not a file or pipe?): use the readwrite backend", file.Name())
+			case err != nil:
+				return 0, os.NewSyscallError("splice from source", err)
+			}
+			sp.notCopied.Add(k)
+			return int(k), nil
+		}
+	}, nil
 }

@@ -4,21 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/blastnet/blast/engine"
 )
 
-func init() { engine.Register(Trunc{}) }
-
 // Trunc receives with recv(2) and MSG_TRUNC: the kernel discards the data
 // without copying it to user memory and says how much there was. TCP
 // discards up to BufLen bytes per call; UDP discards one datagram per call
-// and learns its real length. It only receives, and only in sink mode:
-// there are no bytes to write to an output or to touch.
+// and learns its real length. Each call blocks on the flow's thread and
+// honours the socket's timeout (SO_RCVTIMEO). It only receives, and only
+// in sink mode: there are no bytes to write to an output or to touch.
 type Trunc struct{}
 
 var _ engine.Backend = Trunc{}
@@ -40,42 +37,41 @@ func (Trunc) Send(context.Context, *engine.Flow) error {
 
 // Recv implements engine.Backend.
 func (Trunc) Recv(ctx context.Context, f *engine.Flow) error {
-	if f.Spec.Sink != nil || f.Spec.Touch {
+	s := f.Spec
+	if s.Sink != nil || s.Touch {
 		return ErrTruncData
 	}
-	return runRecv(ctx, f, func(rc syscall.RawConn) error { return truncLoop(rc, f) })
-}
-
-func truncLoop(rc syscall.RawConn, f *engine.Flow) error {
-	s := f.Spec
-	facts := engine.FactsOf(f)
-	facts.Notef("received data discarded in the kernel (MSG_TRUNC)")
+	fd := f.Sock.FD()
+	syscalls := f.Facts.Counter(engine.FactSyscalls)
+	notCopied := f.Facts.Counter(engine.FactBytesNotCopied)
+	f.Facts.Notef("received data discarded in the kernel (MSG_TRUNC)")
 	udp := s.Protocol == engine.UDP
-	left := limit(s)
-	for left > 0 || left < 0 {
-		n := chunk(s.BufLen, left)
-		if udp {
+	left := int64(-1)
+	if s.Bytes > 0 && !udp {
+		left = s.Bytes
+	}
+	for left != 0 {
+		n := s.BufLen
+		switch {
+		case udp:
 			n = 0 // the datagram's length comes back all the same
+		case left > 0 && left < int64(n):
+			n = int(left)
 		}
-		var k int
-		var rerr error
-		err := rc.Read(func(fd uintptr) bool {
-			k, rerr = recvTrunc(int(fd), n)
-			facts.Add(engine.FactSyscalls, 1)
-			return rerr != unix.EAGAIN
-		})
-		if err != nil {
-			return err
-		}
-		if rerr != nil {
+		k, err := recvTrunc(fd, n)
+		syscalls.Add(1)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil && f.Cancelled():
+			return engine.ErrCancelled
+		case err != nil:
 			f.Stats.AddError()
-			return os.NewSyscallError("recv", rerr)
-		}
-		if k == 0 && !udp {
-			f.Stats.AddCall() // the call that saw EOF
+			return engine.IOErr("recv", err)
+		case k == 0 && !udp || f.Cancelled():
+			f.Stats.AddCall() // the call that saw EOF (or the shutdown)
 			return nil
-		}
-		if udp && k <= s.SentinelMax {
+		case udp && k <= s.SentinelMax:
 			f.Stats.AddCall()
 			return nil
 		}
@@ -84,7 +80,7 @@ func truncLoop(rc syscall.RawConn, f *engine.Flow) error {
 			dg = 1
 		}
 		f.Stats.AddIO(k, dg)
-		facts.Add(engine.FactBytesNotCopied, int64(k))
+		notCopied.Add(int64(k))
 		if left > 0 {
 			left -= int64(k)
 		}
@@ -92,7 +88,8 @@ func truncLoop(rc syscall.RawConn, f *engine.Flow) error {
 	return nil
 }
 
-// recvTrunc is recv(fd, NULL, n, MSG_TRUNC): no buffer at all.
+// recvTrunc is recv(fd, NULL, n, MSG_TRUNC): no buffer at all. It blocks
+// (Syscall6 tells the runtime so).
 func recvTrunc(fd, n int) (int, error) {
 	r, _, errno := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), 0, uintptr(n), unix.MSG_TRUNC, 0, 0)
 	if errno != 0 {

@@ -1,7 +1,6 @@
 package sockets_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"testing"
@@ -12,7 +11,7 @@ import (
 )
 
 func TestTruncConformance(t *testing.T) {
-	enginetest.Run(t, backend(t, "trunc", engine.Options{}), enginetest.Caps{TCPRecv: true, UDPRecv: true})
+	enginetest.Run(t, sockets.Trunc{}, enginetest.Caps{TCPRecv: true, UDPRecv: true, Timeout: true})
 }
 
 func TestTruncRefusesData(t *testing.T) {
@@ -20,9 +19,9 @@ func TestTruncRefusesData(t *testing.T) {
 		{BufLen: 100, Sink: io.Discard},
 		{BufLen: 100, Touch: true},
 	} {
-		mine, _ := loopbackTCP(t)
-		f := &engine.Flow{Conn: mine, Spec: spec, Stats: &engine.Counters{}}
-		err := backend(t, "trunc", engine.Options{}).Recv(context.Background(), f)
+		mine, _ := tcpPair(t)
+		f := &engine.Flow{Sock: mine, Spec: spec, Stats: &engine.Counters{}}
+		err := run(t, sockets.Trunc{}, f, false)
 		if !errors.Is(err, sockets.ErrTruncData) {
 			t.Errorf("recv with sink %v touch %v: got %v, want ErrTruncData", spec.Sink != nil, spec.Touch, err)
 		}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -15,14 +15,18 @@ import (
 	"github.com/blastnet/blast/engine"
 )
 
-func init() { engine.Register(ZeroCopy{}) }
-
 // ZeroCopy sends with SO_ZEROCOPY and MSG_ZEROCOPY: the kernel sends from
 // the user's pages instead of copying them, and says on the socket's error
 // queue when it is done with each send and whether it had to copy after all
 // (SO_EE_CODE_ZEROCOPY_COPIED: always on loopback and veth, where the data
 // is delivered locally). A buffer is reused only after the completion of
 // every send that used it. It only sends, TCP or UDP.
+//
+// The sends block on the flow's thread like write(2). Completions are read
+// from the error queue without waiting (recvmsg with MSG_ERRQUEUE and
+// MSG_DONTWAIT) whenever no buffer is free; when none has come yet, the
+// flow waits for one in ppoll on the socket's POLLERR and the flow's
+// eventfd (Flow.Wait), in slices that let a time limit end the send.
 //
 // The buffers are an anonymous mapping, not Go memory: if a flow ends with
 // sends still in flight (a peer that stopped reading, a cancelled context)
@@ -57,24 +61,22 @@ func enableZeroCopy(fd int) error {
 }
 
 // Recv implements engine.Backend: zerocopy only sends.
-func (b ZeroCopy) Recv(context.Context, *engine.Flow) error { return sendOnly(b.Name()) }
+func (b ZeroCopy) Recv(context.Context, *engine.Flow) error { return engine.SendOnly(b.Name()) }
 
-// drainWait bounds the wait for outstanding completions at the end of a
-// flow that was not cancelled.
-const drainWait = 2 * time.Second
+const (
+	// drainWait bounds the wait for outstanding completions at the end of
+	// a flow that was not cancelled.
+	drainWait = 2 * time.Second
+	// waitSlice bounds one wait for completions, so that a time-limited
+	// send looks at its time limit this often while none comes.
+	waitSlice = 50 * time.Millisecond
+)
 
 // Send implements engine.Backend.
 func (b ZeroCopy) Send(ctx context.Context, f *engine.Flow) error {
-	rc, err := rawConn(f)
-	if err != nil {
+	fd := f.Sock.FD()
+	if err := enableZeroCopy(fd); err != nil {
 		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = enableZeroCopy(int(fd)) }); err != nil {
-		return err
-	}
-	if serr != nil {
-		return serr
 	}
 	nbuf := zcBuffers(f)
 	stride := f.Spec.BufLen
@@ -88,7 +90,12 @@ func (b ZeroCopy) Send(ctx context.Context, f *engine.Flow) error {
 		return os.NewSyscallError("mmap", err)
 	}
 	defer unix.Munmap(mem)
-	z := &zcSender{f: f, facts: engine.FactsOf(f), book: newZCBook(nbuf), oob: make([]byte, 512)}
+	z := &zcSender{f: f, fd: fd, book: newZCBook(nbuf),
+		syscalls:  f.Facts.Counter(engine.FactSyscalls),
+		zc:        f.Facts.Counter(engine.FactZeroCopySends),
+		copied:    f.Facts.Counter(engine.FactCopiedSends),
+		notCopied: f.Facts.Counter(engine.FactBytesNotCopied),
+	}
 	z.bufs = make([][]byte, nbuf)
 	for i := range z.bufs {
 		z.bufs[i] = mem[i*stride : i*stride+f.Spec.BufLen : i*stride+f.Spec.BufLen]
@@ -96,23 +103,21 @@ func (b ZeroCopy) Send(ctx context.Context, f *engine.Flow) error {
 			engine.Pattern(z.bufs[i])
 		}
 	}
-	err = runSend(ctx, f, func(rc syscall.RawConn) error {
-		err := z.loop(ctx, rc)
-		if err == nil || (f.Spec.Duration > 0 && errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil) {
-			// A clean end: give the kernel a moment to hand back
-			// what it still holds, so the facts are complete.
-			f.Conn.SetWriteDeadline(time.Now().Add(drainWait))
-			if ctx.Err() != nil {
-				f.Conn.SetDeadline(time.Unix(1, 0)) // lost a race with the cancel
-			}
-			if derr := z.drain(rc); derr != nil && !errors.Is(derr, os.ErrDeadlineExceeded) && err == nil {
-				err = derr
-			}
+	err = z.loop(engine.NewSender(f))
+	if err == nil && !f.Cancelled() {
+		// A clean end (the limit, the time, the Source's end): give the
+		// kernel a moment to hand back what it still holds, so that the
+		// facts are complete.
+		if derr := z.drain(drainWait); derr != nil && !errors.Is(derr, engine.ErrCancelled) {
+			err = derr
 		}
-		return err
-	})
-	z.reap(rc) // whatever came in meanwhile
+	}
+	z.reap() // whatever came in meanwhile
 	z.publish()
+	f.Facts.Set(engine.FactPending, int64(z.book.pending()))
+	if z.book.bogus > 0 {
+		f.Facts.Set("zerocopy_unknown_completions", z.book.bogus)
+	}
 	return err
 }
 
@@ -120,10 +125,8 @@ func (b ZeroCopy) Send(ctx context.Context, f *engine.Flow) error {
 // send buffer with a few to spare, between 4 and 1024, at most 64 MiB.
 func zcBuffers(f *engine.Flow) int {
 	sndbuf := 4 << 20
-	if sc, ok := f.Conn.(syscall.Conn); ok {
-		if n, err := BufSize(sc, true); err == nil && n > 0 {
-			sndbuf = n
-		}
+	if n, err := f.Sock.BufSize(true); err == nil && n > 0 {
+		sndbuf = n
 	}
 	n := sndbuf/f.Spec.BufLen + 4
 	n = min(max(n, 4), 1024)
@@ -135,150 +138,188 @@ func zcBuffers(f *engine.Flow) int {
 
 type zcSender struct {
 	f     *engine.Flow
-	facts *engine.Facts
+	fd    int
 	book  *zcBook
 	bufs  [][]byte
-	oob   []byte
+	oob   [512]byte
+	dummy [1]byte // recvmsg's data buffer: with none, x/sys/unix asks the socket's type first
 	noted bool
+
+	syscalls, zc, copied, notCopied *atomic.Int64
 }
 
-func (z *zcSender) loop(ctx context.Context, rc syscall.RawConn) error {
-	s := z.f.Spec
-	pacer := engine.NewPacer(s.Rate)
-	udp := s.Protocol == engine.UDP
-	left := limit(s)
-	for left != 0 {
-		b, err := z.take(rc)
-		if err != nil {
+func (z *zcSender) loop(s *engine.Sender) error {
+	udp := z.f.Spec.Protocol == engine.UDP
+	for {
+		b, err := z.take(s)
+		if err != nil || b < 0 {
 			return err
 		}
-		n := chunk(s.BufLen, left)
-		if s.Source != nil {
-			n, err = s.Source.Read(z.bufs[b][:n])
-			if n == 0 {
-				z.book.release(b)
-				if err == nil {
-					continue
-				}
-				if errors.Is(err, io.EOF) {
-					return nil
-				}
-				return fmt.Errorf("read source: %w", err)
-			}
+		var p []byte
+		if s.Source() {
+			p, err = s.Next(z.bufs[b])
+		} else {
+			var n int
+			n, err = s.Take(len(z.bufs[b]))
+			p = z.bufs[b][:n]
 		}
-		if err := pacer.Wait(ctx, n); err != nil {
+		if err != nil || len(p) == 0 {
 			z.book.release(b)
 			return err
 		}
-		err = z.send(rc, b, z.bufs[b][:n], udp)
+		end, err := z.send(s, b, p, udp)
 		z.book.release(b)
-		if err != nil {
+		if end {
 			return err
 		}
-		if left > 0 {
-			left -= int64(n)
-		}
 	}
-	return nil
 }
 
-// take returns a free buffer, waiting for completions when there is none.
-func (z *zcSender) take(rc syscall.RawConn) (int, error) {
-	if b, ok := z.book.take(); ok {
-		return b, nil
+// take returns a free buffer, waiting for completions while there is
+// none; -1 when the time limit ended the send meanwhile.
+func (z *zcSender) take(s *engine.Sender) (int, error) {
+	for {
+		if b, ok := z.book.take(); ok {
+			return b, nil
+		}
+		got, err := z.await(s)
+		if err != nil || !got {
+			return -1, err
+		}
 	}
-	var b int
-	var ok bool
-	var rerr error
-	// EPOLLERR (a completion queued) wakes writers in Go's poller; a
-	// reader would see "not pollable".
-	err := rc.Write(func(fd uintptr) bool {
-		rerr = z.reapFD(int(fd))
-		b, ok = z.book.take()
-		return ok || rerr != nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return b, rerr
 }
 
-// send sends p, from buffer b, with as many MSG_ZEROCOPY calls as it takes.
-func (z *zcSender) send(rc syscall.RawConn, b int, p []byte, udp bool) error {
-	c := z.f.Stats
-	for len(p) > 0 {
-		var n int
-		var werr error
-		err := rc.Write(func(fd uintptr) bool {
-			n, werr = unix.SendmsgN(int(fd), p, nil, nil, unix.MSG_ZEROCOPY)
-			z.facts.Add(engine.FactSyscalls, 1)
-			if werr == unix.EAGAIN || werr == unix.ENOBUFS {
-				// Completions free memory (optmem, locked pages):
-				// read them, and wait if none are ready.
-				if z.reapFD(int(fd)) == nil && werr == unix.ENOBUFS && z.book.pending() == 0 {
-					return true
-				}
-				return false
-			}
-			return true
-		})
-		if err != nil {
-			return err
-		}
-		if werr == unix.ENOBUFS {
-			c.AddError()
+// send sends p, from buffer b, with as many MSG_ZEROCOPY calls as it takes
+// (a datagram: one), as one I/O operation. end says that the send is over:
+// the time limit ended it, or err.
+func (z *zcSender) send(s *engine.Sender, b int, p []byte, udp bool) (end bool, err error) {
+	sent := 0
+	for sent < len(p) {
+		n, serr := unix.SendmsgN(z.fd, p[sent:], nil, nil, unix.MSG_ZEROCOPY|unix.MSG_NOSIGNAL)
+		z.syscalls.Add(1)
+		if serr == nil {
+			z.book.sent(b, n)
+			sent += n
 			if udp {
-				time.Sleep(18 * time.Millisecond) // ttcp's pause for a full queue
-				continue
+				break
 			}
-			return fmt.Errorf("send with MSG_ZEROCOPY: %w (no send in flight: raise net.core.optmem_max or RLIMIT_MEMLOCK)", os.NewSyscallError("sendmsg", werr))
+			continue
 		}
-		if werr != nil {
-			c.AddError()
-			return os.NewSyscallError("sendmsg", werr)
+		if serr == unix.ENOBUFS && z.book.pending() > 0 {
+			// Completions free what the kernel ran out of (option
+			// memory, locked pages): wait for some, send again.
+			got, werr := z.await(s)
+			if werr != nil || !got {
+				end, err = true, werr
+				break
+			}
+			continue
 		}
+		again, rerr := retry(z.f, s, "sendmsg MSG_ZEROCOPY", serr)
+		if again {
+			continue
+		}
+		if rerr != nil && serr == unix.ENOBUFS {
+			rerr = fmt.Errorf("%w (no send in flight: raise net.core.optmem_max or RLIMIT_MEMLOCK)", rerr)
+		}
+		end, err = true, rerr
+		break
+	}
+	if sent > 0 {
 		dg := 0
 		if udp {
 			dg = 1
 		}
-		c.AddIO(n, dg)
-		z.book.sent(b, n)
-		p = p[n:]
+		z.f.Stats.AddIO(sent, dg)
+	}
+	return end, err
+}
+
+// await reads completions, waiting for them when none is ready: true once
+// some came, false when the time limit ended the send while none did.
+func (z *zcSender) await(s *engine.Sender) (bool, error) {
+	if got, err := z.reap(); err != nil || got {
+		return got, err
+	}
+	for {
+		got, err := z.wait(waitSlice)
+		if err != nil || got {
+			return got, err
+		}
+		// A slice without completions: the same question as a write
+		// that timed out, whether time remains.
+		if again, rerr := s.Retry(engine.ErrTimeout); !again && rerr == nil {
+			return false, nil
+		}
+	}
+}
+
+// drain waits up to d until every send has completed.
+func (z *zcSender) drain(d time.Duration) error {
+	deadline := time.Now().Add(d)
+	if _, err := z.reap(); err != nil {
+		return err
+	}
+	for z.book.pending() > 0 {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil
+		}
+		if _, err := z.wait(left); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// drain waits until every send has completed (or the deadline passes).
-func (z *zcSender) drain(rc syscall.RawConn) error {
-	if z.book.pending() == 0 {
-		return nil
+// wait waits up to d for completions in ppoll (the socket's POLLERR and
+// the flow's eventfd) and reads them: it says whether any came.
+func (z *zcSender) wait(d time.Duration) (bool, error) {
+	rev, err := z.f.Wait(z.fd, unix.POLLERR, d)
+	z.syscalls.Add(1)
+	if err != nil || rev == 0 {
+		return false, err
 	}
-	var rerr error
-	err := rc.Write(func(fd uintptr) bool {
-		rerr = z.reapFD(int(fd))
-		return z.book.pending() == 0 || rerr != nil
-	})
-	return errors.Join(err, rerr)
+	got, err := z.reap()
+	if err != nil || got {
+		return got, err
+	}
+	// Woken without a completion: the socket failed or closed.
+	soerr, err := unix.GetsockoptInt(z.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	z.syscalls.Add(1)
+	if err == nil && soerr != 0 {
+		return false, fmt.Errorf("zerocopy: waiting for completions: %w", syscall.Errno(soerr))
+	}
+	if rev&(unix.POLLHUP|unix.POLLNVAL) != 0 {
+		return false, fmt.Errorf("zerocopy: the socket closed with %d sends in flight", z.book.pending())
+	}
+	return false, nil
 }
 
-func (z *zcSender) reap(rc syscall.RawConn) {
-	rc.Control(func(fd uintptr) { z.reapFD(int(fd)) })
-}
-
-// reapFD reads every completion on the error queue without blocking.
-func (z *zcSender) reapFD(fd int) error {
+// reap reads every completion on the error queue without waiting
+// (MSG_DONTWAIT on the blocking socket) and says whether there was any.
+func (z *zcSender) reap() (bool, error) {
+	got := false
+	defer func() {
+		if got {
+			z.publish()
+		}
+	}()
 	for {
-		_, oobn, _, _, err := unix.Recvmsg(fd, nil, z.oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
-		z.facts.Add(engine.FactSyscalls, 1)
-		if err == unix.EAGAIN || err == unix.EINTR {
-			return nil
+		_, oobn, _, _, err := unix.Recvmsg(z.fd, z.dummy[:], z.oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+		z.syscalls.Add(1)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return got, nil
+		case err != nil:
+			return got, os.NewSyscallError("recvmsg MSG_ERRQUEUE", err)
 		}
-		if err != nil {
-			return os.NewSyscallError("recvmsg MSG_ERRQUEUE", err)
-		}
+		got = true
 		msgs, err := unix.ParseSocketControlMessage(z.oob[:oobn])
 		if err != nil {
-			return fmt.Errorf("zerocopy: parse completion: %w", err)
+			return got, fmt.Errorf("zerocopy: parse completion: %w", err)
 		}
 		for _, m := range msgs {
 			if !(m.Header.Level == unix.SOL_IP && m.Header.Type == unix.IP_RECVERR) &&
@@ -291,29 +332,25 @@ func (z *zcSender) reapFD(fd int) error {
 			ee := *(*unix.SockExtendedErr)(unsafe.Pointer(&m.Data[0]))
 			if ee.Origin != unix.SO_EE_ORIGIN_ZEROCOPY {
 				if ee.Errno != 0 {
-					return fmt.Errorf("zerocopy: error queue: %w", syscall.Errno(ee.Errno))
+					return got, fmt.Errorf("zerocopy: error queue: %w", syscall.Errno(ee.Errno))
 				}
 				continue
 			}
 			copied := ee.Code&unix.SO_EE_CODE_ZEROCOPY_COPIED != 0
 			if copied && !z.noted {
 				z.noted = true
-				z.facts.Notef("the kernel copied zero-copy sends (SO_EE_CODE_ZEROCOPY_COPIED: loopback, veth or a device without scatter-gather)")
+				z.f.Facts.Notef("the kernel copied zero-copy sends (SO_EE_CODE_ZEROCOPY_COPIED: loopback, veth or a device without scatter-gather)")
 			}
 			z.book.complete(ee.Info, ee.Data, copied)
 		}
 	}
 }
 
+// publish brings the facts up to date with the book.
 func (z *zcSender) publish() {
-	b := z.book
-	z.facts.Set(engine.FactZeroCopySends, b.zc)
-	z.facts.Set(engine.FactCopiedSends, b.copied)
-	z.facts.Set(engine.FactBytesNotCopied, b.zcBytes)
-	z.facts.Set(engine.FactPending, int64(b.pending()))
-	if b.bogus > 0 {
-		z.facts.Set("zerocopy_unknown_completions", b.bogus)
-	}
+	z.zc.Store(z.book.zc)
+	z.copied.Store(z.book.copied)
+	z.notCopied.Store(z.book.zcBytes)
 }
 
 // zcBook keeps the accounts of MSG_ZEROCOPY sends: which buffer each send
