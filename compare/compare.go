@@ -19,7 +19,6 @@ import (
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/report"
 )
 
 // Config is one comparison.
@@ -251,7 +250,7 @@ func runCase(ctx context.Context, cfg Config, lab *netlab.Lab, c Case) Row {
 	// thread's clock does not see: that end's CPU is unknown, not zero.
 	row.TxCPUUnknown = tf.Counts[engine.FactOwnThreads] > 0
 	row.RxCPUUnknown = rf.Counts[engine.FactOwnThreads] > 0
-	row.TxCPU, row.RxCPU = cpuOf(txFlow.CPU), cpuOf(rxFlow.CPU)
+	row.TxCPU, row.RxCPU = flowCPU(txFlow.CPU), flowCPU(rxFlow.CPU)
 	if rs.Bytes > 0 && !row.TxCPUUnknown && !row.RxCPUUnknown {
 		row.CPUPerGB = (row.TxCPU.Total() + row.RxCPU.Total()) / (float64(rs.Bytes) / 1e9)
 	}
@@ -267,8 +266,8 @@ func backend(name, opts string) (engine.Backend, error) {
 	return b, err
 }
 
-// cpuOf converts the engine's CPU times to the row's seconds.
-func cpuOf(c engine.CPUTimes) CPU {
+// flowCPU converts the engine's CPU times to the row's seconds.
+func flowCPU(c engine.CPUTimes) CPU {
 	return CPU{User: c.User.Seconds(), Sys: c.System.Seconds()}
 }
 

@@ -1,7 +1,6 @@
 package ttcp
 
 import (
-	"net"
 	"net/netip"
 	"strings"
 
@@ -18,15 +17,14 @@ type nicWatch struct {
 	err   error
 }
 
-func watchNIC(device string, peer net.Addr) *nicWatch {
+func watchNIC(device string, peer netip.AddrPort) *nicWatch {
 	w := &nicWatch{}
 	name := device
 	if name == "" {
-		addr, ok := peerAddr(peer)
-		if !ok {
+		if !peer.IsValid() {
 			return nil
 		}
-		rt, err := nicinfo.InterfaceFor(addr)
+		rt, err := nicinfo.InterfaceFor(peer.Addr().Unmap())
 		if err != nil {
 			w.err = err
 			return w
@@ -61,18 +59,4 @@ func (w *nicWatch) lines(prefix string, goodputBps float64) []string {
 		return []string{prefix + "nic: " + err.Error()}
 	}
 	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-}
-
-func peerAddr(a net.Addr) (netip.Addr, bool) {
-	var ip net.IP
-	switch a := a.(type) {
-	case *net.TCPAddr:
-		ip = a.IP
-	case *net.UDPAddr:
-		ip = a.IP
-	default:
-		return netip.Addr{}, false
-	}
-	addr, ok := netip.AddrFromSlice(ip)
-	return addr.Unmap(), ok
 }

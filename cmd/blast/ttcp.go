@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/ttcp"
 )
 

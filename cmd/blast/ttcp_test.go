@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/ttcp"
 )
 
@@ -151,7 +150,7 @@ func TestTTCPFileFlag(t *testing.T) {
 		want.Transmit, want.Host, want.File = true, "h", file
 		want.Backend, _, _ = strings.Cut(backend, ":")
 		if strings.Contains(backend, "file=") {
-			want.BackendOpts.File = file
+			want.BackendOpts = "file=" + file
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s: config (-want +got):\n%s", backend, diff)
