@@ -258,6 +258,7 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 	}
 	cl.res = res
 	cl.sess = &session{res: res, backend: cl.backend, rxBackend: cl.rxBackend, rxAuto: cfg.RxBackend == "", interval: cfg.Interval, omit: cfg.Omit, onInterval: cfg.OnInterval}
+	defer cl.sess.closeAll() // the data streams, on every path (closing twice is harmless)
 	if _, err := ctrl.Write(cl.cookie[:]); err != nil {
 		return nil, fmt.Errorf("send cookie to %s: %w", addr, err)
 	}

@@ -3,6 +3,7 @@ package control
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/blastnet/blast/engine"
 )
@@ -21,9 +22,9 @@ func peerOptions(tx, rx engine.Backend, bp *BlastParams, res *Result) (engine.Ba
 		if opts == "" {
 			return b
 		}
-		o, err := engine.ParseOptions(b.Name(), engine.OptionsOf(b), opts)
-		if err == nil && o.Has("file") {
-			err = errPeerFile
+		var err error
+		if names(opts)["file"] {
+			err = errPeerFile // whatever the backend, and before parsing
 		}
 		var c engine.Backend
 		if err == nil {
@@ -49,4 +50,14 @@ func peerOptions(tx, rx engine.Backend, bp *BlastParams, res *Result) (engine.Ba
 		rx = configure(rx, bp.RxBackendOptions, "receive")
 	}
 	return tx, rx
+}
+
+// names are the option names written in opts ("batch=4,gso": batch, gso).
+func names(opts string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Split(opts, ",") {
+		n, _, _ := strings.Cut(strings.TrimSpace(w), "=")
+		m[n] = true
+	}
+	return m
 }

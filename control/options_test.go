@@ -23,7 +23,7 @@ func TestPeerOptions(t *testing.T) {
 		{"none", BlastParams{}, ""},
 		{"file", BlastParams{BackendOptions: "file=/etc/shadow"}, "a client cannot name a file on the server"},
 		{"unknown to the backend", BlastParams{RxBackendOptions: "multishot"}, "the server cannot receive with readwrite"},
-		{"unparsable", BlastParams{BackendOptions: "bogus"}, "unknown backend option"},
+		{"unparsable", BlastParams{BackendOptions: "bogus"}, "backend readwrite takes no options (given: bogus)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := &Result{}

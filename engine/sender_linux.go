@@ -199,6 +199,7 @@ func WriteAll(s *Sender, fd int, p []byte) error {
 	udp := f.Spec.Protocol == UDP
 	total := len(p)
 	partial := 0
+	var werr error
 	for len(p) > 0 {
 		n, err := unix.SendmsgN(fd, p, nil, nil, unix.MSG_NOSIGNAL)
 		s.syscalls.Add(1)
@@ -207,11 +208,11 @@ func WriteAll(s *Sender, fd int, p []byte) error {
 			if again {
 				continue
 			}
-			if rerr == nil {
-				break // the time limit ended the send mid-buffer
+			if rerr != nil {
+				f.Stats.AddError()
+				werr = ioErr("write", rerr)
 			}
-			f.Stats.AddError()
-			return ioErr("write", rerr)
+			break // failed, or the time limit ended the send mid-buffer
 		}
 		p = p[n:]
 		if udp {
@@ -221,6 +222,8 @@ func WriteAll(s *Sender, fd int, p []byte) error {
 			partial++
 		}
 	}
+	// What the kernel took is counted, also when the buffer then failed:
+	// the peer will count it.
 	if sent := total - len(p); sent > 0 {
 		dg := 0
 		if udp {
@@ -231,5 +234,5 @@ func WriteAll(s *Sender, fd int, p []byte) error {
 	if partial > 0 {
 		f.Facts.Add(FactPartialWrites, int64(partial))
 	}
-	return nil
+	return werr
 }
