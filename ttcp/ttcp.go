@@ -121,11 +121,6 @@ func (c *Config) Validate() error {
 	if err != nil {
 		return usagef("--backend: %v", err)
 	}
-	if c.File != "" {
-		if err := c.validateFile(); err != nil {
-			return err
-		}
-	}
 	o, err := engine.ParseOptions(b.Name(), engine.OptionsOf(b), c.BackendOpts)
 	if err != nil {
 		return usagef("--backend: %v", err)
@@ -135,6 +130,11 @@ func (c *Config) Validate() error {
 	}
 	if c.File != "" && o.Has("file") && o.Text("file") != c.File {
 		return usagef("-F %s and --backend %s:file=%s conflict: name the file once", c.File, c.Backend, o.Text("file"))
+	}
+	if c.File != "" {
+		if err := c.validateFile(); err != nil {
+			return err
+		}
 	}
 	if _, _, err := engine.Configure(b, c.options()); err != nil {
 		return usagef("--backend: %v", err)

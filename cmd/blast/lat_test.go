@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestLatFlags(t *testing.T) {
 			}
 			want := def
 			tc.want(&want)
-			if diff := cmp.Diff(want, got); diff != "" || js != tc.json {
+			if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.AddrPort) bool { return a == b })); diff != "" || js != tc.json {
 				t.Errorf("json %v, config (-want +got):\n%s", js, diff)
 			}
 		})
