@@ -660,3 +660,17 @@ func (o SockOpts) Control() func(network, address string, c syscall.RawConn) err
 		return errors.Join(err, serr)
 	}
 }
+
+// ShutdownRead shuts the receiving direction down: a blocked receive
+// returns 0, and sends still work (a UDP goodbye after the last reply).
+func (s *Socket) ShutdownRead() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	if err := unix.Shutdown(s.fd, unix.SHUT_RD); err != nil && err != unix.ENOTCONN {
+		return os.NewSyscallError("shutdown", err)
+	}
+	return nil
+}

@@ -59,3 +59,4 @@ func (o SockOpts) Control() func(string, string, syscall.RawConn) error {
 	return func(string, string, syscall.RawConn) error { return errOS }
 }
 func (s *Socket) Apply(SockOpts) error { return errOS }
+func (s *Socket) ShutdownRead() error  { return nil }

@@ -193,7 +193,7 @@ func dial(ctx context.Context, cfg Config) (roundTripper, *Result, error) {
 	}
 	res := &Result{Protocol: network, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String(),
 		Size: cfg.Size, Warmup: cfg.Warmup, Timeout: cfg.Timeout}
-	rt, err := newRawFlow(c.(syscallConn), res.Remote, cfg)
+	rt, err := newRawFlow(c, res.Remote, cfg)
 	switch {
 	case err == nil:
 		return rt, res, nil

@@ -3,6 +3,7 @@ package latency
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -13,6 +14,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/blastnet/blast/engine"
 )
 
 // rawSock is a socket taken off the runtime poller: its own descriptor,
@@ -33,45 +36,19 @@ import (
 // at once. The descriptor is closed only by close, after the loop that
 // uses it has returned, so it is never reused under a blocked call.
 type rawSock struct {
+	sock *engine.Socket
 	fd   int
 	shut atomic.Bool // interrupt has run: a 0-byte read means stop
-
-	mu     sync.Mutex // orders interrupt against close
-	closed bool
 }
 
-// syscallConn is the part of net.TCPConn and net.UDPConn detach needs.
-type syscallConn interface {
-	SyscallConn() (syscall.RawConn, error)
-	Close() error
-}
-
-// detach moves c's socket to a rawSock: it duplicates the descriptor,
-// makes it blocking and closes c (the socket lives on in the duplicate).
-// c is closed on every path.
-func detach(c syscallConn) (*rawSock, error) {
-	defer c.Close()
-	rc, err := c.SyscallConn()
+// detach moves c's socket to a rawSock: the engine adopts it (a blocking
+// duplicate no runtime poller sees) and closes c, on every path.
+func detach(c net.Conn) (*rawSock, error) {
+	sock, err := engine.Adopt(c)
 	if err != nil {
 		return nil, err
 	}
-	fd := -1
-	var derr error
-	if err := rc.Control(func(f uintptr) {
-		fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0)
-	}); err != nil {
-		return nil, err
-	}
-	if derr != nil {
-		return nil, os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", derr)
-	}
-	// O_NONBLOCK belongs to the open file, which c shares until the
-	// deferred Close; c does no I/O in between.
-	if err := unix.SetNonblock(fd, false); err != nil {
-		unix.Close(fd)
-		return nil, os.NewSyscallError("fcntl O_NONBLOCK", err)
-	}
-	return &rawSock{fd: fd}, nil
+	return &rawSock{sock: sock, fd: sock.FD()}, nil
 }
 
 // setRecvTimeout bounds each blocking receive (SO_RCVTIMEO; 0: no bound).
@@ -79,20 +56,19 @@ func (s *rawSock) setRecvTimeout(d time.Duration) error {
 	if d > 0 && d < time.Microsecond {
 		d = time.Microsecond // a zero timeval would mean no bound
 	}
-	tv := unix.NsecToTimeval(d.Nanoseconds())
-	if err := unix.SetsockoptTimeval(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		return os.NewSyscallError("setsockopt SO_RCVTIMEO", err)
-	}
-	return nil
+	return s.timeout(unix.SO_RCVTIMEO, d)
 }
 
 // setSendTimeout bounds each blocking send (SO_SNDTIMEO).
 func (s *rawSock) setSendTimeout(d time.Duration) error {
-	tv := unix.NsecToTimeval(max(d, time.Microsecond).Nanoseconds())
-	if err := unix.SetsockoptTimeval(s.fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
-		return os.NewSyscallError("setsockopt SO_SNDTIMEO", err)
-	}
-	return nil
+	return s.timeout(unix.SO_SNDTIMEO, max(d, time.Microsecond))
+}
+
+func (s *rawSock) timeout(opt int, d time.Duration) error {
+	tv := unix.NsecToTimeval(d.Nanoseconds())
+	return s.sock.Control(func(fd int) error {
+		return os.NewSyscallError("setsockopt", unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, opt, &tv))
+	})
 }
 
 // interrupt wakes a receive blocked on s, from any goroutine: the
@@ -100,27 +76,16 @@ func (s *rawSock) setSendTimeout(d time.Duration) error {
 // still work: a UDP client's goodbye) or unix.SHUT_RDWR (a blocked TCP
 // send wakes too).
 func (s *rawSock) interrupt(how int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	s.shut.Store(true)
+	if how == unix.SHUT_RD {
+		s.sock.ShutdownRead()
 		return
 	}
-	s.shut.Store(true)
-	// An unconnected UDP socket answers ENOTCONN but is shut down all
-	// the same (its receivers are woken).
-	unix.Shutdown(s.fd, how)
+	s.sock.Shutdown()
 }
 
 // close releases the descriptor; call it once the loop using s is done.
-func (s *rawSock) close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	return os.NewSyscallError("close", unix.Close(s.fd))
-}
+func (s *rawSock) close() error { return s.sock.Close() }
 
 // recv is recvfrom(2) without the source address; flags 0 blocks.
 func (s *rawSock) recv(p []byte, flags int) (int, syscall.Errno) {
@@ -365,7 +330,7 @@ func (u *rawUDPFlow) close() error {
 }
 
 // newRawFlow puts a dialled flow on a rawSock; c is closed either way.
-func newRawFlow(c syscallConn, addr string, cfg Config) (roundTripper, error) {
+func newRawFlow(c net.Conn, addr string, cfg Config) (roundTripper, error) {
 	s, err := detach(c)
 	if err != nil {
 		return nil, fmt.Errorf("take the socket off the runtime poller: %w", err)

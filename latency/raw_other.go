@@ -4,6 +4,7 @@ package latency
 
 import (
 	"fmt"
+	"net"
 
 	"github.com/blastnet/blast/engine"
 )
@@ -12,11 +13,9 @@ import (
 // flows stay on the poller.
 type rawSock struct{}
 
-type syscallConn interface{ Close() error }
-
 var errNoRaw = fmt.Errorf("latency: blocking sockets off the runtime poller: %w on this OS", engine.ErrNotSupported)
 
-func detach(syscallConn) (*rawSock, error) { return nil, errNoRaw }
+func detach(c net.Conn) (*rawSock, error) { c.Close(); return nil, errNoRaw }
 
 func (*rawSock) interrupt(int) {}
 func (*rawSock) close() error  { return nil }
@@ -26,7 +25,10 @@ const (
 	shutRDWR = 0
 )
 
-func newRawFlow(syscallConn, string, Config) (roundTripper, error) { return nil, errNoRaw }
+func newRawFlow(c net.Conn, _ string, _ Config) (roundTripper, error) {
+	c.Close()
+	return nil, errNoRaw
+}
 
 func echoRaw(*rawSock) (int64, error) { return 0, errNoRaw }
 

@@ -176,7 +176,7 @@ func (s *Server) acceptLoop(wg *sync.WaitGroup) error {
 			echo                             = func() (int64, error) { return echoTCP(c) }
 			release                          = c.Close
 		)
-		if rs, err := detach(c.(syscallConn)); err == nil {
+		if rs, err := detach(c); err == nil {
 			stop, echo, release = rawConn{rs}, func() (int64, error) { return echoRaw(rs) }, rs.close
 		} else if !errors.Is(err, engine.ErrNotSupported) {
 			fmt.Fprintf(s.log, "blast lat: tcp %s: take the socket off the runtime poller: %v\n", remote, err)
