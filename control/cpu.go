@@ -1,8 +1,9 @@
 package control
 
 import (
-	"syscall"
 	"time"
+
+	"github.com/blastnet/blast/engine"
 )
 
 // CPUUtil is the CPU the process used over a test, in percent of one CPU
@@ -19,30 +20,20 @@ type CPUUtil struct {
 // whole process: a server running several tests at once reports what all
 // of them used.
 type cpuMeter struct {
-	wall      time.Time
-	user, sys time.Duration
+	wall time.Time
+	cpu  engine.CPUTimes
 }
 
 func startCPU() cpuMeter {
-	u, s := rusage()
-	return cpuMeter{wall: time.Now(), user: u, sys: s}
+	return cpuMeter{wall: time.Now(), cpu: engine.ProcessCPU()}
 }
 
 func (m cpuMeter) read() CPUUtil {
-	u, s := rusage()
+	d := engine.ProcessCPU().Sub(m.cpu)
 	wall := time.Since(m.wall)
 	if wall <= 0 {
 		return CPUUtil{}
 	}
-	du, ds := u-m.user, s-m.sys
 	pct := func(d time.Duration) float64 { return 100 * float64(d) / float64(wall) }
-	return CPUUtil{Total: pct(du + ds), User: pct(du), System: pct(ds), UserSeconds: du.Seconds(), SystemSeconds: ds.Seconds()}
-}
-
-func rusage() (user, sys time.Duration) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, 0
-	}
-	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+	return CPUUtil{Total: pct(d.Total()), User: pct(d.User), System: pct(d.System), UserSeconds: d.User.Seconds(), SystemSeconds: d.System.Seconds()}
 }
