@@ -30,7 +30,8 @@ deps: ## install the Debian packages the tests need (as root, when missing)
 	fi
 	$(GO) mod download
 
-vet: ## go vet, for Linux and for another OS (the _other.go stubs)
+vet: ## go.mod tidy, go vet for Linux and for another OS
+	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit the result"; exit 1; }
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./...
 
