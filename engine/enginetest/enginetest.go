@@ -144,6 +144,24 @@ func RunWith(t *testing.T, b engine.Backend, caps Caps, p Pairs) {
 		}
 		testDuration(t, b)
 	})
+	t.Run("udp/cancel/recv", func(t *testing.T) {
+		if !caps.UDPRecv {
+			t.Skip("backend does not receive UDP")
+		}
+		testUDPCancel(t, b, p.UDP)
+	})
+	t.Run("udp/timeout/recv", func(t *testing.T) {
+		if !caps.UDPRecv || !caps.Timeout {
+			t.Skip("backend does not honour socket timeouts on UDP receive")
+		}
+		testUDPTimeout(t, b, p.UDP)
+	})
+	t.Run("udp/duration", func(t *testing.T) {
+		if !caps.UDPSend {
+			t.Skip("backend does not send UDP")
+		}
+		testUDPDuration(t, b, caps, p.UDP)
+	})
 
 	// Leaks: everything the subtests opened is closed by now. Threads end
 	// with their flows, a little after Run returns; wait for them to go.
@@ -486,6 +504,88 @@ func testDuration(t *testing.T, b engine.Backend) {
 	s := f.Stats.Snapshot()
 	if g := <-got; g != s.Bytes || g == 0 {
 		t.Errorf("peer received %d bytes, counters say %d sent (want equal and non-zero)", g, s.Bytes)
+	}
+}
+
+// testUDPCancel cancels a UDP receive that waits for datagrams that
+// never come, and wants Run back within prompt with context.Canceled.
+func testUDPCancel(t *testing.T, b engine.Backend, pair func(*testing.T) (*engine.Socket, *net.UDPConn)) {
+	mine, _ := pair(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	f := flow(mine, &engine.Spec{Protocol: engine.UDP, BufLen: 65536, SentinelMax: 4})
+	release, err := engine.Prepare(ctx, b, f)
+	if err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	defer release()
+	done := make(chan error, 1)
+	go func() { done <- engine.Run(ctx, b, f, false) }()
+	time.Sleep(50 * time.Millisecond) // let it block in its first wait
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("after cancel: got %v, want an error wrapping context.Canceled", err)
+		}
+	case <-time.After(prompt):
+		mine.Shutdown()
+		<-done
+		t.Fatalf("still blocked %v after the context was cancelled", prompt)
+	}
+}
+
+// testUDPTimeout gives the socket a receive timeout and sends nothing.
+func testUDPTimeout(t *testing.T, b engine.Backend, pair func(*testing.T) (*engine.Socket, *net.UDPConn)) {
+	mine, _ := pair(t)
+	if err := mine.SetTimeout(100 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	f := flow(mine, &engine.Spec{Protocol: engine.UDP, BufLen: 65536, SentinelMax: 4})
+	release, err := engine.Prepare(context.Background(), b, f)
+	if err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	defer release()
+	err = run(t, "udp recv with a timeout", b, f, false)
+	if !errors.Is(err, engine.ErrTimeout) || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("recv past the socket's timeout: got %v, want an error wrapping engine.ErrTimeout", err)
+	}
+}
+
+// testUDPDuration sends paced datagrams for a time limit: the send ends
+// by itself, and every datagram it counted reached the peer.
+func testUDPDuration(t *testing.T, b engine.Backend, caps Caps, pair func(*testing.T) (*engine.Socket, *net.UDPConn)) {
+	mine, peer := pair(t)
+	const size = 1000
+	got := make(chan int64, 1)
+	stop := make(chan struct{})
+	go func() {
+		buf := make([]byte, 65536)
+		var dg int64
+		for {
+			peer.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			if _, err := peer.Read(buf); err != nil {
+				select {
+				case <-stop:
+					got <- dg
+					return
+				default:
+					continue
+				}
+			}
+			dg++
+		}
+	}()
+	// 8 Mbit/s of 1000-byte datagrams: 1000 a second, well inside the
+	// peer's buffer.
+	f := flow(mine, &engine.Spec{Protocol: engine.UDP, BufLen: size, Duration: 300 * time.Millisecond, Rate: 8e6})
+	if err := run(t, "timed udp send", b, f, true); err != nil {
+		t.Fatalf("timed udp send: %v", err)
+	}
+	close(stop)
+	s := f.Stats.Snapshot()
+	if g := <-got; g != s.Datagrams || g == 0 {
+		t.Errorf("peer received %d datagrams, counters say %d sent (want equal and non-zero)", g, s.Datagrams)
 	}
 }
 
