@@ -77,6 +77,7 @@ func WriteTable(w io.Writer, rows []Row, udp bool) error {
 func WriteJSON(w io.Writer, rows []Row) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // "readwrite -> trunc", not "readwrite -\u003e trunc"
 	return enc.Encode(rows)
 }
 

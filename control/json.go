@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"time"
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/nicinfo"
@@ -198,7 +197,8 @@ func jsonOf(r *Result) *jsonDoc {
 		s.Connected = append(s.Connected, jsonConnected{st.Socket, st.Local.Addr().String(), int(st.Local.Port()), st.Remote.Addr().String(), int(st.Remote.Port())})
 	}
 	s.Version, s.SystemInfo = r.Version, r.SystemInfo
-	s.Timestamp = jsonTimestamp{r.Time.UTC().Format(time.RFC1123), r.Time.Unix()}
+	// iperf3's strftime("%a, %d %b %Y %H:%M:%S %Z") of gmtime says GMT.
+	s.Timestamp = jsonTimestamp{r.Time.UTC().Format("Mon, 02 Jan 2006 15:04:05 GMT"), r.Time.Unix()}
 	hp := &jsonHostPort{r.Peer.Addr().String(), int(r.Peer.Port())}
 	if r.Role == "client" {
 		if r.Host != "" {

@@ -115,7 +115,8 @@ func WriteInterval(w io.Writer, r *Result, iv *Interval, first bool) {
 		default:
 			io.WriteString(w, hdrBW)
 		}
-	} else if r.NumStreams() > 1 || r.Bidir() {
+	} else if r.NumStreams() > 1 {
+		// As iperf3: -P 1 has no separator, bidirectional or not.
 		io.WriteString(w, separator)
 	}
 	omitted := ""
@@ -157,6 +158,20 @@ func WriteInterval(w io.Writer, r *Result, iv *Interval, first bool) {
 	}
 }
 
+// peerResults reports whether the peer's results arrived: a test that
+// failed may end before they do, and then nothing is known of the peer.
+func (r *Result) peerResults() bool {
+	if r.RemoteBackend != "" || len(r.Streams) == 0 {
+		return true
+	}
+	for _, st := range r.Streams {
+		if st.PeerBytes >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *Result) localSendsTCP(iv *Interval) bool {
 	for _, si := range iv.Streams {
 		if si.Sender && si.TCP != nil {
@@ -178,7 +193,11 @@ func (r *Result) groupHasRetransmits(sender bool) bool {
 // WriteSummary writes iperf3's closing summary, then blast's lines.
 func WriteSummary(w io.Writer, r *Result) {
 	io.WriteString(w, separator)
-	anyRetr := r.HasRetransmits || r.RemoteHasRetransmits
+	client := r.Role == "client"
+	// Retr heads a column only where a sender line fills it: the server
+	// shows only its own senders (iperf3's server prints its summary
+	// before it has the client's results).
+	anyRetr := r.HasRetransmits || (client && r.RemoteHasRetransmits)
 	switch {
 	case anyRetr && r.Bidir():
 		io.WriteString(w, hdrBWRetransBidir)
@@ -189,7 +208,6 @@ func WriteSummary(w io.Writer, r *Result) {
 	default:
 		io.WriteString(w, hdrBW)
 	}
-	client := r.Role == "client"
 	for _, sender := range r.groups() {
 		retrOK := r.groupHasRetransmits(sender)
 		role := r.role(sender)
@@ -257,7 +275,12 @@ func WriteSummary(w io.Writer, r *Result) {
 	if r.Bidir() {
 		local, remote = "sender+receiver", "sender+receiver"
 	}
-	fmt.Fprintf(w, fmtCPU, "local", local, r.CPU.Total, r.CPU.User, r.CPU.System, "remote", remote, r.RemoteCPU.Total, r.RemoteCPU.User, r.RemoteCPU.System)
+	peerKnown := r.peerResults()
+	if peerKnown {
+		fmt.Fprintf(w, fmtCPU, "local", local, r.CPU.Total, r.CPU.User, r.CPU.System, "remote", remote, r.RemoteCPU.Total, r.RemoteCPU.User, r.RemoteCPU.System)
+	} else {
+		fmt.Fprintf(w, "CPU Utilization: %s/%s %.1f%% (%.1f%%u/%.1f%%s), %s/%s unknown (no results from the peer)\n", "local", local, r.CPU.Total, r.CPU.User, r.CPU.System, "remote", remote)
+	}
 	if r.Congestion != "" || r.RemoteCongestion != "" {
 		snd, rcv := r.Congestion, r.RemoteCongestion
 		if !r.localSends() {
@@ -273,6 +296,9 @@ func WriteSummary(w io.Writer, r *Result) {
 	remoteBackend := r.RemoteBackend
 	if remoteBackend == "" {
 		remoteBackend = "not blast (iperf3?)"
+		if !peerKnown {
+			remoteBackend = "unknown (no results from the peer)"
+		}
 	}
 	fmt.Fprintf(w, "Backend: local %s, remote %s\n", r.Backend, remoteBackend)
 	if r.SockBufSize > 0 {

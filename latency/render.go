@@ -22,9 +22,13 @@ func WriteHeader(w io.Writer, cfg Config) {
 		proto, cfg.Host, cfg.Port, cfg.Size, extra, cfg.Warmup, until)
 }
 
+// rttWidth is the width of a round-trip time column: "9999999.999 us",
+// so times up to 10 s stay aligned (the default reply timeout is 1 s).
+const rttWidth = 14
+
 // WriteIntervalHeader writes the column titles of the interval lines.
 func WriteIntervalHeader(w io.Writer, udp bool) {
-	fmt.Fprintf(w, "%-15s %12s %12s %12s %12s %12s", "[ interval ]", "round trips", "rtt p50", "rtt p99", "rtt max", "rtt mean")
+	fmt.Fprintf(w, "%-15s %12s %*s %*s %*s %*s", "[ interval ]", "round trips", rttWidth, "rtt p50", rttWidth, "rtt p99", rttWidth, "rtt max", rttWidth, "rtt mean")
 	if udp {
 		fmt.Fprintf(w, " %8s", "lost")
 	}
@@ -34,7 +38,7 @@ func WriteIntervalHeader(w io.Writer, udp bool) {
 // WriteInterval writes one interval line.
 func WriteInterval(w io.Writer, iv Interval, udp bool) {
 	span := fmt.Sprintf("%.2f-%.2f s", iv.Start.Seconds(), iv.End.Seconds())
-	fmt.Fprintf(w, "%-15s %12d %12s %12s %12s %12s", span, iv.RoundTrips, us(iv.RTT.P50), us(iv.RTT.P99), us(iv.RTT.Max), us(iv.RTT.Mean))
+	fmt.Fprintf(w, "%-15s %12d %*s %*s %*s %*s", span, iv.RoundTrips, rttWidth, us(iv.RTT.P50), rttWidth, us(iv.RTT.P99), rttWidth, us(iv.RTT.Max), rttWidth, us(iv.RTT.Mean))
 	if udp {
 		fmt.Fprintf(w, " %8d", iv.Lost)
 	}
@@ -59,7 +63,7 @@ func WriteText(w io.Writer, r *Result) {
 		}{{"min", s.Min}, {"mean", s.Mean}, {"p50", s.P50}, {"p90", s.P90}, {"p99", s.P99},
 			{"p99.9", s.P999}, {"p99.99", s.P9999}, {"max", s.Max}, {"stddev", s.StdDev}}
 		for _, row := range rows {
-			fmt.Fprintf(w, "  %-8s %12s\n", row.name, us(row.v))
+			fmt.Fprintf(w, "  %-8s %*s\n", row.name, rttWidth, us(row.v))
 		}
 	}
 	fmt.Fprintf(w, "  %d round trips in %.3f s: %.1f round trips/s (transactions/s)\n", r.RoundTrips, r.Elapsed.Seconds(), r.PerSecond())

@@ -1,0 +1,391 @@
+package control
+
+import (
+	"errors"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/nicinfo"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// golden compares got with testdata/golden/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run Golden -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s differs (-want +got); rerun with -update if intended:\n%s", path, diff)
+	}
+}
+
+// The fixed world of the golden tests: a client at 198.18.0.1, a server
+// at 198.18.0.2:5201, a test that started at a fixed time.
+var (
+	goldenTime   = time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC)
+	goldenClient = netip.MustParseAddr("198.18.0.1")
+	goldenServer = netip.MustParseAddr("198.18.0.2")
+)
+
+const goldenBlock = 131072
+
+// goldenIv is one stream's interval: calls writes of a full block on a
+// sender (so the bytes are calls*block), or the bytes given on a receiver.
+type goldenIv struct {
+	socket, id  int
+	sender      bool
+	start, end  float64
+	calls       int64
+	bytes       int64 // receiver only
+	retr, cwnd  int64 // sender only; cwnd 0: no TCP_INFO
+	rtt, minRTT int64
+	omitted     bool
+}
+
+func (g goldenIv) interval() StreamInterval {
+	si := StreamInterval{ID: g.id, Socket: g.socket, Sender: g.sender, Start: g.start, End: g.end, Omitted: g.omitted, Retransmits: -1}
+	if g.sender {
+		si.Bytes = g.calls * goldenBlock
+		si.IO = engine.Sample{Bytes: si.Bytes, Calls: g.calls, MinIO: goldenBlock, MaxIO: goldenBlock}
+		if g.cwnd > 0 {
+			si.TCP = &TCPInfo{SndCwnd: g.cwnd, SndWnd: 3 << 20, RTT: g.rtt, RTTVar: g.rtt / 4, MinRTT: g.minRTT, PMTU: 1500,
+				Reordering: 3, PacingRate: 2 * si.Bytes, DeliveryRate: si.Bytes}
+			si.Retransmits = g.retr
+		}
+	} else {
+		si.Bytes = g.bytes
+		si.IO = engine.Sample{Bytes: g.bytes, Calls: g.calls, MinIO: 1448, MaxIO: goldenBlock}
+	}
+	return si
+}
+
+// intervals groups the stream intervals by interval, in order.
+func intervals(ivs ...[]goldenIv) []*Interval {
+	var out []*Interval
+	for _, group := range ivs {
+		iv := &Interval{}
+		for _, g := range group {
+			iv.Streams = append(iv.Streams, g.interval())
+			iv.Omitted = g.omitted
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// streamFromIntervals sums one stream's measured (not omitted) intervals
+// into its StreamResult.
+func streamFromIntervals(sr *StreamResult, ivs []*Interval) *StreamResult {
+	var io engine.Sample
+	for _, iv := range ivs {
+		for _, si := range iv.Streams {
+			if si.ID != sr.ID || si.Omitted {
+				continue
+			}
+			sr.Bytes += si.Bytes
+			sr.Seconds = si.End
+			io.Bytes += si.IO.Bytes
+			io.Calls += si.IO.Calls
+			if io.MinIO == 0 || si.IO.MinIO < io.MinIO {
+				io.MinIO = si.IO.MinIO
+			}
+			io.MaxIO = max(io.MaxIO, si.IO.MaxIO)
+			if si.TCP != nil {
+				sr.Retransmits = max(sr.Retransmits, 0) + si.Retransmits
+			}
+		}
+	}
+	sr.IO = io
+	return sr
+}
+
+func addrPort(a netip.Addr, port uint16) netip.AddrPort { return netip.AddrPortFrom(a, port) }
+
+// clientP1 is blast client -t 3 against a blast server: one stream, three
+// intervals, TCP_INFO on the sender, backend facts on both ends, the NIC.
+func clientP1() *Result {
+	ivs := intervals(
+		[]goldenIv{{socket: 5, id: 1, sender: true, start: 0, end: 1.000104, calls: 8774, retr: 5, cwnd: 1572864, rtt: 412, minRTT: 61}},
+		[]goldenIv{{socket: 5, id: 1, sender: true, start: 1.000104, end: 2.000211, calls: 8851, retr: 4, cwnd: 1835008, rtt: 388, minRTT: 61}},
+		[]goldenIv{{socket: 5, id: 1, sender: true, start: 2.000211, end: 3.000087, calls: 8743, retr: 3, cwnd: 1703936, rtt: 402, minRTT: 58}},
+	)
+	st := streamFromIntervals(&StreamResult{ID: 1, Socket: 5, Sender: true,
+		Local: addrPort(goldenClient, 50432), Remote: addrPort(goldenServer, 5201),
+		PeerBytes: 3456106496, PeerSeconds: 3.041,
+		MaxSndCwnd: 1835008, MaxSndWnd: 3 << 20, MinRTT: 388, MaxRTT: 412, MeanRTT: 400,
+		Facts: engine.FactSample{Counts: map[string]int64{engine.FactSyscalls: 26368}}}, ivs)
+	st.PeerIO = &engine.Sample{Bytes: 3456106496, Calls: 41237, Idle: 1, MinIO: 1448, MaxIO: 131072}
+	st.PeerFacts = &engine.FactSample{Counts: map[string]int64{engine.FactSyscalls: 41237}}
+	mtu := 1500
+	speed := 10000
+	nic := &nicinfo.Result{
+		Interface: &nicinfo.Interface{Name: "bl1cf.1a", Index: 7, Virtual: true, Driver: "veth", MTU: &mtu, OperState: "up",
+			Link: nicinfo.Link{SpeedMbps: &speed, Duplex: "full"}, Naming: nicinfo.Naming{Kind: "user", Stable: true}},
+		Delta: &nicinfo.Deltas{Name: "bl1cf.1a", Interval: 3041 * time.Millisecond,
+			Counters: map[string]uint64{"tx_bytes": 3461002211, "tx_packets": 79811, "rx_bytes": 1523012, "rx_packets": 23011}},
+		Findings: []nicinfo.Finding{},
+	}
+	return &Result{
+		Role: "client", Version: Version, SystemInfo: "Linux lab-a 6.12.0 #1 SMP x86_64", Time: goldenTime,
+		Peer: addrPort(goldenServer, 5201), Host: "198.18.0.2", Cookie: "abcdefghijklmnopqrstuvwxyz234567abcd",
+		Params:         Params{TCP: true, Time: 3, Parallel: 1, Len: goldenBlock, Blast: &BlastParams{Version: Version}},
+		TCPMSSDefault:  1448,
+		Streams:        []*StreamResult{st},
+		Intervals:      ivs,
+		CPU:            CPUUtil{Total: 42.1, User: 1.3, System: 40.8, UserSeconds: 0.04, SystemSeconds: 1.22},
+		RemoteCPU:      CPUUtil{Total: 55.2, User: 2.1, System: 53.1, UserSeconds: 0.06, SystemSeconds: 1.61},
+		HasRetransmits: true, Congestion: "cubic", RemoteCongestion: "cubic",
+		Backend: "readwrite", RemoteBackend: "readwrite", RemoteVersion: Version,
+		NIC: nic,
+	}
+}
+
+// clientP3 is blast client -P 3 -t 2 -O 1 -w 4M: an omitted interval, then
+// two measured ones, three streams with their sums.
+func clientP3() *Result {
+	type s struct {
+		socket, id int
+		calls      [3]int64
+		retr       [3]int64
+		cwnd       [3]int64
+	}
+	streams := []s{
+		{5, 1, [3]int64{2911, 2987, 3004}, [3]int64{31, 0, 2}, [3]int64{524288, 786432, 812544}},
+		{7, 2, [3]int64{2875, 2930, 2899}, [3]int64{27, 1, 0}, [3]int64{498688, 760320, 747008}},
+		{9, 3, [3]int64{3022, 3010, 3047}, [3]int64{40, 0, 0}, [3]int64{550912, 838656, 851968}},
+	}
+	spans := [3][2]float64{{0, 1.000088}, {0, 1.000131}, {1.000131, 2.000072}}
+	var groups [][]goldenIv
+	for i, sp := range spans {
+		var g []goldenIv
+		for _, st := range streams {
+			g = append(g, goldenIv{socket: st.socket, id: st.id, sender: true, start: sp[0], end: sp[1], calls: st.calls[i],
+				retr: st.retr[i], cwnd: st.cwnd[i], rtt: 950, minRTT: 74, omitted: i == 0})
+		}
+		groups = append(groups, g)
+	}
+	ivs := intervals(groups...)
+	r := &Result{
+		Role: "client", Version: Version, SystemInfo: "Linux lab-a 6.12.0 #1 SMP x86_64", Time: goldenTime,
+		Peer: addrPort(goldenServer, 5201), Host: "server.lab", Cookie: "p3p3p3p3p3p3p3p3p3p3p3p3p3p3p3p3p3p3",
+		Params:        Params{TCP: true, Time: 2, Omit: 1, Parallel: 3, Window: 4 << 20, Len: goldenBlock, Blast: &BlastParams{Version: Version}},
+		TCPMSSDefault: 1448, SockBufSize: 4 << 20, SndBufActual: 8 << 20, RcvBufActual: 8 << 20,
+		Intervals:      ivs,
+		CPU:            CPUUtil{Total: 97.4, User: 3.2, System: 94.2, UserSeconds: 0.1, SystemSeconds: 2.83},
+		RemoteCPU:      CPUUtil{Total: 88.0, User: 4.0, System: 84.0, UserSeconds: 0.12, SystemSeconds: 2.52},
+		HasRetransmits: true, Congestion: "cubic", RemoteCongestion: "cubic",
+		Backend: "sendfile", RemoteBackend: "readwrite", RemoteVersion: Version,
+		Notes: []string{"peer: asked for splice, receiving with readwrite"},
+	}
+	peerBytes := []int64{780140544, 763412480, 793378816}
+	for i, st := range streams {
+		sr := streamFromIntervals(&StreamResult{ID: st.id, Socket: st.socket, Sender: true,
+			Local: addrPort(goldenClient, uint16(50434+i)), Remote: addrPort(goldenServer, 5201),
+			PeerBytes: peerBytes[i], PeerSeconds: 2.04,
+			MaxSndCwnd: max(st.cwnd[1], st.cwnd[2]), MaxSndWnd: 3 << 20, MinRTT: 950, MaxRTT: 950, MeanRTT: 950}, ivs)
+		r.Streams = append(r.Streams, sr)
+	}
+	return r
+}
+
+// clientReverse is blast client -R against iperf3 (no blast additions
+// from the peer), with --get-server-output.
+func clientReverse() *Result {
+	ivs := intervals(
+		[]goldenIv{{socket: 5, id: 1, start: 0, end: 1.000211, calls: 20311, bytes: 1162854400}},
+		[]goldenIv{{socket: 5, id: 1, start: 1.000211, end: 2.000043, calls: 20874, bytes: 1194590208}},
+	)
+	st := streamFromIntervals(&StreamResult{ID: 1, Socket: 5, Sender: false,
+		Local: addrPort(goldenClient, 50440), Remote: addrPort(goldenServer, 5201),
+		PeerBytes: 2357985280, PeerSeconds: 2.000011, Retransmits: 17}, ivs)
+	return &Result{
+		Role: "client", Version: Version, SystemInfo: "Linux lab-a 6.12.0 #1 SMP x86_64", Time: goldenTime,
+		Peer: addrPort(goldenServer, 5201), Host: "198.18.0.2", Cookie: "revrevrevrevrevrevrevrevrevrevrevrev",
+		Params:               Params{TCP: true, Time: 2, Parallel: 1, Reverse: true, GetServerOutput: 1, Blast: &BlastParams{Version: Version}},
+		TCPMSSDefault:        1448,
+		Streams:              []*StreamResult{st},
+		Intervals:            ivs,
+		CPU:                  CPUUtil{Total: 31.5, User: 0.9, System: 30.6, UserSeconds: 0.02, SystemSeconds: 0.61},
+		RemoteCPU:            CPUUtil{Total: 61.25, User: 1.5, System: 59.75},
+		RemoteHasRetransmits: true, Congestion: "cubic", RemoteCongestion: "bbr",
+		Backend:          "readwrite",
+		ServerOutputText: "Accepted connection from 198.18.0.1, port 50438\n[  5] local 198.18.0.2 port 5201 connected to 198.18.0.1 port 50440\n",
+	}
+}
+
+// clientBidir is blast client --bidir -T lab-a: one stream each way.
+func clientBidir() *Result {
+	ivs := intervals(
+		[]goldenIv{
+			{socket: 5, id: 1, sender: true, start: 0, end: 1.000072, calls: 4410, retr: 0, cwnd: 2359296, rtt: 1210, minRTT: 80},
+			{socket: 7, id: 2, start: 0, end: 1.000072, calls: 9120, bytes: 571473920},
+		},
+		[]goldenIv{
+			{socket: 5, id: 1, sender: true, start: 1.000072, end: 2.000119, calls: 4502, retr: 2, cwnd: 2490368, rtt: 1188, minRTT: 80},
+			{socket: 7, id: 2, start: 1.000072, end: 2.000119, calls: 9307, bytes: 590086144},
+		},
+	)
+	up := streamFromIntervals(&StreamResult{ID: 1, Socket: 5, Sender: true,
+		Local: addrPort(goldenClient, 50442), Remote: addrPort(goldenServer, 5201),
+		PeerBytes: 1168113664, PeerSeconds: 2.0301,
+		MaxSndCwnd: 2490368, MaxSndWnd: 3 << 20, MinRTT: 1188, MaxRTT: 1210, MeanRTT: 1199}, ivs)
+	down := streamFromIntervals(&StreamResult{ID: 2, Socket: 7, Sender: false,
+		Local: addrPort(goldenClient, 50444), Remote: addrPort(goldenServer, 5201),
+		PeerBytes: 1161560064, PeerSeconds: 2.000098, Retransmits: 9}, ivs)
+	return &Result{
+		Role: "client", Version: Version, SystemInfo: "Linux lab-a 6.12.0 #1 SMP x86_64", Time: goldenTime,
+		Peer: addrPort(goldenServer, 5201), Host: "198.18.0.2", Cookie: "bidibidibidibidibidibidibidibidibidi",
+		Params:         Params{TCP: true, Time: 2, Parallel: 1, Bidirectional: true, Title: "lab-a", Blast: &BlastParams{Version: Version}},
+		TCPMSSDefault:  1448,
+		Streams:        []*StreamResult{up, down},
+		Intervals:      ivs,
+		CPU:            CPUUtil{Total: 99.5, User: 2.5, System: 97.0, UserSeconds: 0.05, SystemSeconds: 1.94},
+		RemoteCPU:      CPUUtil{Total: 98.0, User: 2.0, System: 96.0, UserSeconds: 0.04, SystemSeconds: 1.92},
+		HasRetransmits: true, RemoteHasRetransmits: true, Congestion: "cubic", RemoteCongestion: "cubic",
+		Backend: "readwrite", RemoteBackend: "readwrite", RemoteVersion: Version,
+	}
+}
+
+// serverP2 is the server's side of blast client -P 2 -t 2: it receives,
+// the client's totals arrive with its results.
+func serverP2() *Result {
+	ivs := intervals(
+		[]goldenIv{
+			{socket: 6, id: 1, start: 0, end: 1.000301, calls: 14920, bytes: 602931200},
+			{socket: 7, id: 2, start: 0, end: 1.000301, calls: 15014, bytes: 611057664},
+		},
+		[]goldenIv{
+			{socket: 6, id: 1, start: 1.000301, end: 2.001012, calls: 15102, bytes: 598736896},
+			{socket: 7, id: 2, start: 1.000301, end: 2.001012, calls: 14877, bytes: 606208000},
+		},
+	)
+	r := &Result{
+		Role: "server", Version: Version, SystemInfo: "Linux lab-b 6.12.0 #1 SMP x86_64", Time: goldenTime,
+		Peer: addrPort(goldenClient, 50450), Cookie: "srvsrvsrvsrvsrvsrvsrvsrvsrvsrvsrvsr",
+		Params:               Params{TCP: true, Time: 2, Parallel: 2, Blast: &BlastParams{Version: Version}},
+		TCPMSSDefault:        1448,
+		Intervals:            ivs,
+		CPU:                  CPUUtil{Total: 61.0, User: 2.5, System: 58.5, UserSeconds: 0.05, SystemSeconds: 1.17},
+		RemoteCPU:            CPUUtil{Total: 74.3, User: 1.8, System: 72.5, UserSeconds: 0.04, SystemSeconds: 1.45},
+		RemoteHasRetransmits: true, Congestion: "cubic", RemoteCongestion: "cubic",
+		Backend: "readwrite", RemoteBackend: "zerocopy", RemoteVersion: Version,
+	}
+	peer := []struct {
+		bytes int64
+		retr  int64
+	}{{1201668096, 3}, {1217265664, 0}}
+	for i, p := range peer {
+		sr := streamFromIntervals(&StreamResult{ID: i + 1, Socket: 6 + i, Sender: false,
+			Local: addrPort(goldenServer, 5201), Remote: addrPort(goldenClient, uint16(50452+i)),
+			PeerBytes: p.bytes, PeerSeconds: 2.0, Retransmits: p.retr}, ivs)
+		sr.PeerIO = &engine.Sample{Bytes: p.bytes, Calls: p.bytes / goldenBlock, MinIO: goldenBlock, MaxIO: goldenBlock}
+		r.Streams = append(r.Streams, sr)
+	}
+	return r
+}
+
+// clientFailed is blast client -P 2 whose second stream was reset after
+// 1.5 s: the peer's results never came.
+func clientFailed() *Result {
+	ivs := intervals(
+		[]goldenIv{
+			{socket: 5, id: 1, sender: true, start: 0, end: 1.000093, calls: 4120, retr: 0, cwnd: 655360, rtt: 600, minRTT: 70},
+			{socket: 7, id: 2, sender: true, start: 0, end: 1.000093, calls: 4088, retr: 1, cwnd: 622592, rtt: 610, minRTT: 70},
+		},
+		[]goldenIv{
+			{socket: 5, id: 1, sender: true, start: 1.000093, end: 1.503377, calls: 2051, retr: 0, cwnd: 688128, rtt: 590, minRTT: 70},
+			{socket: 7, id: 2, sender: true, start: 1.000093, end: 1.503377, calls: 1530, retr: 6, cwnd: 14480, rtt: 4200, minRTT: 70},
+		},
+	)
+	r := &Result{
+		Role: "client", Version: Version, SystemInfo: "Linux lab-a 6.12.0 #1 SMP x86_64", Time: goldenTime,
+		Peer: addrPort(goldenServer, 5201), Host: "198.18.0.2", Cookie: "failfailfailfailfailfailfailfailfail",
+		Params:         Params{TCP: true, Time: 10, Parallel: 2, Blast: &BlastParams{Version: Version}},
+		TCPMSSDefault:  1448,
+		Intervals:      ivs,
+		CPU:            CPUUtil{Total: 35.0, User: 1.0, System: 34.0, UserSeconds: 0.015, SystemSeconds: 0.51},
+		HasRetransmits: true, Congestion: "cubic",
+		Backend: "readwrite",
+		Err:     errors.New("stream 2: write: connection reset by peer"),
+	}
+	for i := range 2 {
+		r.Streams = append(r.Streams, streamFromIntervals(&StreamResult{ID: i + 1, Socket: 5 + 2*i, Sender: true,
+			Local: addrPort(goldenClient, uint16(50460+i)), Remote: addrPort(goldenServer, 5201),
+			PeerBytes: -1, PeerSeconds: -1, MaxSndCwnd: 688128, MaxSndWnd: 3 << 20, MinRTT: 590, MaxRTT: 4200, MeanRTT: 1500}, ivs))
+	}
+	return r
+}
+
+// clientNoIntervals is blast client -i 0 -n 1G: no interval reports, a
+// byte-count test.
+func clientNoIntervals() *Result {
+	st := &StreamResult{ID: 1, Socket: 5, Sender: true,
+		Local: addrPort(goldenClient, 50470), Remote: addrPort(goldenServer, 5201),
+		Bytes: 1 << 30, Seconds: 0.912004, PeerBytes: 1 << 30, PeerSeconds: 0.914551, Retransmits: 0,
+		MaxSndCwnd: 1048576, MaxSndWnd: 3 << 20, MinRTT: 120, MaxRTT: 480, MeanRTT: 300,
+		IO: engine.Sample{Bytes: 1 << 30, Calls: 8192, MinIO: goldenBlock, MaxIO: goldenBlock}}
+	return &Result{
+		Role: "client", Version: Version, SystemInfo: "Linux lab-a 6.12.0 #1 SMP x86_64", Time: goldenTime,
+		Peer: addrPort(goldenServer, 5201), Host: "198.18.0.2", Cookie: "nonononononononononononononononon0no",
+		Params:         Params{TCP: true, Num: 1 << 30, Parallel: 1, Blast: &BlastParams{Version: Version}},
+		TCPMSSDefault:  1448,
+		Streams:        []*StreamResult{st},
+		CPU:            CPUUtil{Total: 80.2, User: 2.2, System: 78.0, UserSeconds: 0.02, SystemSeconds: 0.71},
+		RemoteCPU:      CPUUtil{Total: 90.1, User: 3.1, System: 87.0, UserSeconds: 0.03, SystemSeconds: 0.8},
+		HasRetransmits: true, Congestion: "cubic", RemoteCongestion: "cubic",
+		Backend: "readwrite", RemoteBackend: "readwrite", RemoteVersion: Version,
+	}
+}
+
+var goldenResults = []struct {
+	name string
+	r    func() *Result
+}{
+	{"client-p1", clientP1},
+	{"client-p3-omit-window", clientP3},
+	{"client-reverse-iperf3", clientReverse},
+	{"client-bidir-title", clientBidir},
+	{"server-p2", serverP2},
+	{"client-failed", clientFailed},
+	{"client-no-intervals", clientNoIntervals},
+}
+
+func TestTextGolden(t *testing.T) {
+	for _, tc := range goldenResults {
+		t.Run(tc.name, func(t *testing.T) {
+			golden(t, tc.name+".txt", TextString(tc.r()))
+		})
+	}
+}
+
+func TestJSONGolden(t *testing.T) {
+	for _, tc := range goldenResults {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := EncodeJSON(&b, tc.r()); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tc.name+".json", b.String())
+		})
+	}
+}
