@@ -1,109 +1,127 @@
-package sockets
+package iouring
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"syscall"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/uring"
 )
 
-func init() { engine.Register(IOURing{}) }
-
-// IOURing moves bytes through an io_uring of its own per flow, written on
-// x/sys/unix: IORING_OP_SEND and IORING_OP_RECV, a batch of operations per
-// io_uring_enter.
-//
-// TCP sends are chained (IOSQE_IO_LINK, MSG_WAITALL) so the stream keeps
-// its order; a TCP receive has one receive in flight, UDP Batch of them.
-// Options: Batch (operations per submission, default 8), ZeroCopy
-// (IORING_OP_SEND_ZC: the result counts sends the kernel really sent from
-// user memory and those it copied) and Multishot (one multishot receive
-// into a group of provided buffers).
-//
-// Counters count one I/O call per operation; FactSyscalls counts the
-// io_uring_enter calls. Buffers are an anonymous mapping, so a kernel still
-// holding one after the flow never touches Go memory.
-type IOURing struct{ opts engine.Options }
+// Backend moves a flow's bytes through an io_uring of its own. The zero
+// value sends and receives with plain operations, 8 per submission.
+type Backend struct {
+	batch     int // operations per submission (0: defaultBatch)
+	zc        bool
+	multishot bool
+}
 
 var (
-	_ engine.Backend      = IOURing{}
-	_ engine.Configurable = IOURing{}
+	_ engine.Backend      = Backend{}
+	_ engine.Configurable = Backend{}
 )
 
 const (
-	uringDefaultBatch = 8
-	uringMaxBatch     = 256
-	uringProvideGroup = 7
-	// uringDrainWait bounds the wait for cancelled operations at the end.
-	uringDrainWait = 5 * time.Second
+	defaultBatch = 8
+	maxBatch     = 256
+	provideGroup = 7
+	// drainWait bounds the wait for cancelled operations at the end of a
+	// flow: past it their buffers are left mapped (and noted).
+	drainWait = 5 * time.Second
+	// sendSlice bounds how long a time-limited send waits for a
+	// completion before it asks the Sender whether its time is up: the
+	// engine's send timeout slice, which SO_SNDTIMEO cannot give io_uring
+	// operations.
+	sendSlice = 50 * time.Millisecond
 
 	// user_data: the kind in the top byte, an index below.
 	udSend    = 1 << 56
 	udRecv    = 2 << 56
 	udProvide = 3 << 56
 	udCancel  = 4 << 56
+	udWatch   = 5 << 56
 	udKind    = 0xff << 56
 )
 
 // Name implements engine.Backend.
-func (IOURing) Name() string { return "iouring" }
+func (Backend) Name() string { return "iouring" }
 
-// Configure implements engine.Configurable: batch, zc, multishot.
-func (b IOURing) Configure(o engine.Options) (engine.Backend, error) {
-	if err := engine.Refuse(b.Name(), o, engine.Options{Batch: o.Batch, ZeroCopy: o.ZeroCopy, Multishot: o.Multishot}); err != nil {
-		return nil, err
+// Options implements engine.Configurable.
+func (Backend) Options() []engine.Option {
+	return []engine.Option{
+		{Name: "batch", Kind: engine.Count, Default: fmt.Sprint(defaultBatch),
+			Help: fmt.Sprintf("operations per io_uring_enter: buffers sent per submission, UDP receives in flight (at most %d)", maxBatch)},
+		{Name: "zc", Kind: engine.Flag, Default: "off: IORING_OP_SEND copies",
+			Help: "send with IORING_OP_SEND_ZC (Linux 6.0): the facts count sends the kernel sent from user memory and those it copied"},
+		{Name: "multishot", Kind: engine.Flag, Default: "off: one IORING_OP_RECV per buffer",
+			Help: "receive with one multishot IORING_OP_RECV into a group of provided buffers (Linux 6.0)"},
 	}
-	if o.Batch < 0 || o.Batch > uringMaxBatch {
-		return nil, fmt.Errorf("iouring: batch %d: must be between 1 and %d", o.Batch, uringMaxBatch)
-	}
-	return IOURing{opts: o}, nil
 }
 
-func (b IOURing) batch() int {
-	if b.opts.Batch > 0 {
-		return b.opts.Batch
+// Configure implements engine.Configurable.
+func (b Backend) Configure(o engine.Options) (engine.Backend, error) {
+	n := o.Count("batch", defaultBatch)
+	if n > maxBatch {
+		return nil, fmt.Errorf("backend iouring option batch=%d: at most %d operations per submission", n, maxBatch)
 	}
-	return uringDefaultBatch
+	return Backend{batch: n, zc: o.Flag("zc"), multishot: o.Flag("multishot")}, nil
 }
 
-// Probe implements engine.Backend: set up a ring and ask which operations
-// the kernel has.
-func (b IOURing) Probe() error {
-	r, err := newURing(4, 0)
+func (b Backend) batchN() int {
+	if b.batch > 0 {
+		return b.batch
+	}
+	return defaultBatch
+}
+
+// Probe implements engine.Backend: set up a ring and ask the kernel for
+// what the options need.
+func (b Backend) Probe() error {
+	r, err := uring.New(4, 0)
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	return r.check(b.opts)
+	defer r.Close()
+	return b.check(r)
 }
 
-// check says whether r's kernel has what o needs.
-func (r *uring) check(o engine.Options) error {
-	if r.features&uringFeatExtArg == 0 {
+// check says whether r's kernel has what b needs.
+func (b Backend) check(r *uring.Ring) error {
+	if r.Features()&uring.FeatExtArg == 0 {
 		return fmt.Errorf("io_uring without IORING_FEAT_EXT_ARG (kernel older than 5.11): %w", engine.ErrNotSupported)
 	}
-	ops, err := r.ops()
+	ops, err := r.Supported()
 	if err != nil {
 		return err
 	}
-	need := map[uint8]string{uringOpSend: "IORING_OP_SEND", uringOpRecv: "IORING_OP_RECV", uringOpAsyncCancel: "IORING_OP_ASYNC_CANCEL"}
-	if o.ZeroCopy {
-		need[uringOpSendZC] = "IORING_OP_SEND_ZC (Linux 6.0)"
+	need := map[uint8]string{uring.OpSend: "IORING_OP_SEND", uring.OpRecv: "IORING_OP_RECV", uring.OpAsyncCancel: "IORING_OP_ASYNC_CANCEL"}
+	if b.zc {
+		need[uring.OpSendZC] = "IORING_OP_SEND_ZC (Linux 6.0)"
 	}
-	if o.Multishot {
-		need[uringOpProvideBuffers] = "IORING_OP_PROVIDE_BUFFERS"
+	if b.multishot {
+		need[uring.OpProvideBuffers] = "IORING_OP_PROVIDE_BUFFERS"
 	}
 	for op, name := range need {
 		if !ops[op] {
 			return fmt.Errorf("io_uring has no %s: %w", name, engine.ErrNotSupported)
 		}
+	}
+	// The end of a flow cancels by descriptor (Linux 5.19): ask the
+	// kernel to cancel whatever runs on the ring's own descriptor, which
+	// is nothing (ENOENT) where it knows the flags, EINVAL where not.
+	e := r.SQE()
+	e.PrepCancelFD(r.FD(), udCancel)
+	if err := r.Wait(time.Second); err != nil {
+		return fmt.Errorf("io_uring cancel probe: %w", err)
+	}
+	if c, ok := r.CQE(); !ok || c.Res == -int32(unix.EINVAL) {
+		return fmt.Errorf("io_uring cannot cancel by descriptor (kernel older than 5.19): %w", engine.ErrNotSupported)
 	}
 	return nil
 }
@@ -111,425 +129,476 @@ func (r *uring) check(o engine.Options) error {
 // uflow is one flow on its ring.
 type uflow struct {
 	f        *engine.Flow
-	facts    *engine.Facts
-	r        *uring
+	r        *uring.Ring
 	sock     int
 	udp      bool
-	end      time.Time // Spec.Duration's end (zero: none)
-	inflight int       // operations whose last CQE has not come
-	notifs   int       // SEND_ZC buffers the kernel still holds (ops done)
+	inflight int // requests on our buffers whose last CQE has not come
+	notifs   int // SEND_ZC buffers the kernel still holds (their sends done)
 	arena    []byte
-	cancel   bool // a cancel of everything on sock has been issued
+	err      error // no SQE could be had
+	// watching: the poll for the socket's hang-up is armed (watch).
+	watching bool
 }
 
-func (b IOURing) open(f *engine.Flow, slots, size, cq int) (*uflow, error) {
-	rc, err := rawConn(f)
-	if err != nil {
-		return nil, err
-	}
-	u := &uflow{f: f, facts: engine.FactsOf(f), udp: f.Spec.Protocol == engine.UDP}
-	rc.Control(func(fd uintptr) { u.sock = int(fd) })
+// open sets up the flow's ring and an arena of slots buffers of size
+// bytes; cq asks for a completion queue of at least that many entries.
+func (b Backend) open(f *engine.Flow, slots, size, cq int) (*uflow, error) {
+	u := &uflow{f: f, sock: f.Sock.FD(), udp: f.Spec.Protocol == engine.UDP}
 	entries := uint32(8)
 	for int(entries) < slots+2 {
 		entries *= 2
 	}
-	if u.r, err = newURing(entries, uint32(max(cq, 2*int(entries)))); err != nil {
+	var err error
+	if u.r, err = uring.New(entries, uint32(max(cq, 2*int(entries)))); err != nil {
 		return nil, err
 	}
-	if err := u.r.check(b.opts); err != nil {
-		u.r.close()
+	if err := b.check(u.r); err != nil {
+		u.r.Close()
 		return nil, err
 	}
+	u.r.CountEnters(f.Facts.Counter(engine.FactSyscalls))
 	if u.arena, err = unix.Mmap(-1, 0, roundPage(slots*size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS); err != nil {
-		u.r.close()
+		u.r.Close()
 		return nil, os.NewSyscallError("mmap", err)
 	}
-	if f.Spec.Duration > 0 {
-		u.end = time.Now().Add(f.Spec.Duration)
-	}
+	u.watch()
 	return u, nil
 }
 
-// close ends the flow's ring. The arena is unmapped only when nothing is
-// in flight: a kernel that still holds a buffer must find it mapped to us
-// or nothing, never to whatever Go maps there next.
+// watch arms a one-shot poll for POLLHUP on the socket. Run's shutdown
+// raises it, which wakes the flow's wait also when no operation in
+// flight would complete for it (a multishot UDP receive sees only
+// EAGAIN and waits for more; a zero-copy send waits for notifications a
+// shutdown does not bring). It holds no buffer of ours.
+func (u *uflow) watch() {
+	if e := u.sqe(); e != nil {
+		e.PrepPollAdd(u.sock, unix.POLLHUP, udWatch)
+		u.watching = true
+	}
+}
+
+func roundPage(n int) int {
+	pg := os.Getpagesize()
+	return (max(n, 1) + pg - 1) / pg * pg
+}
+
+// close ends the flow's ring. The arena is unmapped only when no
+// operation is in flight: a kernel that still holds a buffer address must
+// find it mapped to us, never to whatever Go maps there next. (Pages a
+// zero-copy send still references are pinned by the kernel; unmapping
+// them is safe.)
 func (u *uflow) close() {
-	u.facts.Add(engine.FactSyscalls, u.r.enters)
-	u.r.enters = 0
-	u.r.close()
-	if u.notifs > 0 {
-		u.facts.Set(engine.FactPending, int64(u.notifs))
+	u.r.Close()
+	if n := u.inflight + u.notifs; n > 0 {
+		u.f.Facts.Set(engine.FactPending, int64(n))
 	}
 	if u.inflight == 0 {
 		unix.Munmap(u.arena)
 	} else {
-		u.facts.Set(engine.FactPending, int64(u.inflight))
-		u.facts.Notef("%d io_uring operations did not finish within %v of the end: their buffers are left mapped", u.inflight, uringDrainWait)
+		u.f.Facts.Notef("%d io_uring operations did not finish within %v of the end: their buffers are left mapped", u.inflight, drainWait)
 	}
 }
 
-// stopping reports whether the flow must end: cancelled, or its time up.
-func (u *uflow) stopping(ctx context.Context) bool {
-	return ctx.Err() != nil || (!u.end.IsZero() && !time.Now().Before(u.end))
-}
-
-// wait submits what is queued and waits a little for at least one CQE.
-func (u *uflow) wait() error {
-	d := uringDefaultWaitInterval
-	if !u.end.IsZero() {
-		d = min(d, max(time.Until(u.end), time.Millisecond))
-	}
-	return u.r.enter(1, d)
-}
-
-// sqe returns a free SQE, submitting what is queued when the SQ is full.
-func (u *uflow) sqe() *uringSQE {
-	if e := u.r.sqe(); e != nil {
+// sqe returns a free SQE, submitting what is queued when the queue is
+// full, or nil (with u.err set) when the kernel takes none.
+func (u *uflow) sqe() *uring.SQE {
+	if e := u.r.SQE(); e != nil {
 		return e
 	}
-	u.r.enter(0, 0)
-	if e := u.r.sqe(); e != nil {
+	if err := u.r.Submit(); err != nil {
+		u.err = err
+		return nil
+	}
+	if e := u.r.SQE(); e != nil {
 		return e
 	}
-	return &uringSQE{} // only if the kernel took nothing: a lost SQE, noticed as a hang-free error below
+	u.err = errors.New("io_uring: the submission queue stays full")
+	return nil
 }
 
-// cancelAll asks the kernel to cancel every operation on the socket.
-func (u *uflow) cancelAll() {
-	if u.cancel {
+// reap submits what is queued, blocks in io_uring_enter until a
+// completion comes or timeout passes (timeout < 0: no bound), and hands
+// every completion of an operation of the flow's to handle. It reports
+// false when the timeout passed with nothing done.
+//
+// The watch's completion means the socket hung up: cancelled (the caller
+// looks at f.Cancelled after every reap) or failed (the operations in
+// flight fail too). Once it has fired, waits without bound are cut into
+// slices, after which the caller looks at f.Cancelled again.
+func (u *uflow) reap(timeout time.Duration, handle func(uring.CQE)) (bool, error) {
+	sliced := timeout < 0 && !u.watching
+	if sliced {
+		timeout = sendSlice
+	}
+	err := u.r.Wait(timeout)
+	if errors.Is(err, uring.ErrTimedOut) {
+		return sliced, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for c, ok := u.r.CQE(); ok; c, ok = u.r.CQE() {
+		switch c.UserData & udKind {
+		case udWatch:
+			u.watching = false
+		case udCancel:
+			u.inflight--
+		default:
+			handle(c)
+		}
+	}
+	return true, nil
+}
+
+// drain cancels everything in flight on the socket and reaps until it is
+// all back (or drainWait passed), handing each completion to handle.
+func (u *uflow) drain(handle func(uring.CQE)) {
+	if u.inflight == 0 {
 		return
 	}
-	e := u.sqe()
-	u.cancel = true
-	e.opcode = uringOpAsyncCancel
-	e.fd = int32(u.sock)
-	e.opFlags = uringAsyncCancelAll | uringAsyncCancelFD
-	e.userData = udCancel
-	u.inflight++
-}
-
-// drain cancels what is in flight and reaps until it is all back, calling
-// handle for each CQE.
-func (u *uflow) drain(handle func(c uringCQE)) {
-	deadline := time.Now().Add(uringDrainWait)
-	for u.inflight > 0 && time.Now().Before(deadline) {
-		u.cancelAll()
-		if err := u.r.enter(1, uringDefaultWaitInterval); err != nil {
+	if e := u.sqe(); e != nil {
+		e.PrepCancelFD(u.sock, udCancel)
+		u.inflight++
+	}
+	deadline := time.Now().Add(drainWait)
+	for u.inflight > 0 {
+		left := time.Until(deadline)
+		if left <= 0 {
 			return
 		}
-		for {
-			c, ok := u.r.cqe()
-			if !ok {
-				break
-			}
-			handle(c)
+		if _, err := u.reap(left, handle); err != nil {
+			return
 		}
 	}
 }
 
-// settle waits a little for zero-copy notifications after a timed end,
-// so the counts of zero-copy and copied sends are complete.
-func (u *uflow) settle(handle func(c uringCQE)) {
-	deadline := time.Now().Add(time.Second)
-	for u.notifs > 0 && time.Now().Before(deadline) {
-		if u.r.enter(1, uringDefaultWaitInterval) != nil {
-			return
-		}
-		for {
-			c, ok := u.r.cqe()
-			if !ok {
-				break
-			}
-			handle(c)
-		}
-	}
-}
+// errnoOf is the error of a failed operation's result.
+func errnoOf(res int32) unix.Errno { return unix.Errno(-res) }
 
 // ---- send ----
 
-type uchunk struct {
+type chunk struct {
 	p    []byte
 	slot int
 }
 
-// Send implements engine.Backend.
-func (b IOURing) Send(ctx context.Context, f *engine.Flow) error {
-	batch := b.batch()
-	u, err := b.open(f, batch, f.Spec.BufLen, 0)
+// Send implements engine.Backend: rounds of up to batch buffers, each
+// round submitted at once (linked for TCP, so the stream keeps its order)
+// and waited for before the next.
+//
+// The time limit: a send blocked on a full socket is an operation in
+// flight with nothing to complete, and SO_SNDTIMEO does not reach it. So a
+// time-limited send waits in slices (sendSlice, an io_uring_enter
+// timeout); a slice with nothing done asks the Sender (Retry), which ends
+// the send once its time is up; then the operations still in flight are
+// cancelled, and what they had sent counted. A send blocks at most one
+// slice past Spec.Duration.
+func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
+	batch := b.batchN()
+	bufLen := f.Spec.BufLen
+	u, err := b.open(f, batch, bufLen, 0)
 	if err != nil {
 		return err
 	}
 	defer u.close()
-	s := f.Spec
+	s := engine.NewSender(f)
 	slots := make([][]byte, batch)
 	for i := range slots {
-		slots[i] = u.arena[i*s.BufLen : (i+1)*s.BufLen : (i+1)*s.BufLen]
-		if s.Source == nil {
+		slots[i] = u.arena[i*bufLen : (i+1)*bufLen : (i+1)*bufLen]
+		if !s.Source() {
 			engine.Pattern(slots[i])
 		}
 	}
-	op := uint8(uringOpSend)
-	if b.opts.ZeroCopy {
-		op = uringOpSendZC
-		u.facts.Notef("sends with IORING_OP_SEND_ZC")
+	var zcSends, copiedSends, notCopied *atomic.Int64
+	if b.zc {
+		zcSends = f.Facts.Counter(engine.FactZeroCopySends)
+		copiedSends = f.Facts.Counter(engine.FactCopiedSends)
+		notCopied = f.Facts.Counter(engine.FactBytesNotCopied)
+		f.Facts.Notef("sends with IORING_OP_SEND_ZC")
+		defer func() {
+			if copiedSends.Load() > 0 {
+				f.Facts.Notef("the kernel copied zero-copy sends (loopback, veth or a device without scatter-gather)")
+			}
+		}()
 	}
-	var zc, copied, zcBytes int64
-	defer func() {
-		if b.opts.ZeroCopy {
-			u.facts.Set(engine.FactZeroCopySends, zc)
-			u.facts.Set(engine.FactCopiedSends, copied)
-			u.facts.Set(engine.FactBytesNotCopied, zcBytes)
-			if copied > 0 {
-				u.facts.Notef("the kernel copied zero-copy sends (loopback, veth or a device without scatter-gather)")
+	msgFlags := uint32(unix.MSG_NOSIGNAL)
+	if !u.udp {
+		// A short TCP send would break the chain: the kernel retries
+		// it until the whole buffer went (or the socket failed).
+		msgFlags |= unix.MSG_WAITALL
+	}
+	// A time-limited send waits in slices; others block until a
+	// completion (or the watch).
+	timeout := time.Duration(-1)
+	if f.Spec.Duration > 0 {
+		timeout = sendSlice
+	}
+	dg := 0
+	if u.udp {
+		dg = 1
+	}
+
+	res := make([]int32, batch)
+	handle := func(c uring.CQE) {
+		i := int(c.UserData &^ udKind)
+		switch {
+		case c.Flags&uring.CqeFNotif != 0:
+			u.notifs--
+			if res[i] <= 0 {
+				return // a failed send's notification
+			}
+			if uint32(c.Res)&uring.NotifUsageZCCopied != 0 {
+				copiedSends.Add(1)
+			} else {
+				zcSends.Add(1)
+				notCopied.Add(int64(res[i]))
+			}
+		default:
+			res[i] = c.Res
+			u.inflight--
+			if c.Res > 0 {
+				f.Stats.AddIO(int(c.Res), dg) // counted as it completes
+			}
+			if c.Flags&uring.CqeFMore != 0 {
+				u.notifs++ // the buffer is the kernel's until the notification
 			}
 		}
-	}()
+	}
 
-	pacer := engine.NewPacer(s.Rate)
-	left := limit(s)
-	eof := false
-	var pending []uchunk // remainders of short sends come first
-	round := make([]uchunk, 0, batch)
-	res := make([]int32, batch)
-	for {
-		if u.stopping(ctx) {
-			break
-		}
-		// The chunks of this round.
-		round = round[:0]
-		round = append(round, pending...)
+	var pending []chunk // what a round left to send again, in order
+	round := make([]chunk, 0, batch)
+	used := make([]bool, batch)
+	for !f.Cancelled() {
+		// The chunks of this round: what the last one left, then new
+		// buffers in the free slots.
+		round = append(round[:0], pending...)
 		pending = pending[:0]
-		used := make([]bool, batch)
+		clear(used)
 		for _, c := range round {
 			used[c.slot] = true
 		}
-		for slot := 0; slot < batch && len(round) < batch && !eof && left != 0; slot++ {
+		for slot := 0; slot < batch && len(round) < batch; slot++ {
 			if used[slot] {
 				continue
 			}
-			n := chunk(s.BufLen, left)
-			if s.Source != nil {
-				k, err := s.Source.Read(slots[slot][:n])
-				if k == 0 {
-					if err == nil {
-						slot--
-						continue
-					}
-					if errors.Is(err, io.EOF) {
-						eof = true
-						break
-					}
-					return fmt.Errorf("read source: %w", err)
+			var p []byte
+			if s.Source() {
+				if p, err = s.Next(slots[slot]); err != nil {
+					return err
 				}
-				n = k
+			} else {
+				n, err := s.Take(bufLen)
+				if err != nil {
+					return err
+				}
+				p = slots[slot][:n]
 			}
-			if err := pacer.Wait(ctx, n); err != nil {
+			if len(p) == 0 {
 				break
 			}
-			round = append(round, uchunk{p: slots[slot][:n], slot: slot})
-			if left > 0 {
-				left -= int64(n)
-			}
+			round = append(round, chunk{p: p, slot: slot})
 		}
 		if len(round) == 0 {
-			break
+			return nil // the Sender says the send is over
 		}
-		// Submit: chained for TCP, so the stream keeps its order.
 		for i, c := range round {
+			res[i] = -int32(unix.ECANCELED) // until its CQE says otherwise
 			e := u.sqe()
-			e.opcode = op
-			e.fd = int32(u.sock)
-			e.addr = uint64(uintptrOf(c.p))
-			e.len = uint32(len(c.p))
-			e.userData = udSend | uint64(i)
-			if op == uringOpSendZC {
-				e.ioprio = uringSendZCReportUsage
+			if e == nil {
+				continue
 			}
-			if !u.udp {
-				e.opFlags = unix.MSG_WAITALL
-				if i < len(round)-1 {
-					e.flags = uringSqeIOLink
-				}
+			e.PrepSend(u.sock, c.p, msgFlags, b.zc, udSend|uint64(i))
+			if !u.udp && i < len(round)-1 {
+				e.Flags |= uring.SqeIOLink
 			}
-			res[i] = 0
 			u.inflight++
 		}
-		handle := func(c uringCQE) {
-			i := int(c.userData &^ udKind)
-			switch {
-			case c.userData&udKind == udCancel:
-				u.inflight--
-			case c.flags&uringCqeFNotif != 0:
-				u.notifs--
-				if uint32(c.res)&uringNotifUsageZCCopied != 0 {
-					copied++
-				} else {
-					zc++
-					zcBytes += int64(res[i])
-				}
-			default:
-				res[i] = c.res
-				u.inflight--
-				if c.flags&uringCqeFMore != 0 {
-					u.notifs++ // the buffer is reusable at the notification
-				}
-			}
-		}
-		for u.inflight > 0 || u.notifs > 0 {
-			if u.stopping(ctx) {
-				// The kernel holds pages of a zero-copy send by
-				// reference: our buffers may go once the operations
-				// are done, notified or not.
-				u.drain(handle)
-				if ctx.Err() == nil {
-					u.settle(handle)
-				}
+
+		// Wait for the round: every send, and every notification of a
+		// zero-copy send (its buffer is reused next round).
+		timeUp := false
+		for (u.inflight > 0 || u.notifs > 0) && u.err == nil {
+			if f.Cancelled() {
 				break
 			}
-			if err := u.wait(); err != nil {
+			got, err := u.reap(timeout, handle)
+			if err != nil {
+				u.drain(handle)
 				return err
 			}
-			for {
-				c, ok := u.r.cqe()
-				if !ok {
-					break
-				}
-				handle(c)
+			if got || f.Spec.Duration == 0 {
+				continue
 			}
+			// A slice with nothing done: is the time up?
+			again, err := s.Retry(engine.ErrTimeout)
+			if again {
+				continue
+			}
+			if err != nil {
+				u.drain(handle)
+				return err
+			}
+			timeUp = true
+			break
 		}
-		// Account in order; a short or failed send leaves its rest and
-		// the chunks after it (cancelled) for the next round.
+		stop := timeUp || f.Cancelled()
+		if stop || u.err != nil {
+			// Whatever is still in flight is cancelled; what it sent
+			// before counts.
+			u.drain(handle)
+		}
+
+		// Account in order. A short or failed send leaves its rest, and
+		// the sends chained after it (cancelled), for the next round.
 		var ferr error
 		for i, c := range round {
 			r := res[i]
-			if ferr != nil || r == -int32(unix.ECANCELED) {
-				pending = append(pending, c)
-				continue
-			}
-			if r < 0 {
-				f.Stats.AddError()
-				if u.udp && r == -int32(unix.ENOBUFS) {
-					pending = append(pending, c)
-					time.Sleep(18 * time.Millisecond)
-					continue
-				}
-				ferr = os.NewSyscallError("io_uring send", syscall.Errno(-r))
-				if op == uringOpSendZC && r == -int32(unix.EOPNOTSUPP) {
-					// Seen on 6.18 for accepted TCP sockets: the kernel
-					// takes SEND_ZC only on sockets it marked for it.
-					ferr = fmt.Errorf("iouring[zc]: the kernel refuses IORING_OP_SEND_ZC on this socket (%w; it does so for accepted TCP sockets): use iouring without zc on this end", engine.ErrNotSupported)
+			if r > 0 {
+				if !u.udp && int(r) < len(c.p) && !stop && ferr == nil {
+					pending = append(pending, chunk{p: c.p[r:], slot: c.slot})
 				}
 				continue
 			}
-			if r == 0 {
+			if stop || ferr != nil {
+				continue // not sent, and not to be
+			}
+			switch {
+			case r == 0:
 				f.Stats.AddCall()
-			} else {
-				dg := 0
-				if u.udp {
-					dg = 1
+				pending = append(pending, c)
+			case r == -int32(unix.ECANCELED):
+				pending = append(pending, c)
+			default:
+				errno := errnoOf(r)
+				again, rerr := s.Retry(errno)
+				switch {
+				case again:
+					pending = append(pending, c)
+				case rerr == nil:
+					stop = true // the time limit ended the send
+				case f.Cancelled():
+					stop = true
+				default:
+					if errno != unix.ENOBUFS {
+						f.Stats.AddError() // Retry counted its own
+					}
+					ferr = engine.IOErr("io_uring send", errno)
+					if b.zc && errno == unix.EOPNOTSUPP {
+						// Seen on 6.18 for accepted TCP sockets: the
+						// kernel takes SEND_ZC only on sockets it marked
+						// for it.
+						ferr = fmt.Errorf("iouring[zc]: the kernel refuses IORING_OP_SEND_ZC on this socket (%w; it does so for accepted TCP sockets): use iouring without zc on this end", engine.ErrNotSupported)
+					}
 				}
-				f.Stats.AddIO(int(r), dg)
-			}
-			if int(r) < len(c.p) {
-				pending = append(pending, uchunk{p: c.p[r:], slot: c.slot})
 			}
 		}
-		if u.inflight > 0 {
-			break // the drain timed out
-		}
-		if ferr != nil {
+		switch {
+		case u.err != nil:
+			return u.err
+		case u.inflight > 0:
+			return fmt.Errorf("io_uring: %d sends did not come back within %v of their cancel", u.inflight, drainWait)
+		case ferr != nil:
 			return ferr
+		case stop:
+			return nil
 		}
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
 	}
 	return nil
 }
 
 // ---- receive ----
 
-// Recv implements engine.Backend.
-func (b IOURing) Recv(ctx context.Context, f *engine.Flow) error {
+// Recv implements engine.Backend: one receive in flight for TCP (a stream
+// stays in order), batch of them for UDP, or one multishot receive into
+// provided buffers. The socket's receive timeout (SO_RCVTIMEO, which
+// io_uring operations do not see) bounds each wait for a completion.
+func (b Backend) Recv(ctx context.Context, f *engine.Flow) error {
 	s := f.Spec
-	depth := 1 // one receive at a time keeps a stream in order
-	if s.Protocol == engine.UDP {
-		depth = b.batch()
+	udp := s.Protocol == engine.UDP
+	depth := 1
+	if udp {
+		depth = b.batchN()
 	}
 	nbuf := depth
-	if b.opts.Multishot {
-		nbuf = max(b.batch(), 16)
+	if b.multishot {
+		nbuf = max(b.batchN(), 16)
+	}
+	timeout, err := recvTimeout(f.Sock.FD())
+	if err != nil {
+		return err
 	}
 	u, err := b.open(f, nbuf, s.BufLen, 2*nbuf+16)
 	if err != nil {
 		return err
 	}
 	defer u.close()
-	buf := func(i int) []byte { return u.arena[i*s.BufLen : (i+1)*s.BufLen] }
+	buf := func(i int) []byte { return u.arena[i*s.BufLen : (i+1)*s.BufLen : (i+1)*s.BufLen] }
+	var left int64 = -1 // bytes still to receive (TCP with a byte limit)
+	if s.Bytes > 0 && !udp {
+		left = s.Bytes
+	}
 
 	// Arming: a plain receive per slot, or one multishot receive.
 	arm := func(slot int) {
 		e := u.sqe()
-		e.opcode = uringOpRecv
-		e.fd = int32(u.sock)
-		e.userData = udRecv | uint64(slot)
-		if b.opts.Multishot {
-			e.ioprio = uringRecvMultishot
-			e.flags = uringSqeBufferSelect
-			e.bufGroup = uringProvideGroup
+		if e == nil {
+			return
+		}
+		if b.multishot {
+			e.PrepRecvMultishot(u.sock, provideGroup, udRecv)
 		} else {
 			p := buf(slot)
-			e.addr = uint64(uintptrOf(p))
-			e.len = uint32(len(p))
+			if left > 0 && left < int64(len(p)) {
+				p = p[:left]
+			}
+			e.PrepRecv(u.sock, p, udRecv|uint64(slot))
 		}
 		u.inflight++
 	}
 	provide := func(first, n int) {
 		e := u.sqe()
-		e.opcode = uringOpProvideBuffers
-		e.fd = int32(n)
-		e.addr = uint64(uintptrOf(buf(first)))
-		e.len = uint32(s.BufLen)
-		e.off = uint64(first)
-		e.bufGroup = uringProvideGroup
-		e.userData = udProvide
+		if e == nil {
+			return
+		}
+		e.PrepProvideBuffers(u.arena[first*s.BufLen:], n, s.BufLen, first, provideGroup, udProvide)
 		u.inflight++
 	}
-	if b.opts.Multishot {
+	var rearms *atomic.Int64
+	if b.multishot {
+		rearms = f.Facts.Counter("multishot_rearms")
 		provide(0, nbuf)
 		arm(0)
-		u.facts.Notef("multishot receive into %d provided buffers of %d bytes", nbuf, s.BufLen)
+		f.Facts.Notef("multishot receive into %d provided buffers of %d bytes", nbuf, s.BufLen)
 	} else {
 		for i := range depth {
 			arm(i)
 		}
 	}
 
-	left := limit(s)
 	done := false
 	var ferr error
-	handle := func(c uringCQE) {
-		kind := c.userData & udKind
-		more := c.flags&uringCqeFMore != 0
+	handle := func(c uring.CQE) {
+		kind := c.UserData & udKind
+		more := c.Flags&uring.CqeFMore != 0
 		if !more {
 			u.inflight--
 		}
 		if kind != udRecv {
-			if kind == udProvide && c.res < 0 && ferr == nil && !done {
-				ferr = os.NewSyscallError("io_uring provide buffers", syscall.Errno(-c.res))
+			if kind == udProvide && c.Res < 0 && ferr == nil && !done {
+				ferr = os.NewSyscallError("io_uring provide buffers", errnoOf(c.Res))
 			}
 			return
 		}
-		slot := int(c.userData &^ udKind)
-		if b.opts.Multishot && c.flags&uringCqeFBuffer != 0 {
-			slot = int(c.flags >> uringBufShift)
+		slot := int(c.UserData &^ udKind)
+		if b.multishot && c.Flags&uring.CqeFBuffer != 0 {
+			slot = int(c.Flags >> uring.CqeBufferShift)
 		}
 		rearm := func() {
 			if done || ferr != nil {
 				return
 			}
-			if b.opts.Multishot {
-				if c.flags&uringCqeFBuffer != 0 {
+			if b.multishot {
+				if c.Flags&uring.CqeFBuffer != 0 {
 					provide(slot, 1)
 				}
 				if !more {
@@ -540,66 +609,73 @@ func (b IOURing) Recv(ctx context.Context, f *engine.Flow) error {
 			arm(slot)
 		}
 		switch {
-		case done:
+		case done || ferr != nil:
 			return // after the end: not part of this flow
-		case c.res == -int32(unix.ECANCELED):
+		case c.Res == -int32(unix.ECANCELED):
 			return
-		case c.res == -int32(unix.ENOBUFS) && b.opts.Multishot:
-			u.facts.Add("multishot_rearms", 1)
+		case c.Res == -int32(unix.ENOBUFS) && b.multishot:
+			rearms.Add(1) // the provided buffers ran dry
 			rearm()
 			return
-		case c.res < 0:
-			f.Stats.AddError()
-			ferr = os.NewSyscallError("io_uring recv", syscall.Errno(-c.res))
+		case c.Res < 0 && f.Cancelled():
+			done = true // woken by the shutdown
 			return
-		case c.res == 0 && !u.udp:
-			f.Stats.AddCall() // EOF
+		case c.Res < 0:
+			f.Stats.AddError()
+			ferr = engine.IOErr("io_uring recv", errnoOf(c.Res))
+			return
+		case c.Res == 0 && !udp, f.Cancelled():
+			f.Stats.AddCall() // EOF (or the shutdown)
 			done = true
 			return
-		case u.udp && int(c.res) <= s.SentinelMax:
+		case udp && int(c.Res) <= s.SentinelMax:
 			f.Stats.AddCall()
 			done = true
 			return
 		}
-		dg := 0
-		if u.udp {
-			dg = 1
+		p := buf(slot)[:c.Res]
+		if left > 0 && int64(len(p)) > left {
+			p = p[:left] // a multishot receive may read past the limit
 		}
-		p := buf(slot)[:c.res]
-		f.Stats.AddIO(len(p), dg)
-		if err := consume(f, p); err != nil {
+		if err := engine.Deliver(f, p, udp); err != nil {
 			ferr = err
 			return
 		}
 		if left > 0 {
-			left = max(left-int64(len(p)), 0)
-			if left == 0 {
+			if left -= int64(len(p)); left == 0 {
 				done = true
 				return
 			}
 		}
 		rearm()
 	}
-	for !done && ferr == nil {
-		if ctx.Err() != nil {
-			break
-		}
-		if err := u.wait(); err != nil {
+	for !done && ferr == nil && u.err == nil && !f.Cancelled() {
+		got, err := u.reap(timeout, handle)
+		if err != nil {
 			ferr = err
 			break
 		}
-		for {
-			c, ok := u.r.cqe()
-			if !ok {
-				break
-			}
-			handle(c)
+		if !got && !f.Cancelled() {
+			f.Stats.AddError()
+			ferr = engine.IOErr("io_uring recv", unix.EAGAIN) // the socket's timeout
 		}
 	}
 	done = true
 	u.drain(handle)
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if ferr == nil {
+		ferr = u.err
 	}
 	return ferr
+}
+
+// recvTimeout is the socket's receive timeout (SO_RCVTIMEO), -1 for none.
+func recvTimeout(fd int) (time.Duration, error) {
+	tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO)
+	if err != nil {
+		return 0, os.NewSyscallError("getsockopt SO_RCVTIMEO", err)
+	}
+	if d := time.Duration(tv.Nano()); d > 0 {
+		return d, nil
+	}
+	return -1, nil
 }
