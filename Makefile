@@ -41,10 +41,10 @@ test: deps vet ## vet and run every test (the lab tests need root)
 demo: build ## build blast and run its demo on a lab it builds (root) or loopback
 	./bin/blast demo
 
-bench: ## blast vs iperf3, trafgen, ... on a netns lab (root, <15 min); writes bench/results and bench/README.md
+bench: ## blast vs iperf3 (Debian's; a modern one with BENCH_FLAGS=--iperf3=PATH), sockperf, trafgen on a netns lab (root, <15 min); writes bench/results and bench/README.md
 	$(GO) run ./bench/cmd/blastbench $(BENCH_FLAGS)
 
-bench-quick: ## the short benchmark suite (root, <2 min): 3 pairs of 1 s, fewer workloads
+bench-quick: ## the short benchmark suite (root, about 2 min): 3 rounds of 1 s, fewer workloads
 	$(GO) run ./bench/cmd/blastbench -quick $(BENCH_FLAGS)
 
 clean: ## remove what build made

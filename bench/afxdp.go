@@ -110,7 +110,7 @@ func afxdpCalibrate(ctx context.Context, e *Env) error {
 // trafgen from A for the run's seconds; the value is what B's interface
 // received per second.
 func trafgenSide() Side {
-	return Side{Label: "trafgen (netsniff-ng), same frames", Tool: "trafgen", Run: func(ctx context.Context, e *Env) Sample {
+	return Side{Key: "trafgen", Label: "trafgen (netsniff-ng), same frames", Tool: "trafgen", Run: func(ctx context.Context, e *Env) Sample {
 		return withSinkNeigh(e, func() Sample { return trafgenRun(ctx, e, sinkMAC) })
 	}}
 }
@@ -153,7 +153,7 @@ func trafgenRun(ctx context.Context, e *Env, mac string) Sample {
 // value is datagrams received per second; loss is what B's interface
 // received but the application did not.
 func trafgenRx(label, rxBackend string) Side {
-	return Side{Label: label, Tool: "trafgen", Run: func(ctx context.Context, e *Env) Sample {
+	return Side{Key: "blast", Label: label, Tool: "trafgen", Run: func(ctx context.Context, e *Env) Sample {
 		out, err := e.Lab.B.Command("cat", "/sys/class/net/"+e.Lab.B.Iface+"/address").Output()
 		if err != nil {
 			return failed(fmt.Errorf("B's MAC: %w", err))

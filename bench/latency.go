@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -147,14 +148,53 @@ func latSample(ls *LatencyStats, metric string, srv, cli *proc) Sample {
 	return Sample{Value: v, Loss: nan(), Latency: ls, Procs: []ProcStats{cs, ss}}
 }
 
+// Placement pins both ends of a latency run to CPUs with taskset, blast
+// and sockperf alike: both on one CPU, or the client on one and the
+// server on another. A negative CPU leaves that end unpinned.
+type Placement struct {
+	ID             string // suffix of the workload ID: "1cpu", "2cpu"
+	Text           string // in words, for titles
+	Client, Server int
+}
+
+var (
+	unpinned   = Placement{Client: -1, Server: -1}
+	oneCPU     = Placement{ID: "1cpu", Text: "both ends on cpu0", Client: 0, Server: 0}
+	twoCPUs    = Placement{ID: "2cpu", Text: "client on cpu0, server on cpu1", Client: 0, Server: 1}
+	placements = []Placement{oneCPU, twoCPUs}
+)
+
+// pin prefixes argv with `taskset -c CPU` (nothing for a negative CPU).
+// taskset execs the command in place: its pid and rusage are the
+// command's own.
+func pin(cpu int, argv []string) []string {
+	if cpu < 0 {
+		return argv
+	}
+	return append([]string{"taskset", "-c", strconv.Itoa(cpu)}, argv...)
+}
+
+// needCPUs says why the placement cannot be had here: a CPU it names is
+// not one bench may run on.
+func needCPUs(pl Placement) func(e *Env) string {
+	return func(e *Env) string {
+		for _, c := range []int{pl.Client, pl.Server} {
+			if c >= 0 && !slices.Contains(e.CPUs, c) {
+				return fmt.Sprintf("needs cpu%d, and bench may run on CPUs %v only", c, e.CPUs)
+			}
+		}
+		return ""
+	}
+}
+
 // blastLatSide runs `blast lat -s -1` in B and `blast lat -J` in A.
-func blastLatSide(udp bool, metric string) Side {
+func blastLatSide(udp bool, metric string, pl Placement) Side {
 	label := "blast lat"
 	if udp {
 		label += " -u"
 	}
 	return Side{Label: label + " -l 64", Run: func(ctx context.Context, e *Env) Sample {
-		srvArgv := []string{e.Blast, "lat", "-s", "-1", "-p", strconv.Itoa(latPort)}
+		srvArgv := pin(pl.Server, []string{e.Blast, "lat", "-s", "-1", "-p", strconv.Itoa(latPort)})
 		cliArgv := []string{e.Blast, "lat", e.target(), "-p", strconv.Itoa(latPort), "-l", strconv.Itoa(latSize),
 			"-t", strconv.Itoa(e.Secs), "--warmup", "1000", "-J"}
 		network := "tcp"
@@ -162,6 +202,7 @@ func blastLatSide(udp bool, metric string) Side {
 			cliArgv = append(cliArgv, "-u")
 			network = "udp"
 		}
+		cliArgv = pin(pl.Client, cliArgv)
 		srv, cli, err := clientServer(ctx, e.Lab.B, srvArgv, network, latPort, e.Lab.A, cliArgv, e.timeout(), false)
 		if err != nil {
 			return failed(err, srv, cli)
@@ -176,20 +217,20 @@ func blastLatSide(udp bool, metric string) Side {
 
 // sockperfSide runs `sockperf server` in B and `sockperf ping-pong
 // --full-rtt` in A.
-func sockperfSide(udp bool) Side {
+func sockperfSide(udp bool, pl Placement) Side {
 	label := "sockperf ping-pong --full-rtt -m 64"
 	if !udp {
 		label += " --tcp"
 	}
-	return Side{Label: label, Tool: "sockperf", Run: func(ctx context.Context, e *Env) Sample {
+	return Side{Key: "sockperf", Label: label, Tool: "sockperf", Run: func(ctx context.Context, e *Env) Sample {
 		common := []string{"-i", e.target(), "-p", strconv.Itoa(sockperfPort)}
 		network := "udp"
 		if !udp {
 			common = append(common, "--tcp")
 			network = "tcp"
 		}
-		srvArgv := append([]string{"sockperf", "server"}, common...)
-		cliArgv := append([]string{"sockperf", "ping-pong", "-m", strconv.Itoa(latSize), "-t", strconv.Itoa(e.Secs), "--full-rtt"}, common...)
+		srvArgv := pin(pl.Server, append([]string{"sockperf", "server"}, common...))
+		cliArgv := pin(pl.Client, append([]string{"sockperf", "ping-pong", "-m", strconv.Itoa(latSize), "-t", strconv.Itoa(e.Secs), "--full-rtt"}, common...))
 		srv, cli, err := clientServer(ctx, e.Lab.B, srvArgv, network, sockperfPort, e.Lab.A, cliArgv, e.timeout(), true)
 		if err != nil {
 			return failed(err, srv, cli)
@@ -209,7 +250,7 @@ func qperfSide(udp bool) Side {
 	if udp {
 		test = "udp_lat"
 	}
-	return Side{Label: "qperf -m 64 " + test + " (RTT/2 x 2)", Tool: "qperf", Run: func(ctx context.Context, e *Env) Sample {
+	return Side{Key: "qperf", Label: "qperf -m 64 " + test + " (RTT/2 x 2)", Tool: "qperf", Run: func(ctx context.Context, e *Env) Sample {
 		srvArgv := []string{"qperf", "-lp", strconv.Itoa(qperfPort)}
 		cliArgv := []string{"qperf", e.target(), "-lp", strconv.Itoa(qperfPort), "-m", strconv.Itoa(latSize), "-t", strconv.Itoa(e.Secs), test}
 		srv, cli, err := clientServer(ctx, e.Lab.B, srvArgv, "tcp", qperfPort, e.Lab.A, cliArgv, e.timeout(), true)
@@ -224,8 +265,9 @@ func qperfSide(udp bool) Side {
 	}}
 }
 
-// latencyWorkloads compares round trips: p50 against sockperf, the mean
-// against qperf (which reports only a mean). Lower is better: a ratio
+// latencyWorkloads compares round trips: p50 (and p99) against sockperf
+// with both tools pinned alike, in each placement; the mean against
+// qperf (which reports only a mean), unpinned. Lower is better: a ratio
 // above 1 means blast measured longer round trips than the peer.
 func latencyWorkloads() []Workload {
 	var ws []Workload
@@ -234,42 +276,75 @@ func latencyWorkloads() []Workload {
 		if udp {
 			proto, id = "UDP", "lat-udp"
 		}
-		ws = append(ws,
-			Workload{ID: id, Title: proto + " round-trip latency, 64 B, vs sockperf ping-pong --full-rtt", Metric: "p50 round trip", Unit: "us",
-				UDP: udp, Quick: true, Unavailable: needLatency, Blast: blastLatSide(udp, "p50"), Peer: sockperfSide(udp)},
-			Workload{ID: id + "-qperf", Title: proto + " round-trip latency, 64 B, vs qperf " + strings.ToLower(proto) + "_lat (RTT/2 doubled)",
-				Metric: "mean round trip", Unit: "us", UDP: udp, Unavailable: needLatency, Blast: blastLatSide(udp, "mean"), Peer: qperfSide(udp)},
-		)
+		for _, pl := range placements {
+			ws = append(ws, Workload{ID: id + "-" + pl.ID,
+				Title:  proto + " round-trip latency, 64 B, " + pl.Text + ", vs sockperf ping-pong --full-rtt",
+				Metric: "p50 round trip", Unit: "us", UDP: udp, Quick: true,
+				Unavailable: func(e *Env) string { return firstReason(e, needLatency, needCPUs(pl)) },
+				Blast:       blastLatSide(udp, "p50", pl), Peers: []Side{sockperfSide(udp, pl)}})
+		}
+	}
+	for _, udp := range []bool{false, true} {
+		proto, id := "TCP", "lat-tcp"
+		if udp {
+			proto, id = "UDP", "lat-udp"
+		}
+		ws = append(ws, Workload{ID: id + "-qperf", Title: proto + " round-trip latency, 64 B, unpinned, vs qperf " + strings.ToLower(proto) + "_lat (RTT/2 doubled)",
+			Metric: "mean round trip", Unit: "us", UDP: udp, Extra: true, Unavailable: needLatency, Blast: blastLatSide(udp, "mean", unpinned), Peers: []Side{qperfSide(udp)}})
 	}
 	return ws
 }
 
+// firstReason is the first reason of checks that a workload cannot run.
+func firstReason(e *Env, checks ...func(*Env) string) string {
+	for _, c := range checks {
+		if why := c(e); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
 // writeLatencyTable writes the round-trip figures of the latency
-// workloads that ran: per side, the median over the pairs of each figure.
+// workloads that ran: per side, the median over the rounds of each
+// figure, and for each peer the blast/peer ratios of p50 and p99.
 func writeLatencyTable(w io.Writer, r *Results) {
 	header := false
 	for _, wr := range r.Workloads {
-		for _, side := range []struct {
+		type side struct {
 			label string
-			get   func(Pair) *LatencyStats
-		}{{wr.Blast, func(p Pair) *LatencyStats { return p.Blast.Latency }}, {wr.Peer, func(p Pair) *LatencyStats { return p.Peer.Latency }}} {
-			var stats []*LatencyStats
-			for _, p := range wr.Pairs {
-				if ls := side.get(p); ls != nil {
-					stats = append(stats, ls)
+			stats []*LatencyStats
+			ratio map[string]Summary
+		}
+		sides := []side{{label: wr.Blast}}
+		for _, rd := range wr.Rounds {
+			if rd.Blast.Latency != nil {
+				sides[0].stats = append(sides[0].stats, rd.Blast.Latency)
+			}
+		}
+		for _, p := range wr.Peers {
+			sd := side{label: p.Label, ratio: p.LatencyRatio}
+			for _, rd := range wr.Rounds {
+				for _, run := range rd.Peers {
+					if run.Key == p.Key && run.Sample.Latency != nil {
+						sd.stats = append(sd.stats, run.Sample.Latency)
+					}
 				}
 			}
-			if len(stats) == 0 {
+			sides = append(sides, sd)
+		}
+		for _, sd := range sides {
+			if len(sd.stats) == 0 {
 				continue
 			}
 			if !header {
-				fmt.Fprintf(w, "\n### Round-trip latency\n\nEvery figure is a full round trip in microseconds (sockperf with --full-rtt; qperf's RTT/2 doubled; qperf gives only a mean), the median over the pairs of each run's figure; lower is better, so a latency ratio above 1x means blast measured longer round trips.\n\n")
-				fmt.Fprintf(w, "| workload | tool | min | p50 | p90 | p99 | p99.9 | max | mean | round trips/s | source |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+				fmt.Fprintf(w, "\n### Round-trip latency\n\nEvery figure is a full round trip in microseconds (sockperf with --full-rtt; qperf's RTT/2 doubled; qperf gives only a mean), the median over the rounds of each run's figure; lower is better, so a latency ratio above 1x means blast measured longer round trips. The sockperf workloads pin both tools alike with taskset: 1cpu puts client and server on cpu0, 2cpu the client on cpu0 and the server on cpu1. The ratios are blast/peer per round, median [min-max].\n\n")
+				fmt.Fprintf(w, "| workload | tool | min | p50 | p90 | p99 | p99.9 | max | mean | round trips/s | p50 ratio | p99 ratio | source |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 				header = true
 			}
 			med := func(f func(*LatencyStats) Num) string {
 				var xs []float64
-				for _, ls := range stats {
+				for _, ls := range sd.stats {
 					xs = append(xs, float64(f(ls)))
 				}
 				s := Summarize(xs)
@@ -278,12 +353,21 @@ func writeLatencyTable(w io.Writer, r *Results) {
 				}
 				return fmt.Sprintf("%.1f", s.Median)
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", wr.ID, side.label,
+			rc := func(k string) string {
+				if sd.ratio == nil {
+					return ""
+				}
+				if s, ok := sd.ratio[k]; ok {
+					return ratioCell(s)
+				}
+				return "-"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", wr.ID, sd.label,
 				med(func(l *LatencyStats) Num { return l.Min }), med(func(l *LatencyStats) Num { return l.P50 }),
 				med(func(l *LatencyStats) Num { return l.P90 }), med(func(l *LatencyStats) Num { return l.P99 }),
 				med(func(l *LatencyStats) Num { return l.P999 }), med(func(l *LatencyStats) Num { return l.Max }),
 				med(func(l *LatencyStats) Num { return l.Mean }), med(func(l *LatencyStats) Num { return l.PerSec }),
-				esc(stats[0].Source))
+				rc("p50"), rc("p99"), esc(sd.stats[0].Source))
 		}
 	}
 }

@@ -65,6 +65,9 @@ type Iperf3Result struct {
 	UDP           bool
 	Packets       int64 // UDP: datagrams sent
 	LostPackets   int64 // UDP: datagrams the receiver missed
+	BlockSize     int   // -l: bytes per write (UDP: per datagram)
+	GSO, GRO      bool  // UDP: --gsro in effect (iperf3 3.21 and later)
+	Version       string
 	Backend       string
 	RemoteBackend string
 }
@@ -92,9 +95,13 @@ type iperfSum struct {
 
 type iperfDoc struct {
 	Start struct {
+		Version   string `json:"version"`
 		TestStart struct {
 			Protocol   string `json:"protocol"`
 			NumStreams int    `json:"num_streams"`
+			BlkSize    int    `json:"blksize"`
+			GSO        int    `json:"gso"`
+			GRO        int    `json:"gro"`
 		} `json:"test_start"`
 	} `json:"start"`
 	End struct {
@@ -119,10 +126,14 @@ func ParseIperf3(data []byte) (Iperf3Result, error) {
 	if d.Error != "" {
 		return Iperf3Result{}, fmt.Errorf("iperf3 reports: %s", d.Error)
 	}
-	e := d.End
+	e, ts := d.End, d.Start.TestStart
 	r := Iperf3Result{
-		Streams:       d.Start.TestStart.NumStreams,
-		UDP:           strings.EqualFold(d.Start.TestStart.Protocol, "UDP"),
+		Streams:       ts.NumStreams,
+		UDP:           strings.EqualFold(ts.Protocol, "UDP"),
+		BlockSize:     ts.BlkSize,
+		GSO:           ts.GSO != 0,
+		GRO:           ts.GRO != 0,
+		Version:       d.Start.Version,
 		Backend:       e.Blast.Backend,
 		RemoteBackend: e.Blast.RemoteBackend,
 	}
@@ -145,8 +156,26 @@ func ParseIperf3(data []byte) (Iperf3Result, error) {
 		if e.Sum != nil && r.Packets == 0 {
 			r.Packets, r.LostPackets = e.Sum.Packets, e.Sum.LostPackets
 		}
+		if r.Packets < 0 || r.LostPackets < 0 || r.LostPackets > r.Packets {
+			return r, fmt.Errorf("iperf3 JSON: %d datagrams lost of %d sent: not a count", r.LostPackets, r.Packets)
+		}
+		if r.RecvBytes == 0 {
+			return r, errors.New(noDatagrams(r))
+		}
 	}
 	return r, nil
+}
+
+// noDatagrams explains a UDP run whose receiver got nothing.
+func noDatagrams(r Iperf3Result) string {
+	msg := fmt.Sprintf("iperf3 JSON: the receiver got no datagrams (%d counted as sent, %d bytes sent)", r.Packets, r.SentBytes)
+	if r.GSO && r.SentBytes == 0 && r.BlockSize > 0 && r.BlockSize < 512 {
+		// 3.21 fills a 65507-byte GSO buffer: 65507/64 = 1023 segments,
+		// and Linux takes at most 128 per send (UDP_MAX_SEGMENTS).
+		msg += fmt.Sprintf("; with --gsro, %s puts %d datagrams of %d bytes in each send, over the kernel's limit of 128 (UDP_MAX_SEGMENTS), so every send fails: iperf3 after 3.21 caps it (esnet/iperf PR #2033)",
+			orDash(r.Version), 65507/r.BlockSize, r.BlockSize)
+	}
+	return msg
 }
 
 func firstLines(s string, n int) string {

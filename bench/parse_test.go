@@ -3,6 +3,7 @@ package bench
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -59,13 +60,19 @@ func TestParseIperf3(t *testing.T) {
 	}{
 		{"iperf3-tcp.json", Iperf3Result{
 			SentBytes: 2621440000, SentSeconds: 4.649625, RecvBytes: 2621177856, RecvSeconds: 4.654544,
-			Streams: 1, Retransmits: 1087}},
+			Streams: 1, Retransmits: 1087, BlockSize: 131072, Version: "iperf 3.12"}},
 		{"iperf3-udp.json", Iperf3Result{
 			SentBytes: 56224000, SentSeconds: 3.000014, RecvBytes: 55949184, RecvSeconds: 3.000047,
-			Streams: 1, UDP: true, Packets: 878499, LostPackets: 4293}},
+			Streams: 1, UDP: true, Packets: 878499, LostPackets: 4293, BlockSize: 64, Version: "iperf 3.12"}},
+		// iperf3 with --gsro (built from git after 3.21, which caps the
+		// datagrams per send): packets and losses count datagrams, not
+		// sends.
+		{"iperf3-gsro-master.json", Iperf3Result{
+			SentBytes: 2560081920, SentSeconds: 2.00488, RecvBytes: 2549817344, RecvSeconds: 2.005281,
+			Streams: 1, UDP: true, Packets: 40001280, LostPackets: 160384, BlockSize: 64, GSO: true, GRO: true, Version: "iperf 3.21+"}},
 		{"blast-client-p4.json", Iperf3Result{
 			SentBytes: 4779975656, SentSeconds: 2.000116225, RecvBytes: 4779975656, RecvSeconds: 2.003087682,
-			Streams: 4, Retransmits: 4918, Backend: "readwrite", RemoteBackend: "readwrite"}},
+			Streams: 4, Retransmits: 4918, BlockSize: 131072, Version: "blast 0.1 (iperf3 3.x protocol)", Backend: "readwrite", RemoteBackend: "readwrite"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			got, err := ParseIperf3([]byte(readTestdata(t, tc.file)))
@@ -85,6 +92,43 @@ func TestParseIperf3(t *testing.T) {
 		// 55949184 bytes received / 64 bytes = 874206 datagrams.
 		if got := r.Delivered(); got != 874206 {
 			t.Errorf("Delivered() = %d, want 874206", got)
+		}
+	})
+	t.Run("delivered datagrams with --gsro", func(t *testing.T) {
+		r, err := ParseIperf3([]byte(readTestdata(t, "iperf3-gsro-master.json")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every datagram the receiver counted is 64 bytes: 2549817344 / 64.
+		if got, want := r.Delivered(), r.RecvBytes/64; got != want {
+			t.Errorf("Delivered() = %d, want %d (received bytes / 64)", got, want)
+		}
+	})
+	t.Run("iperf3 3.21 --gsro -l 64 sends nothing", func(t *testing.T) {
+		// 3.21 puts 1023 datagrams of 64 bytes in each GSO send, over
+		// the kernel's 128: every send fails, yet it counts packets.
+		_, err := ParseIperf3([]byte(readTestdata(t, "iperf3-3.21-gsro-l64.json")))
+		if err == nil {
+			t.Fatal("ParseIperf3 of a run that moved nothing: no error")
+		}
+		for _, want := range []string{"no datagrams", "iperf 3.21", "1023 datagrams of 64 bytes", "PR #2033"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+	})
+	t.Run("UDP receiver got nothing, no GSO", func(t *testing.T) {
+		doc := `{"start":{"version":"iperf 3.12","test_start":{"protocol":"UDP","num_streams":1,"blksize":64}},
+			"end":{"sum":{"seconds":1,"bytes":0,"packets":0,"lost_packets":0}}}`
+		_, err := ParseIperf3([]byte(doc))
+		if err == nil || strings.Contains(err.Error(), "GSO") {
+			t.Errorf("ParseIperf3 of an empty UDP run: %v, want an error without the GSO explanation", err)
+		}
+	})
+	t.Run("more lost than sent", func(t *testing.T) {
+		doc := `{"start":{"test_start":{"protocol":"UDP"}},"end":{"sum":{"seconds":1,"bytes":64,"packets":1,"lost_packets":2}}}`
+		if _, err := ParseIperf3([]byte(doc)); err == nil {
+			t.Error("ParseIperf3 took 2 datagrams lost of 1 sent")
 		}
 	})
 	t.Run("iperf3 error document", func(t *testing.T) {

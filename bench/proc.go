@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -151,14 +152,24 @@ func (p *proc) lastWords() string {
 // stats is the process's rusage; call it after it exited.
 func (p *proc) stats() ProcStats {
 	st := ProcStats{Role: p.role, Argv: p.argv, WallSec: p.wall.Seconds()}
-	if ps := p.cmd.ProcessState; ps != nil {
-		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-			st.UserSec = tvSec(ru.Utime)
-			st.SysSec = tvSec(ru.Stime)
-			st.MaxRSSKB = ru.Maxrss // kilobytes on Linux
-		}
-	}
+	st.UserSec, st.SysSec, st.MaxRSSKB = rusage(p.cmd.ProcessState)
 	return st
+}
+
+// rusage is the CPU time and peak resident set of an exited process, as
+// wait4 returned them (what /usr/bin/time prints): the process's own,
+// with any children it waited for. Through `ip netns exec` and `taskset`,
+// which exec the command in place, the peak is the command's (or theirs,
+// before the exec, when larger: a few MB). Zero for no process.
+func rusage(ps *os.ProcessState) (user, sys float64, maxRSSKB int64) {
+	if ps == nil {
+		return 0, 0, 0
+	}
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, 0, 0
+	}
+	return tvSec(ru.Utime), tvSec(ru.Stime), maxRSSKiB(ru.Maxrss)
 }
 
 func tvSec(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }

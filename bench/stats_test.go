@@ -74,35 +74,6 @@ func TestCPUPerGB(t *testing.T) {
 	}
 }
 
-func TestEvalTargets(t *testing.T) {
-	ws := []WorkloadResult{
-		{ID: "tcp1", Ratio: Summary{Median: 1.2, Min: 1.1, Max: 1.3, N: 5}},
-		{ID: "tcp1-sendfile", Ratio: Summary{Median: 0.95, Min: 0.9, Max: 1.0, N: 5},
-			SenderCPURatio: Summary{Median: 0.8, Min: 0.7, Max: 0.9, N: 5}},
-		{ID: "udp64-gso", Skipped: "not available: no options"},
-		{ID: "client-P1", Error: "calibration failed"},
-		{ID: "client-P2"},
-	}
-	got := map[string]string{}
-	for _, tr := range EvalTargets(ws) {
-		got[tr.Text] = tr.Verdict
-	}
-	want := map[string]string{
-		"TCP 1 stream, readwrite: throughput >= 1.0x iperf3":                     "pass",
-		"TCP 1 stream, sendfile: throughput >= 1.0x iperf3 -Z":                   "miss",
-		"TCP 1 stream, sendfile: sender CPU-s/GB <= 0.85x iperf3 -Z":             "pass", // lower is better
-		"UDP 64 B, mmsg with GSO+GRO: delivered pps >= 10x iperf3 -u -b 0 -l 64": "not available: no options",
-		"blast client -P 1: throughput >= 1.0x iperf3":                           "failed: calibration failed",
-		"blast client -P 2: throughput >= 1.0x iperf3 -P 2":                      "no pair measured",
-		"AF_XDP transmit, 64 B frames: pps >= 2x trafgen":                        "not run",
-	}
-	for text, v := range want {
-		if got[text] != v {
-			t.Errorf("target %q: verdict %q, want %q", text, got[text], v)
-		}
-	}
-}
-
 func TestNumJSON(t *testing.T) {
 	for _, tc := range []struct {
 		in   Num

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"debug/buildinfo"
 	"os"
 	"os/exec"
 	"runtime"
@@ -23,8 +24,10 @@ type Machine struct {
 }
 
 // DescribeMachine reads the kernel release, the CPU model, the core count
-// and the commit of the tree in dir (with "+dirty" when it has changes).
-func DescribeMachine(ctx context.Context, dir string) Machine {
+// and the commit blast was built from: the revision Go stamped into the
+// binary (with "+dirty" when its tree had changes), or when bench built
+// blast itself from dir and there is no stamp, dir's commit.
+func DescribeMachine(ctx context.Context, dir, blast string, built bool) Machine {
 	m := Machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), Peers: map[string]string{}}
 	m.Hostname, _ = os.Hostname()
 	var u unix.Utsname
@@ -51,11 +54,47 @@ func DescribeMachine(ctx context.Context, dir string) Machine {
 		}
 		return strings.TrimSpace(string(out))
 	}
+	if rev := binaryRevision(blast); rev != "" {
+		m.BlastCommit = rev
+		return m
+	}
+	if !built {
+		m.BlastCommit = "unknown (a binary given with -blast, without a VCS stamp)"
+		return m
+	}
 	m.BlastCommit = git("rev-parse", "--short=12", "HEAD")
 	if m.BlastCommit != "" && git("status", "--porcelain", "--untracked-files=no") != "" {
 		m.BlastCommit += "+dirty"
 	}
 	return m
+}
+
+// binaryRevision is the VCS revision the Go toolchain stamped into the
+// binary at path ("" when there is none), 12 digits, "+dirty" when the
+// tree it was built from had changes.
+func binaryRevision(path string) string {
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var rev string
+	var dirty bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	rev = rev[:min(12, len(rev))]
+	if dirty {
+		rev += "+dirty"
+	}
+	return rev
 }
 
 // toolVersion is the first line a tool prints about its version.

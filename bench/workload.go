@@ -12,12 +12,16 @@ import (
 )
 
 // Env is what a workload runs with: the lab, the blast binary and what it
-// can do, and the length of each run.
+// can do, the peers' binaries, and the length of each run.
 type Env struct {
 	Lab   *netlab.Lab
 	Blast string // path of the blast binary
 	Secs  int    // seconds per run
 	Caps  Caps
+	// Iperf3 is Debian's iperf3; Modern an iperf3 of 3.16 or later, or nil.
+	Iperf3, Modern *Iperf3
+	// CPUs are the CPUs bench may run on (its affinity mask).
+	CPUs []int
 
 	counts map[string]int64 // calibrated ttcp buffer counts per workload
 }
@@ -57,14 +61,21 @@ func (s Sample) proc(role string) *ProcStats {
 	return nil
 }
 
-// Side is one contender of a workload: blast, or the peer.
+// Side is one contender of a workload: blast, or one of its peers.
 type Side struct {
-	Label string // what runs, in words ("blast ttcp readwrite")
-	Tool  string // the command it needs ("iperf3"), "" for blast alone
-	Run   func(ctx context.Context, e *Env) Sample
+	// Key names the peer across workloads: PeerIperf3 (Debian's),
+	// PeerIperf3Modern, "sockperf", "qperf", "trafgen", "blast" (blast
+	// run another way). "" for blast's own side.
+	Key   string
+	Label string // what runs, in words ("iperf3 -l 128K")
+	Tool  string // the Debian-packaged command it needs ("iperf3"), "" for none
+	// Unavailable says why this side cannot run here ("" if it can).
+	Unavailable func(e *Env) string
+	Run         func(ctx context.Context, e *Env) Sample
 }
 
-// Workload is one comparison: blast against a peer on one metric.
+// Workload is one comparison: blast against one or more peers on one
+// metric. Each round runs blast, then each peer in turn.
 type Workload struct {
 	ID     string
 	Title  string
@@ -72,12 +83,16 @@ type Workload struct {
 	Unit   string // "Gbit/s", "pps"
 	UDP    bool
 	Quick  bool // part of the quick suite
+	// Extra: not in the default suite (no target rests on it, and make
+	// bench must stay under 15 minutes); -all or -only runs it.
+	Extra bool
 	// Unavailable says why the workload cannot run with this blast ("" if
 	// it can).
 	Unavailable func(e *Env) string
 	// Calibrate runs before the pairs (a warm-up that may size the runs).
-	Calibrate   func(ctx context.Context, e *Env) error
-	Blast, Peer Side
+	Calibrate func(ctx context.Context, e *Env) error
+	Blast     Side
+	Peers     []Side
 }
 
 // Num is a float64 that is null in JSON when it is not a number.

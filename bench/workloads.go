@@ -111,20 +111,75 @@ func (s ttcpSpec) side(label string) Side {
 	}}
 }
 
-// iperfSide runs `iperf3 -s -1` in B and `iperf3 -c` in A with extra
-// client flags; size returns the flags that end the run (-t or -n).
-func iperfSide(label string, udp bool, flags []string, size func(e *Env, id string) []string, id string) Side {
-	return Side{Label: label, Tool: "iperf3", Run: func(ctx context.Context, e *Env) Sample {
-		srvArgv := []string{"iperf3", "-s", "-1", "-p", strconv.Itoa(iperfPort)}
-		cliArgv := append([]string{"iperf3", "-c", e.target(), "-p", strconv.Itoa(iperfPort), "-J"}, flags...)
-		cliArgv = append(cliArgv, size(e, id)...)
+// iperf3 returns the binary of the iperf3 peer key, or nil.
+func (e *Env) iperf3(key string) *Iperf3 {
+	if key == PeerIperf3Modern {
+		return e.Modern
+	}
+	return e.Iperf3
+}
+
+// iperfSide runs `iperf3 -s -1` in B and `iperf3 -c -t SECS` in A with
+// extra client flags, with the iperf3 of key (PeerIperf3 or
+// PeerIperf3Modern).
+//
+// iperf3 runs for the suite's seconds even where blast's ttcp run is
+// sized in bytes: the multi-threaded iperf3 ends a -n run only at its
+// next one-second tick, so a -n run of 1.4 s reports 2 s and understates the
+// rate by 30% (seen with 3.21; 3.12 times -n runs exactly).
+func iperfSide(key, label string, udp bool, flags []string) Side {
+	sd := Side{Key: key, Label: label, Run: func(ctx context.Context, e *Env) Sample {
+		ip := e.iperf3(key)
+		srvArgv := []string{ip.Path, "-s", "-1", "-p", strconv.Itoa(iperfPort)}
+		cliArgv := append([]string{ip.Path, "-c", e.target(), "-p", strconv.Itoa(iperfPort), "-J"}, flags...)
+		cliArgv = append(cliArgv, "-t", strconv.Itoa(e.Secs))
 		return clientServerJSON(ctx, e, srvArgv, cliArgv, udp)
 	}}
+	if key == PeerIperf3 {
+		sd.Tool = "iperf3"
+		sd.Unavailable = func(e *Env) string {
+			if e.Iperf3 == nil {
+				return "no iperf3 (Debian package iperf3)"
+			}
+			return ""
+		}
+	} else {
+		sd.Unavailable = needModern
+	}
+	return sd
+}
+
+// iperfSides are the same iperf3 run with Debian's iperf3 and with the
+// modern one.
+func iperfSides(label string, udp bool, flags []string) []Side {
+	return []Side{
+		iperfSide(PeerIperf3, label, udp, flags),
+		iperfSide(PeerIperf3Modern, label, udp, flags),
+	}
+}
+
+func needModern(e *Env) string {
+	if e.Modern == nil {
+		return "no iperf3 " + ModernIperf3.String() + " or later here (blastbench --iperf3 PATH)"
+	}
+	return ""
+}
+
+// needGSRO is needModern for a run with --gsro: the modern iperf3 must
+// have it (3.21 built with GSO/GRO support).
+func needGSRO(e *Env) string {
+	if why := needModern(e); why != "" {
+		return why
+	}
+	if !e.Modern.Version.GSRO {
+		return e.Modern.Name() + " has no --gsro (3.21 or later, built with GSO/GRO support)"
+	}
+	return ""
 }
 
 // blastClientSide runs `blast server -1` in B and `blast client` in A.
 func blastClientSide(label string, flags []string) Side {
-	return Side{Label: label, Run: func(ctx context.Context, e *Env) Sample {
+	return Side{Key: "blast", Label: label, Run: func(ctx context.Context, e *Env) Sample {
 		srvArgv := []string{e.Blast, "server", "-1", "-p", strconv.Itoa(iperfPort)}
 		cliArgv := append([]string{e.Blast, "client", e.target(), "-p", strconv.Itoa(iperfPort), "-J",
 			"-t", strconv.Itoa(e.Secs)}, flags...)
@@ -156,16 +211,6 @@ func clientServerJSON(ctx context.Context, e *Env, srvArgv, cliArgv []string, ud
 	}
 	return smp
 }
-
-// sameBytes makes iperf3 send what the calibrated blast run sends.
-func sameBytes(bufLen int) func(e *Env, id string) []string {
-	return func(e *Env, id string) []string {
-		return []string{"-n", strconv.FormatInt(e.counts[id]*int64(bufLen), 10)}
-	}
-}
-
-// sameTime makes iperf3 run the suite's seconds.
-func sameTime(e *Env, _ string) []string { return []string{"-t", strconv.Itoa(e.Secs)} }
 
 // manyClients runs one blast server in B and n blast clients with one
 // stream each in A at once; the value is the sum of their rates.
@@ -224,36 +269,38 @@ func manyClients(label string, n int) Side {
 	}}
 }
 
-// Workloads is the suite, in the order it runs.
+// Workloads is the suite, in the order it runs. Every throughput
+// workload against iperf3 runs Debian's iperf3 and, when there is one,
+// a modern iperf3 (3.16 or later) as a second peer.
 func Workloads() []Workload {
 	const tcpLen = 128 << 10
 	var ws []Workload
 
 	tcp1 := ttcpSpec{id: "tcp1", bufLen: tcpLen, rxBackend: "readwrite", txBackend: "readwrite"}
 	ws = append(ws, Workload{
-		ID: "tcp1", Title: "TCP, 1 stream, 128 KiB writes", Metric: "throughput", Unit: "Gbit/s", Quick: true,
+		ID: "tcp1", Title: "TCP, 1 stream, ttcp mode vs iperf3 -P 1, 128 KiB writes", Metric: "throughput", Unit: "Gbit/s", Quick: true,
 		Calibrate: tcp1.calibrate,
 		Blast:     tcp1.side("blast -t/-r (readwrite)"),
-		Peer:      iperfSide("iperf3 -l 128K", false, []string{"-l", "128K"}, sameBytes(tcpLen), "tcp1"),
+		Peers:     iperfSides("iperf3 -P 1 -l 128K", false, []string{"-P", "1", "-l", "128K"}),
 	})
 	for _, b := range []string{"sendfile", "splice"} {
 		s := ttcpSpec{id: "tcp1-" + b, bufLen: tcpLen, txBackend: b, rxBackend: "readwrite"}
 		ws = append(ws, Workload{
-			ID: s.id, Title: "TCP, 1 stream, " + b + " sender vs iperf3 -Z", Metric: "throughput", Unit: "Gbit/s", Quick: true,
+			ID: s.id, Title: "TCP, 1 stream, " + b + " sender vs iperf3 -Z", Metric: "throughput", Unit: "Gbit/s", Quick: b == "sendfile",
 			Unavailable: needBackend(b),
 			Calibrate:   s.calibrate,
 			Blast:       s.side("blast -t --backend " + b),
-			Peer:        iperfSide("iperf3 -Z -l 128K", false, []string{"-Z", "-l", "128K"}, sameBytes(tcpLen), s.id),
+			Peers:       iperfSides("iperf3 -Z -l 128K", false, []string{"-Z", "-l", "128K"}),
 		})
 	}
-	for _, p := range []int{1, 2, 4} {
+	for _, p := range []int{1, 2, 4, 8} {
 		ps := strconv.Itoa(p)
 		ws = append(ws, Workload{
 			ID: "client-P" + ps, Title: "TCP, client/server mode, " + ps + " stream(s)", Metric: "throughput", Unit: "Gbit/s",
-			Quick:       p != 4,
+			Quick:       p == 1 || p == 8,
 			Unavailable: needClient,
 			Blast:       blastClientSide("blast client -P "+ps+" -> blast server", []string{"-P", ps}),
-			Peer:        iperfSide("iperf3 -c -P "+ps+" -> iperf3 -s", false, []string{"-P", ps}, sameTime, ""),
+			Peers:       iperfSides("iperf3 -c -P "+ps+" -> iperf3 -s", false, []string{"-P", ps}),
 		})
 	}
 	ws = append(ws, Workload{
@@ -261,7 +308,7 @@ func Workloads() []Workload {
 		Quick:       true,
 		Unavailable: needClient,
 		Blast:       manyClients("8 x blast client -> blast server", 8),
-		Peer:        blastClientSide("blast client -P 8 -> blast server", []string{"-P", "8"}),
+		Peers:       []Side{blastClientSide("blast client -P 8 -> blast server", []string{"-P", "8"})},
 	})
 	for _, l := range []int{64, 1400} {
 		ls := strconv.Itoa(l)
@@ -269,30 +316,40 @@ func Workloads() []Workload {
 			s := ttcpSpec{id: "udp" + ls, udp: true, bufLen: l, txBackend: "mmsg", rxBackend: "mmsg"}
 			title := "UDP, " + ls + "-byte datagrams, mmsg"
 			label := "blast -u --backend mmsg"
+			flags := []string{"-u", "-b", "0", "-l", ls}
+			peers := iperfSides("iperf3 -u -b 0 -l "+ls, true, flags)
 			if gso {
 				s.id += "-gso"
 				s.txOpt, s.rxOpt = "gso", "gro"
-				title += " with GSO/GRO"
+				title += " with GSO/GRO vs iperf3 --gsro"
 				label += " (gso / gro)"
+				// Debian's iperf3 (3.12) has no --gsro; the modern one
+				// runs with it when it has it.
+				modern := iperfSide(PeerIperf3Modern, "iperf3 --gsro -u -b 0 -l "+ls, true, append([]string{"--gsro"}, flags...))
+				modern.Unavailable = needGSRO
+				peers[1] = modern
+			} else {
+				title += ", no GSO/GRO"
 			}
 			ws = append(ws, Workload{
 				ID: s.id, Title: title, Metric: "delivered datagrams/s", Unit: "pps", UDP: true,
 				Quick:       l == 64,
+				Extra:       l != 64, // no target; keeps make bench under 15 minutes
 				Unavailable: needOptions(gso),
 				Calibrate:   s.calibrate,
 				Blast:       s.side(label),
-				Peer:        iperfSide("iperf3 -u -b 0 -l "+ls, true, []string{"-u", "-b", "0", "-l", ls}, sameTime, ""),
+				Peers:       peers,
 			})
 		}
 	}
 	ws = append(ws, latencyWorkloads()...)
 	ws = append(ws,
 		Workload{ID: "afxdp-tx", Title: "AF_XDP transmit, 64-byte frames, vs trafgen", Metric: "frames/s received by B", Unit: "pps", UDP: true,
-			Quick: true, Unavailable: needAFXDP, Calibrate: afxdpCalibrate, Blast: afxdpTxSide(), Peer: trafgenSide()},
+			Quick: true, Unavailable: needAFXDP, Calibrate: afxdpCalibrate, Blast: afxdpTxSide(), Peers: []Side{trafgenSide()}},
 		Workload{ID: "afxdp-rx", Title: "AF_XDP receive from trafgen at its full rate, vs a socket receiver", Metric: "received datagrams/s", Unit: "pps", UDP: true,
 			Quick: true, Unavailable: needAFXDP,
 			Blast: trafgenRx("trafgen -> blast -r -u --backend afxdp", "afxdp"),
-			Peer:  trafgenRx("trafgen -> blast -r -u --backend mmsg", "mmsg")},
+			Peers: []Side{trafgenRx("trafgen -> blast -r -u --backend mmsg", "mmsg")}},
 	)
 	return ws
 }
