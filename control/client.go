@@ -321,7 +321,7 @@ func (cl *client) connectStreams(ctx context.Context, addr string) error {
 	if cfg.TOS > 0 {
 		tos = cfg.TOS
 	}
-	so := engine.SockOpts{SndBuf: cfg.Window, RcvBuf: cfg.Window, TOS: tos, NoDelay: cfg.NoDelay,
+	so := engine.SockOpts{SndBuf: cfg.Window, RcvBuf: cfg.Window, TOS: tos,
 		MSS: cfg.MSS, Congestion: cfg.Congestion}
 	if cfg.ConnectTimeout > 0 {
 		var cancel context.CancelFunc

@@ -471,7 +471,7 @@ func (s *Server) setOptions(sess *session, p *Params, res *Result) error {
 	if p.TOS > 0 {
 		tos = int(p.TOS)
 	}
-	so := engine.SockOpts{SndBuf: int(p.Window), RcvBuf: int(p.Window), TOS: tos, NoDelay: bool(p.NoDelay), Congestion: p.Congestion}
+	so := engine.SockOpts{SndBuf: int(p.Window), RcvBuf: int(p.Window), TOS: tos, Congestion: p.Congestion}
 	for _, st := range sess.streams {
 		if err := st.sock.Apply(so); err != nil {
 			return fmt.Errorf("stream %d: %w", st.id, err)

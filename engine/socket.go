@@ -17,8 +17,13 @@ type SockOpts struct {
 	SndBuf, RcvBuf int
 	// TOS is the IP TOS byte / IPv6 traffic class (negative: leave it).
 	TOS int
-	// NoDelay sets TCP_NODELAY.
-	NoDelay bool
+	// Nagle leaves Nagle's algorithm on. Without it every TCP data
+	// socket has TCP_NODELAY: a bulk sender writes whole buffers, and
+	// Nagle holds back the last segment of each write until the one
+	// before is acknowledged (on a veth link that halves one stream's
+	// rate with 128 KiB writes). ttcp's -D and iperf3's -N ask for what
+	// blast does anyway.
+	Nagle bool
 	// MSS sets TCP_MAXSEG (0: leave it).
 	MSS int
 	// Congestion sets TCP_CONGESTION ("": the system's default).

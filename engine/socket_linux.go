@@ -81,7 +81,7 @@ func (o SockOpts) apply(fd, family int, p Protocol) error {
 		}
 	}
 	if p == TCP {
-		if o.NoDelay {
+		if !o.Nagle {
 			if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
 				return fmt.Errorf("set TCP_NODELAY: %w", err)
 			}
@@ -426,7 +426,7 @@ func (l *Listener) Close() error {
 // package net, and closes c: the engine then owns a blocking duplicate of
 // the descriptor that no runtime poller watches. The iperf3 server uses it
 // for data connections, which arrive on the control port. Like every
-// engine socket it has Nagle on until asked otherwise.
+// engine TCP socket it has TCP_NODELAY (package net sets it too).
 func Adopt(c net.Conn) (*Socket, error) {
 	var p Protocol
 	switch c.(type) {
@@ -462,15 +462,6 @@ func Adopt(c net.Conn) (*Socket, error) {
 	if err := unix.SetNonblock(nfd, false); err != nil {
 		unix.Close(nfd)
 		return nil, os.NewSyscallError("fcntl", err)
-	}
-	if p == TCP {
-		// Package net turns Nagle off on every TCP connection; an engine
-		// socket is a plain one, as Dial makes it (SockOpts.NoDelay and
-		// Apply turn it off on request).
-		if err := unix.SetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 0); err != nil {
-			unix.Close(nfd)
-			return nil, os.NewSyscallError("setsockopt TCP_NODELAY", err)
-		}
 	}
 	return wrap(nfd, p), nil
 }

@@ -185,7 +185,6 @@ func dial(ctx context.Context, cfg Config) (roundTripper, *Result, error) {
 	}
 	addr := hostPort(cfg.Host, cfg.Port)
 	opts := cfg.Sock
-	opts.NoDelay = true
 	d := net.Dialer{Control: opts.Control(), Timeout: 10 * time.Second}
 	c, err := d.DialContext(ctx, network, addr)
 	if err != nil {

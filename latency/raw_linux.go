@@ -48,13 +48,6 @@ func detach(c net.Conn) (*rawSock, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sock.Protocol() == engine.TCP {
-		// A request must leave at once: latency always sets TCP_NODELAY.
-		if err := sock.Apply(engine.SockOpts{TOS: engine.NoTOS, NoDelay: true}); err != nil {
-			sock.Close()
-			return nil, err
-		}
-	}
 	return &rawSock{sock: sock, fd: sock.FD()}, nil
 }
 

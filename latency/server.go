@@ -42,7 +42,6 @@ func Listen(cfg Config, log io.Writer) (*Server, error) {
 		log = io.Discard
 	}
 	opts := cfg.Sock
-	opts.NoDelay = true
 	lc := net.ListenConfig{Control: opts.Control()}
 	s := &Server{cfg: cfg, log: log, conns: map[interface{ interrupt() }]struct{}{}, udpPeers: map[netip.AddrPort]int64{}, done: make(chan struct{})}
 	// With port 0 the TCP port is chosen first and UDP takes the same

@@ -98,7 +98,7 @@ func Run(ctx context.Context, c Config) (*report.TTCPResult, error) {
 func (r *run) mes(s string) { fmt.Fprintf(r.c.Stderr, "%s: %s\n", r.c.prefix(), s) }
 
 func (r *run) options() engine.SockOpts {
-	o := engine.SockOpts{TOS: r.c.TOS, NoDelay: r.c.NoDelay, Device: r.c.Device}
+	o := engine.SockOpts{TOS: r.c.TOS, Device: r.c.Device}
 	if r.c.Transmit {
 		o.SndBuf = r.c.SockBuf
 	} else {

@@ -42,7 +42,7 @@ func runClient(e *env, args []string) int {
 	omit := fs.IntP("omit", "O", 0, "seconds at the start to leave out of the results")
 	window := fs.StringP("window", "w", "", "socket buffer size on both ends (K/M suffixes)")
 	mss := fs.IntP("set-mss", "M", 0, "TCP maximum segment size")
-	nodelay := fs.BoolP("no-delay", "N", false, "set TCP_NODELAY")
+	nodelay := fs.BoolP("no-delay", "N", false, "TCP_NODELAY (blast sets it on every data stream anyway; accepted for iperf3's scripts)")
 	cc := fs.StringP("congestion", "C", "", "TCP congestion control algorithm")
 	tosStr := fs.StringP("tos", "S", "", "IP TOS byte (0x hex accepted)")
 	dscp := fs.String("dscp", "", "DSCP value or name (EF, AF11, CS1...)")

@@ -67,8 +67,8 @@ func readBack(t *testing.T, s *engine.Socket) sockState {
 // asked are the options the tests ask for, and want what the kernel must
 // report for them on TCP (MSS: at most).
 var (
-	asked = engine.SockOpts{SndBuf: 65536, RcvBuf: 131072, TOS: 0x10, NoDelay: true, MSS: 1000, Congestion: "reno"}
-	want  = sockState{SndBuf: 2 * 65536, RcvBuf: 2 * 131072, TOS: 0x10, NoDelay: 1, MSS: 1000, Congestion: "reno"}
+	asked = engine.SockOpts{SndBuf: 65536, RcvBuf: 131072, TOS: 0x10, Nagle: true, MSS: 1000, Congestion: "reno"}
+	want  = sockState{SndBuf: 2 * 65536, RcvBuf: 2 * 131072, TOS: 0x10, NoDelay: 0, MSS: 1000, Congestion: "reno"}
 )
 
 // checkState compares got with want, MSS as an upper bound (the kernel
@@ -178,8 +178,8 @@ func TestSockOptsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := readBack(t, s)
-	if got.TOS != 0 || got.NoDelay != 0 || got.Congestion != strings.TrimSpace(string(cc)) {
-		t.Errorf("TOS %#x, TCP_NODELAY %d, congestion control %q without options; want 0, 0 and the system's %q",
+	if got.TOS != 0 || got.NoDelay != 1 || got.Congestion != strings.TrimSpace(string(cc)) {
+		t.Errorf("TOS %#x, TCP_NODELAY %d, congestion control %q without options; want 0, 1 (blast's default) and the system's %q",
 			got.TOS, got.NoDelay, got.Congestion, strings.TrimSpace(string(cc)))
 	}
 }
