@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+	"github.com/blastnet/blast/internal/golden"
+)
 
 // sampleResults is a small run: two iperf3 columns, a peer that failed,
 // a workload skipped, a latency workload and an RSS target.
@@ -75,19 +74,7 @@ func sampleResults() *Results {
 func TestWriteTablesGolden(t *testing.T) {
 	var b strings.Builder
 	WriteTables(&b, sampleResults(), "bench/results/2026-12-01-vm.json")
-	golden := filepath.Join("testdata", "tables.golden.md")
-	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (go test ./bench -run Golden -update writes it)", err)
-	}
-	if diff := cmp.Diff(string(want), b.String()); diff != "" {
-		t.Errorf("WriteTables (-want +got):\n%s", diff)
-	}
+	golden.Check(t, "testdata/tables.golden.md", b.String())
 	for _, want := range []string{
 		"| workload | blast runs | blast | peer runs | peer | blast/peer | iperf3 3.21 runs | iperf3 3.21 | blast/iperf3 3.21 |",
 		"against iperf3 3.21, the older ones against iperf3 3.12 (Debian)",

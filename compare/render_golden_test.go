@@ -1,39 +1,12 @@
 package compare
 
 import (
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
-
-// golden compares got with testdata/golden/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run Golden -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got); rerun with -update if intended:\n%s", path, diff)
-	}
-}
 
 // measured is what one case of a lab comparison measured; row derives
 // the row's figures from it as runCase does, so the rows are consistent.
@@ -176,12 +149,12 @@ func TestTableGolden(t *testing.T) {
 			if err := WriteTable(&b, tc.rows, tc.udp); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.name+".txt", b.String())
+			golden.Check(t, "testdata/golden/"+tc.name+".txt", b.String())
 			var j strings.Builder
 			if err := WriteJSON(&j, tc.rows); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.name+".json", j.String())
+			golden.Check(t, "testdata/golden/"+tc.name+".json", j.String())
 		})
 	}
 }

@@ -2,42 +2,15 @@ package control
 
 import (
 	"errors"
-	"flag"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/golden"
 	"github.com/blastnet/blast/nicinfo"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
-
-// golden compares got with testdata/golden/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run Golden -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got); rerun with -update if intended:\n%s", path, diff)
-	}
-}
 
 // The fixed world of the golden tests: a client at 198.18.0.1, a server
 // at 198.18.0.2:5201, a test that started at a fixed time.
@@ -373,7 +346,7 @@ var goldenResults = []struct {
 func TestTextGolden(t *testing.T) {
 	for _, tc := range goldenResults {
 		t.Run(tc.name, func(t *testing.T) {
-			golden(t, tc.name+".txt", TextString(tc.r()))
+			golden.Check(t, "testdata/golden/"+tc.name+".txt", TextString(tc.r()))
 		})
 	}
 }
@@ -385,7 +358,7 @@ func TestJSONGolden(t *testing.T) {
 			if err := EncodeJSON(&b, tc.r()); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.name+".json", b.String())
+			golden.Check(t, "testdata/golden/"+tc.name+".json", b.String())
 		})
 	}
 }

@@ -1,39 +1,13 @@
 package latency
 
 import (
-	"flag"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/blastnet/blast/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
-
-// golden compares got with testdata/golden/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run Golden -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got); rerun with -update if intended:\n%s", path, diff)
-	}
-}
 
 func micro(v float64) time.Duration { return time.Duration(math.Round(v * 1e3)) }
 
@@ -165,7 +139,7 @@ func TestTextGolden(t *testing.T) {
 				}
 			}
 			WriteText(&b, r)
-			golden(t, tc.name+".txt", b.String())
+			golden.Check(t, "testdata/golden/"+tc.name+".txt", b.String())
 		})
 	}
 }
@@ -178,7 +152,7 @@ func TestJSONGolden(t *testing.T) {
 			if err := WriteJSON(&b, r); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.name+".json", b.String())
+			golden.Check(t, "testdata/golden/"+tc.name+".json", b.String())
 		})
 	}
 }

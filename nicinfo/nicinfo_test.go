@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,9 +12,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+	"github.com/blastnet/blast/internal/golden"
+)
 
 func ptr[T any](v T) *T { return &v }
 
@@ -36,28 +35,6 @@ func ruleSev(fs []Finding) []string {
 		out = append(out, f.Rule+" "+f.Severity.String())
 	}
 	return out
-}
-
-// golden compares got with testdata/golden/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	p := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s differs (-want +got); rerun with -update if intended:\n%s", p, diff)
-	}
 }
 
 // analysis is what `blast nic --sysfs before --after after IFACE -J` shows.
@@ -211,12 +188,12 @@ func TestScenarios(t *testing.T) {
 			if sc.check != nil {
 				sc.check(t, a)
 			}
-			golden(t, sc.dir+".txt", a.text(t))
+			golden.Check(t, "testdata/golden/"+sc.dir+".txt", a.text(t))
 			var brief bytes.Buffer
 			if err := WriteBrief(&brief, "blast-t: ", &a); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, sc.dir+".brief", brief.Bytes())
+			golden.Check(t, "testdata/golden/"+sc.dir+".brief", brief.Bytes())
 			js, err := json.MarshalIndent(a, "", "  ")
 			if err != nil {
 				t.Fatal(err)
@@ -224,7 +201,7 @@ func TestScenarios(t *testing.T) {
 			if sc.dir == "mlx5-big" {
 				return // 20 000 counters: the text golden is enough
 			}
-			golden(t, sc.dir+".json", append(js, '\n'))
+			golden.Check(t, "testdata/golden/"+sc.dir+".json", append(js, '\n'))
 		})
 	}
 }
@@ -274,7 +251,7 @@ func TestTable(t *testing.T) {
 	for _, i := range all {
 		b.WriteString(Summary(i) + "\n")
 	}
-	golden(t, "table.txt", b.Bytes())
+	golden.Check(t, "testdata/golden/table.txt", b.Bytes())
 }
 
 // TestCaptureRoundTrip re-captures a fixture and checks nothing is lost.
@@ -314,7 +291,7 @@ func TestAdvise(t *testing.T) {
 	if err := WriteAdvice(&b, a); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "advise-tulip.txt", b.Bytes())
+	golden.Check(t, "testdata/golden/advise-tulip.txt", b.Bytes())
 
 	for _, tc := range []struct {
 		name    string

@@ -1,9 +1,6 @@
 package report
 
 import (
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,26 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", path, diff)
-	}
-}
 
 func TestTTCPHeader(t *testing.T) {
 	for _, tc := range []struct {
@@ -74,14 +53,14 @@ func TestTTCPSummaryGolden(t *testing.T) {
 			}
 		}
 	}
-	golden(t, "ttcp-formats", b.String())
+	golden.Check(t, "testdata/ttcp-formats.golden", b.String())
 
 	b.Reset()
 	b.WriteString(strings.Join(result("blast-r", 'm', false, true, true).Lines(), "\n") + "\n")
 	r := result("ttcp-t", 'K', true, true, true)
 	r.Notes = []string{"a note"}
 	b.WriteString(strings.Join(r.Lines(), "\n") + "\n")
-	golden(t, "ttcp-udp-verbose", b.String())
+	golden.Check(t, "testdata/ttcp-udp-verbose.golden", b.String())
 }
 
 func TestTTCPClassicLines(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,10 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/blastnet/blast/internal/golden"
 	"github.com/blastnet/blast/nicinfo"
 )
-
-var updateNic = flag.Bool("update-nic", false, "rewrite the golden files of 'blast nic' in testdata/")
 
 // fx is the path of a nicinfo fixture tree.
 func fx(scenario, tree string) string {
@@ -29,27 +27,6 @@ func runNicArgs(t *testing.T, args ...string) (code int, stdout, stderr string) 
 	e := &env{ctx: context.Background(), argv0: "blast", stdout: &out, stderr: &errb, stdin: strings.NewReader("")}
 	code = dispatch(e, append([]string{"nic"}, args...))
 	return code, out.String(), errb.String()
-}
-
-func nicGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *updateNic {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cmd/blast/ -run TestNic -update-nic to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("blast nic output differs from %s (-want +got):\n%s", path, diff)
-	}
 }
 
 func TestNicGolden(t *testing.T) {
@@ -71,7 +48,7 @@ func TestNicGolden(t *testing.T) {
 			if code != exitOK || errs != tc.stderr {
 				t.Fatalf("blast nic %s: exit %d, stderr %q; want 0, %q", strings.Join(tc.args, " "), code, errs, tc.stderr)
 			}
-			nicGolden(t, tc.golden, out)
+			golden.Check(t, "testdata/"+tc.golden, out)
 		})
 	}
 }
