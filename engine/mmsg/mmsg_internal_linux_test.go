@@ -96,8 +96,8 @@ func TestPartialBatch(t *testing.T) {
 // than UDP_MAX_SEGMENTS): the sender must fall back, say so, and lose
 // nothing.
 func TestGSORefused(t *testing.T) {
-	defer func(n int) { maxGSOSegments = n }(maxGSOSegments)
-	maxGSOSegments = 600
+	defer func(n, s int) { maxGSOSegments, stepGSOSegments = n, s }(maxGSOSegments, stepGSOSegments)
+	maxGSOSegments, stepGSOSegments = 600, 600
 	const count, size = 1000, 100
 	c, received := udpPeer(t, count)
 	f := &engine.Flow{Sock: c, Spec: &engine.Spec{Protocol: engine.UDP, BufLen: size, Bytes: count * size}, Stats: &engine.Counters{}}
@@ -113,6 +113,31 @@ func TestGSORefused(t *testing.T) {
 		t.Errorf("peer received (-want +got):\n%s", diff)
 	}
 	t.Log(facts.Lines())
+}
+
+// TestGSOStepDown makes the kernel refuse trains longer than it takes:
+// the sender steps down to shorter ones, says so, keeps GSO and loses
+// nothing.
+func TestGSOStepDown(t *testing.T) {
+	defer func(n int) { maxGSOSegments = n }(maxGSOSegments)
+	maxGSOSegments = 600
+	const count, size = 1000, 100
+	c, received := udpPeer(t, count)
+	f := &engine.Flow{Sock: c, Spec: &engine.Spec{Protocol: engine.UDP, BufLen: size, Bytes: count * size}, Stats: &engine.Counters{}}
+	run(t, Backend{gso: true, batch: 2}, f)
+	facts := f.Facts.Snapshot()
+	if facts.Counts["gso_stepdowns"] != 1 || facts.Counts["gso_fallbacks"] != 0 || !strings.Contains(strings.Join(facts.Notes, "\n"), "the kernel refused trains of 600 datagrams") {
+		t.Errorf("no step down noted: %v", facts.Lines())
+	}
+	if facts.Counts["gso_messages"] == 0 {
+		t.Errorf("GSO given up after the step down: %v", facts.Lines())
+	}
+	if s := f.Stats.Snapshot(); s.Datagrams != count || s.Bytes != count*size || s.Errors != 1 {
+		t.Errorf("counters %+v, want %d datagrams, %d bytes, the refused call as the one error", s, count, count*size)
+	}
+	if diff := cmp.Diff(got{count, count * size}, received()); diff != "" {
+		t.Errorf("peer received (-want +got):\n%s", diff)
+	}
 }
 
 // TestGSONotUsed: datagrams too long to put two in one message go one per

@@ -39,8 +39,12 @@ const (
 	gsoBatch = 8
 	maxBatch = 1024 // UIO_MAXIOV: the kernel's limit on vlen
 	// gsoSegments is the most datagrams one UDP_SEGMENT message carries
-	// (UDP_MAX_SEGMENTS was 64 before Linux 6.11).
-	gsoSegments = 64
+	// (UDP_MAX_SEGMENTS, 128 since Linux 6.11); an older kernel refuses
+	// trains that long, and the sender steps down to oldGSOSegments.
+	// On the veth lab 128-datagram trains of 64 bytes move 60% more
+	// datagrams a second than 64-datagram ones.
+	gsoSegments    = 128
+	oldGSOSegments = 64
 	// gsoMax is the largest UDP payload of one GSO message.
 	gsoMax = 65507
 	// ctlLen is the room for the control message of each received
@@ -48,8 +52,9 @@ const (
 	ctlLen = 64
 )
 
-// maxGSOSegments is gsoSegments; tests raise it to make the kernel refuse.
-var maxGSOSegments = gsoSegments
+// maxGSOSegments is gsoSegments, and stepGSOSegments what a refused train
+// steps down to; tests raise them to make the kernel refuse.
+var maxGSOSegments, stepGSOSegments = gsoSegments, oldGSOSegments
 
 // sendmmsgCall is the sendmmsg(2) the sender makes; tests wrap it to make
 // the kernel take fewer messages than asked.
@@ -188,6 +193,14 @@ func (m *sender) setGSO() {
 	m.f.Facts.Notef("GSO: trains of up to %d datagrams of %d bytes per message", segs, bufLen)
 }
 
+// stepGSO shortens the trains after the kernel refused one (a kernel
+// before 6.11 takes at most 64 segments).
+func (m *sender) stepGSO(why error) {
+	m.f.Facts.Notef("the kernel refused trains of %d datagrams (sendmmsg: %v; UDP_MAX_SEGMENTS is 64 before Linux 6.11): trains of %d from now on", m.segs, why, stepGSOSegments)
+	m.segs = stepGSOSegments
+	m.f.Facts.Add("gso_stepdowns", 1)
+}
+
 // dropGSO turns UDP_SEGMENT off after the kernel refused a GSO send.
 func (m *sender) dropGSO(why error) {
 	unix.SetsockoptInt(m.fd, unix.SOL_UDP, unix.UDP_SEGMENT, 0)
@@ -285,10 +298,15 @@ func (m *sender) sendBatch() error {
 				return engine.ErrCancelled
 			}
 			if m.segs > 1 && mdg[0] > 1 && gsoRefused(err) {
-				// The first message, a train, was refused: GSO does not
-				// work here. Lay out what is left one datagram a message.
+				// The first message, a train, was refused: shorter trains,
+				// or, when they are short already, GSO does not work
+				// here. Lay out what is left again.
 				c.AddError()
-				m.dropGSO(err)
+				if m.segs > stepGSOSegments {
+					m.stepGSO(err)
+				} else {
+					m.dropGSO(err)
+				}
 				skip := 0
 				for _, k := range m.mdg[:len(m.mdg)-len(mdg)] {
 					skip += k
