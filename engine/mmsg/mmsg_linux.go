@@ -168,10 +168,14 @@ type sender struct {
 	syscalls *atomic.Int64
 	gsoMsgs  *atomic.Int64 // set while GSO is on
 
-	pat   []byte   // the pattern datagram
+	// train is the pattern datagram, repeated once per datagram of a
+	// GSO train, so that a train of pattern datagrams is one contiguous
+	// buffer: one iovec per message instead of one per datagram.
+	train []byte
 	arena []byte   // Source mode: one buffer per datagram of a batch
 	dgs   [][]byte // the datagrams of the batch being sent
 	iov   []unix.Iovec
+	first []int // each message's first iovec
 	msgs  []unix.Mmsghdr
 	mdg   []int // datagrams per message
 }
@@ -214,8 +218,14 @@ func (m *sender) dropGSO(why error) {
 func (m *sender) run() error {
 	spec := m.f.Spec
 	src := m.s.Source()
+	per := max(m.segs, 1) // datagrams per message
 	if !src {
-		m.pat = engine.Buffer(spec)
+		t := *spec
+		t.BufLen = per * spec.BufLen
+		m.train = engine.Buffer(&t)
+		for i := 0; i < per; i++ {
+			engine.Pattern(m.train[i*spec.BufLen : (i+1)*spec.BufLen])
+		}
 	}
 	for {
 		want := m.batch * max(m.segs, 1)
@@ -237,7 +247,8 @@ func (m *sender) run() error {
 				if err != nil {
 					return err
 				}
-				d = m.pat[:n]
+				at := len(m.dgs) % per * spec.BufLen // its place in the train
+				d = m.train[at : at+n]
 			}
 			if len(d) == 0 {
 				break
@@ -258,15 +269,13 @@ func (m *sender) run() error {
 
 // build lays out the messages for m.dgs: one per datagram, or GSO trains
 // in which every datagram but the last has the full buffer length.
+// Datagrams of a message that lie next to each other in memory (pattern
+// trains) share one iovec: the kernel then copies the train in one go.
 func (m *sender) build() {
 	m.iov = m.iov[:0]
+	m.first = m.first[:0]
 	m.msgs = m.msgs[:0]
 	m.mdg = m.mdg[:0]
-	for _, d := range m.dgs {
-		v := unix.Iovec{Base: &d[0]}
-		v.SetLen(len(d))
-		m.iov = append(m.iov, v)
-	}
 	full := m.f.Spec.BufLen
 	for i := 0; i < len(m.dgs); {
 		j := i + 1
@@ -275,13 +284,36 @@ func (m *sender) build() {
 				j++
 			}
 		}
-		var h unix.Mmsghdr
-		h.Hdr.Iov = &m.iov[i]
-		h.Hdr.SetIovlen(j - i)
-		m.msgs = append(m.msgs, h)
+		first := len(m.iov)
+		for _, d := range m.dgs[i:j] {
+			if k := len(m.iov) - 1; k >= first && adjoins(m.iov[k], d) {
+				m.iov[k].SetLen(int(m.iov[k].Len) + len(d))
+				continue
+			}
+			v := unix.Iovec{Base: &d[0]}
+			v.SetLen(len(d))
+			m.iov = append(m.iov, v)
+		}
+		m.first = append(m.first, first)
 		m.mdg = append(m.mdg, j-i)
 		i = j
 	}
+	// m.iov has stopped growing: point the messages into it.
+	for k, first := range m.first {
+		last := len(m.iov)
+		if k+1 < len(m.first) {
+			last = m.first[k+1]
+		}
+		var h unix.Mmsghdr
+		h.Hdr.Iov = &m.iov[first]
+		h.Hdr.SetIovlen(last - first)
+		m.msgs = append(m.msgs, h)
+	}
+}
+
+// adjoins reports whether d starts where v's bytes end.
+func adjoins(v unix.Iovec, d []byte) bool {
+	return uintptr(unsafe.Pointer(v.Base))+uintptr(v.Len) == uintptr(unsafe.Pointer(&d[0]))
 }
 
 // sendBatch sends the messages of m.dgs, in as many calls as it takes: a
