@@ -68,10 +68,10 @@ func Run(ctx context.Context, b Backend, f *Flow, send bool) error {
 	}
 	defer f.wake.close()
 	if send && f.Spec.Duration > 0 && f.Sock != nil {
-		if err := f.Sock.SetTimeout(sendSlice); err != nil {
+		if err := f.Sock.sendTimeout(sendSlice); err != nil {
 			return err
 		}
-		defer f.Sock.SetTimeout(0) // the socket is the mode's again
+		defer f.Sock.sendTimeout(0) // the socket is the mode's again
 	}
 	stop := context.AfterFunc(ctx, func() {
 		f.wake.fire()

@@ -519,6 +519,14 @@ func (s *Socket) SetTimeout(d time.Duration) error {
 	})
 }
 
+// sendTimeout sets SO_SNDTIMEO alone (0: no bound).
+func (s *Socket) sendTimeout(d time.Duration) error {
+	tv := unix.NsecToTimeval(int64(d))
+	return s.Control(func(fd int) error {
+		return os.NewSyscallError("setsockopt SO_SNDTIMEO", unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv))
+	})
+}
+
 // ioErr turns a failed data call into an error: a timeout wraps
 // ErrTimeout and os.ErrDeadlineExceeded.
 func ioErr(op string, err error) error {
