@@ -117,9 +117,6 @@ func (x *Facts) Snapshot() FactSample {
 	return s
 }
 
-// Empty reports whether the sample holds nothing.
-func (s FactSample) Empty() bool { return len(s.Counts) == 0 && len(s.Notes) == 0 }
-
 // Lines renders the sample as "name value" lines in name order, then the
 // notes.
 func (s FactSample) Lines() []string {

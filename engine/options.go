@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -197,20 +196,6 @@ func (o Options) String() string {
 		}
 	}
 	return strings.Join(s, ",")
-}
-
-// Without returns o less the named options.
-func (o Options) Without(names ...string) Options {
-	c := Options{decls: o.decls}
-	for k, v := range o.vals {
-		if !slices.Contains(names, k) {
-			if c.vals == nil {
-				c.vals = map[string]string{}
-			}
-			c.vals[k] = v
-		}
-	}
-	return c
 }
 
 // Configurable is a Backend with options.

@@ -210,7 +210,7 @@ func WriteAll(s *Sender, fd int, p []byte) error {
 			}
 			if rerr != nil {
 				f.Stats.AddError()
-				werr = ioErr("write", rerr)
+				werr = IOErr("write", rerr)
 			}
 			break // failed, or the time limit ended the send mid-buffer
 		}

@@ -527,18 +527,14 @@ func (s *Socket) sendTimeout(d time.Duration) error {
 	})
 }
 
-// ioErr turns a failed data call into an error: a timeout wraps
-// ErrTimeout and os.ErrDeadlineExceeded.
-func ioErr(op string, err error) error {
+// IOErr turns a failed data call into an error naming op: the timeout of
+// a blocking socket (EAGAIN) wraps ErrTimeout and os.ErrDeadlineExceeded.
+func IOErr(op string, err error) error {
 	if err == unix.EAGAIN {
 		return fmt.Errorf("%s: %w (%w)", op, ErrTimeout, os.ErrDeadlineExceeded)
 	}
 	return os.NewSyscallError(op, err)
 }
-
-// IOErr is ioErr for backends: name the call, and map the timeout of a
-// blocking socket (EAGAIN) to ErrTimeout.
-func IOErr(op string, err error) error { return ioErr(op, err) }
 
 // Read reads once into p (blocking). 0, nil is the end of a TCP stream
 // (or an empty datagram).
@@ -549,7 +545,7 @@ func (s *Socket) Read(p []byte) (int, error) {
 			continue
 		}
 		if err != nil {
-			return 0, ioErr("read", err)
+			return 0, IOErr("read", err)
 		}
 		return n, nil
 	}
@@ -563,7 +559,7 @@ func (s *Socket) ReadFrom(p []byte) (int, netip.AddrPort, error) {
 			continue
 		}
 		if err != nil {
-			return 0, netip.AddrPort{}, ioErr("recvfrom", err)
+			return 0, netip.AddrPort{}, IOErr("recvfrom", err)
 		}
 		var ap netip.AddrPort
 		if from != nil {
@@ -582,7 +578,7 @@ func (s *Socket) Write(p []byte) (int, error) {
 			continue
 		}
 		if err != nil {
-			return done, ioErr("write", err)
+			return done, IOErr("write", err)
 		}
 		done += n
 		if done == len(p) || s.proto == UDP {

@@ -8,5 +8,6 @@
 //	import _ "github.com/blastnet/blast/engine/backends"
 package backends
 
-// Names are the backends in the order `blast backends` lists them.
+// Names are the backends blast ships: off Linux each is registered as
+// engine.Unsupported.
 var Names = []string{"readwrite", "sendfile", "splice", "zerocopy", "trunc", "mmsg", "iouring", "afxdp"}
