@@ -99,6 +99,10 @@ type StreamResult struct {
 	// TCP_INFO summary of a sending stream on this side.
 	MaxSndCwnd, MaxSndWnd, MinRTT, MaxRTT, MeanRTT int64
 
+	// UDP is this side's datagram count on a UDP stream (nil on TCP);
+	// PeerUDP the peer's, from its results.
+	UDP, PeerUDP *UDPStats
+
 	IO     engine.Sample  // this side's I/O counters
 	PeerIO *engine.Sample // the peer's, if it is blast
 	// Facts are what this side's backend reported (engine.Facts);
@@ -146,7 +150,39 @@ type StreamInterval struct {
 	TCP         *TCPInfo
 	Retransmits int64
 	IO          engine.Sample // I/O calls in this interval
+	// UDP is set on UDP streams: the datagrams of this interval (Jitter
+	// is the running value at its end).
+	UDP *UDPStats
 }
+
+// UDPStats are the datagram counts of one UDP stream on one side, as
+// iperf3 keeps them (iperf_udp.c). On the sending side only Packets is
+// set: the datagrams sent. On the receiving side Packets is the highest
+// sequence number seen (iperf3's packet_count, so lost datagrams are in
+// it), Lost the gaps in the sequence less the late datagrams that filled
+// them, OutOfOrder the datagrams that arrived after a higher-numbered one,
+// Duplicates (blast only; iperf3 counts them as out of order) the
+// datagrams seen twice, and Jitter the RFC 3550 smoothed transit-time
+// variation in seconds.
+type UDPStats struct {
+	Packets    int64   `json:"packets"`
+	Lost       int64   `json:"lost"`
+	OutOfOrder int64   `json:"out_of_order"`
+	Duplicates int64   `json:"duplicates"`
+	Jitter     float64 `json:"jitter"`
+}
+
+// LostPercent is Lost as a share of Packets, in percent (0 with no
+// packets).
+func (u *UDPStats) LostPercent() float64 {
+	if u == nil || u.Packets <= 0 {
+		return 0
+	}
+	return 100 * float64(u.Lost) / float64(u.Packets)
+}
+
+// UDP reports whether the test runs over UDP.
+func (r *Result) UDP() bool { return bool(r.Params.UDP) }
 
 // Seconds is the length of the interval.
 func (s StreamInterval) Seconds() float64 { return s.End - s.Start }

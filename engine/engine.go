@@ -88,6 +88,10 @@ type Spec struct {
 	// Rate paces the sender to this many bits per second (0: as fast as
 	// possible).
 	Rate float64
+	// Burst lets this many buffers leave back to back before the pacer
+	// waits, with the same average Rate (iperf3's -b RATE/BURST); 0 and 1
+	// pace every buffer on its own.
+	Burst int
 	// Touch makes the receiver read every byte it receives (ttcp -T).
 	Touch bool
 	// Source feeds the sender; nil means a generated pattern (sink/source
@@ -102,6 +106,24 @@ type Spec struct {
 	// SentinelMax ends a UDP receive at the first datagram of at most this
 	// many bytes, which is not counted (ttcp's end-of-data sentinel).
 	SentinelMax int
+	// Framing, on a UDP flow, writes a header into every datagram sent
+	// and reads it from every datagram received (iperf3's timestamp and
+	// sequence number). nil: datagrams carry the pattern only.
+	Framing Framing
+}
+
+// Framing stamps and reads the header of each datagram of a UDP flow.
+//
+// Stamp is called by the Sender (Next) with each datagram it hands out,
+// in send order, after pacing and just before the backend sends it; it
+// overwrites the start of p. Receive is called with each datagram received,
+// in arrival order, one datagram per call also when the kernel delivered a
+// GRO train. Both run on the flow's thread, so they need no locking
+// against themselves; what they count must be safe to read from other
+// goroutines (the interval reporter).
+type Framing interface {
+	Stamp(p []byte)
+	Receive(p []byte)
 }
 
 // MaxBufLen bounds Spec.BufLen: one buffer of at most 1 GiB, so that a
@@ -125,6 +147,12 @@ func (s *Spec) Validate() error {
 		return fmt.Errorf("buffer alignment %d/%d: must not be negative", s.BufAlign, s.BufOffset)
 	case s.Rate < 0:
 		return fmt.Errorf("rate %g: must not be negative", s.Rate)
+	case s.Burst < 0:
+		return fmt.Errorf("burst %d: must not be negative", s.Burst)
+	case s.Framing != nil && s.Protocol != UDP:
+		return fmt.Errorf("datagram framing on a %v flow: framing is for UDP", s.Protocol)
+	case s.Framing != nil && s.Source != nil:
+		return fmt.Errorf("datagram framing with a Source: the header would overwrite the source's bytes")
 	}
 	return nil
 }
