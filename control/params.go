@@ -187,6 +187,10 @@ type StreamResults struct {
 	Jitter      float64 `json:"jitter"`
 	Errors      Int     `json:"errors"`
 	Packets     Int     `json:"packets"`
+	// OmittedErrors and OmittedPackets are what the omit period saw
+	// (iperf3 sends both or neither).
+	OmittedErrors  *Int `json:"omitted_errors,omitempty"`
+	OmittedPackets *Int `json:"omitted_packets,omitempty"`
 	StartTime   float64 `json:"start_time"`
 	EndTime     float64 `json:"end_time"`
 }
@@ -224,6 +228,9 @@ type BlastStream struct {
 	// Facts are what the backend reported beyond the counters (engine.Facts):
 	// bytes not copied, system calls, zero-copy completions, fallbacks.
 	Facts *engine.FactSample `json:"facts,omitempty"`
+	// UDP carries what iperf3's stream results cannot: out-of-order and
+	// duplicate datagrams counted apart.
+	UDP *UDPStats `json:"udp,omitempty"`
 }
 
 // check reports what is missing from results a peer sent, as iperf3's
