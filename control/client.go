@@ -29,6 +29,23 @@ type Config struct {
 	Interval time.Duration // -i; 0 turns interval reports off
 	Omit     time.Duration // -O (whole seconds on the wire)
 
+	// UDP (-u) runs UDP streams with iperf3's datagram header.
+	UDP bool
+	// Rate is -b, bits per second per stream; with RateSet false iperf3's
+	// default applies (1 Mbit/s for UDP, unlimited for TCP), and 0 with
+	// RateSet is unlimited. Burst is -b's /BURST: buffers sent back to
+	// back between pauses (0: smooth pacing).
+	Rate    float64
+	RateSet bool
+	Burst   int
+	// FQRate (--fq-rate) caps each stream in the kernel, bits per second
+	// (SO_MAX_PACING_RATE).
+	FQRate int64
+	// DontFragment (--dont-fragment) sets the IP don't-fragment bit.
+	DontFragment bool
+	// UDP64 (--udp-counters-64bit) uses 64-bit datagram sequence numbers.
+	UDP64 bool
+
 	Window     int    // -w: SO_SNDBUF and SO_RCVBUF on both ends
 	MSS        int    // -M
 	NoDelay    bool   // -N
@@ -89,8 +106,20 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("-M %d: must be at most %d", c.MSS, MaxMSS)
 	case c.TOS < 0 || c.TOS > 255:
 		return fmt.Errorf("TOS %d: must be 0 to 255", c.TOS)
-	case c.BlockLen < 1 || c.BlockLen > 1<<20:
+	case !c.UDP && (c.BlockLen < 1 || c.BlockLen > 1<<20):
 		return fmt.Errorf("-l %d: must be 1 to 1M for TCP", c.BlockLen)
+	case c.UDP && c.BlockLen != 0 && (c.BlockLen < MinUDPBlock || c.BlockLen > MaxUDPBlock):
+		return fmt.Errorf("-l %d: a UDP datagram must be %d to %d bytes", c.BlockLen, MinUDPBlock, MaxUDPBlock)
+	case c.Rate < 0 || c.Rate > MaxRate:
+		return fmt.Errorf("-b %g: must be 0 (unlimited) to 10T", c.Rate)
+	case c.Burst < 0 || c.Burst > MaxBurst:
+		return fmt.Errorf("-b .../%d: the burst must be 1 to %d", c.Burst, MaxBurst)
+	case c.FQRate < 0 || float64(c.FQRate) > MaxRate:
+		return fmt.Errorf("--fq-rate %d: must be 0 to 10T", c.FQRate)
+	case c.UDP64 && !c.UDP:
+		return errors.New("--udp-counters-64bit is for UDP tests: add -u")
+	case c.DontFragment && !c.UDP:
+		return errors.New("--dont-fragment is for UDP tests: add -u")
 	case c.ZeroCopy && c.Backend != "" && c.Backend != "sendfile":
 		return fmt.Errorf("-Z and --backend %s both given: -Z means --backend sendfile", c.Backend)
 	}
@@ -105,8 +134,11 @@ func (c *Config) Defaults() {
 	if c.Parallel == 0 {
 		c.Parallel = 1
 	}
-	if c.BlockLen == 0 {
-		c.BlockLen = DefaultTCPBlock
+	if c.BlockLen == 0 && !c.UDP {
+		c.BlockLen = DefaultTCPBlock // UDP's follows the control connection's MSS (run)
+	}
+	if !c.RateSet && c.UDP {
+		c.Rate = DefaultUDPRate
 	}
 	if c.Backend == "" {
 		c.Backend = engine.DefaultBackend
@@ -120,9 +152,20 @@ func (c *Config) network() string {
 	return "tcp" + c.Family
 }
 
+func (c *Config) dataNetwork() string {
+	if c.UDP {
+		return "udp" + c.Family
+	}
+	return "tcp" + c.Family
+}
+
 func (c *Config) params() Params {
 	p := Params{
-		TCP:           true,
+		TCP:           Flag(!c.UDP),
+		UDP:           Flag(c.UDP),
+		Bandwidth:     Int(c.Rate),
+		Burst:         Int(c.Burst),
+		FQRate:        Int(c.FQRate),
 		Omit:          Int(c.Omit / time.Second),
 		Time:          Int(c.Duration / time.Second),
 		Num:           Int(c.Bytes),
@@ -149,6 +192,12 @@ func (c *Config) params() Params {
 	}
 	if c.ZeroCopy {
 		p.ZeroCopy = 1
+	}
+	if c.UDP64 {
+		p.UDPCounters64 = 1
+	}
+	if c.DontFragment {
+		p.DontFragment = 1
 	}
 	return p
 }
@@ -230,6 +279,9 @@ type client struct {
 	cookie    [CookieSize]byte
 	res       *Result
 	sess      *session
+	// lastRecv is what the receivers had at lastRecvAt (bytesDone).
+	lastRecv   int64
+	lastRecvAt time.Time
 }
 
 func (cl *client) dialer() *net.Dialer {
@@ -249,15 +301,25 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 	defer stopWatch()
 
 	cl.cookie = NewCookie()
+	mss := ctrlMSS(ctrl)
+	if cfg.UDP && cfg.BlockLen == 0 {
+		// iperf3's default: the control connection's MSS, so that a
+		// datagram fits a segment of the path.
+		cfg.BlockLen = DefaultUDPBlock
+		if mss >= MinUDPBlock && mss <= MaxUDPBlock {
+			cfg.BlockLen = mss
+		}
+	}
 	params := cfg.params()
 	res := &Result{Role: "client", Version: Version, SystemInfo: systemInfo(), Time: time.Now(),
 		Host: cfg.Host, Cookie: cookieString(cl.cookie), Params: params, SockBufSize: cfg.Window,
-		Backend: cl.backend.Name(), TCPMSSDefault: ctrlMSS(ctrl)}
+		Backend: cl.backend.Name(), TCPMSSDefault: mss}
 	if a, ok := ctrl.RemoteAddr().(*net.TCPAddr); ok {
 		res.Peer = unmap(a.AddrPort())
 	}
 	cl.res = res
-	cl.sess = &session{res: res, backend: cl.backend, rxBackend: cl.rxBackend, rxAuto: cfg.RxBackend == "", interval: cfg.Interval, omit: cfg.Omit, onInterval: cfg.OnInterval}
+	cl.sess = &session{res: res, backend: cl.backend, rxBackend: cl.rxBackend, rxAuto: cfg.RxBackend == "", interval: cfg.Interval, omit: cfg.Omit, onInterval: cfg.OnInterval,
+		udp: cfg.UDP, udp64: cfg.UDP64, rate: cfg.Rate, burst: cfg.Burst}
 	defer cl.sess.closeAll() // the data streams, on every path (closing twice is harmless)
 	if _, err := ctrl.Write(cl.cookie[:]); err != nil {
 		return nil, fmt.Errorf("send cookie to %s: %w", addr, err)
@@ -317,12 +379,8 @@ func dialError(addr string, err error) error {
 // first, then the receiving ones, as iperf3 does.
 func (cl *client) connectStreams(ctx context.Context, addr string) error {
 	cfg := &cl.cfg
-	tos := engine.NoTOS
-	if cfg.TOS > 0 {
-		tos = cfg.TOS
-	}
-	so := engine.SockOpts{SndBuf: cfg.Window, RcvBuf: cfg.Window, TOS: tos,
-		MSS: cfg.MSS, Congestion: cfg.Congestion}
+	so := dataSockOpts(&cl.res.Params, cfg.UDP && (cfg.Reverse || cfg.Bidir))
+	so.MSS = cfg.MSS
 	if cfg.ConnectTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.ConnectTimeout)
@@ -333,7 +391,7 @@ func (cl *client) connectStreams(ctx context.Context, addr string) error {
 		n *= 2
 	}
 	for i := 0; i < n; i++ {
-		c, err := engine.Dial(ctx, cfg.network(), addr, so)
+		c, err := engine.Dial(ctx, cfg.dataNetwork(), addr, so)
 		if err != nil {
 			return fmt.Errorf("open stream %d of %d: %w", i+1, n, err)
 		}
@@ -343,6 +401,18 @@ func (cl *client) connectStreams(ctx context.Context, addr string) error {
 		}
 		st := newStream(StreamID(i), c, sender)
 		cl.sess.streams = append(cl.sess.streams, st)
+		if cfg.UDP {
+			hctx, cancel := ctx, context.CancelFunc(func() {})
+			if cfg.ConnectTimeout == 0 {
+				hctx, cancel = context.WithTimeout(ctx, 30*time.Second) // iperf3's wait
+			}
+			err = udpHandshake(hctx, c)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("open UDP stream %d of %d: %w", i+1, n, err)
+			}
+			continue
+		}
 		if _, err := c.Write(cl.cookie[:]); err != nil {
 			return fmt.Errorf("open stream %d of %d: send cookie: %w", i+1, n, err)
 		}
@@ -434,9 +504,15 @@ wait:
 		sess.finish(time.Now())
 		return res, fmt.Errorf("send TEST_END: %w", err)
 	}
-	// The server closes its streams on TEST_END: read to their end, so
-	// every byte it sent is counted.
-	sess.wait(false, 2*time.Second)
+	if cfg.UDP {
+		// A UDP stream has no end to read to: take what is on its way
+		// until nothing more comes.
+		sess.drain(20*time.Millisecond, time.Second)
+	} else {
+		// The server closes its streams on TEST_END: read to their
+		// end, so every byte it sent is counted.
+		sess.wait(false, 2*time.Second)
+	}
 	sess.stop(false)
 	sess.finish(time.Now())
 	res.stopNIC(cl.nic)
@@ -504,7 +580,24 @@ func (cl *client) bytesDone(limit int64) bool {
 			done = false
 		}
 	}
-	return done && (!hasRecv || sess.total(false) >= limit)
+	if !done || !hasRecv {
+		return done
+	}
+	got := sess.total(false)
+	if got >= limit {
+		return true
+	}
+	if !cl.cfg.UDP {
+		return false
+	}
+	// Lost datagrams never arrive: a UDP count is over once nothing has
+	// come for a second.
+	now := time.Now()
+	if got != cl.lastRecv || cl.lastRecvAt.IsZero() {
+		cl.lastRecv, cl.lastRecvAt = got, now
+		return false
+	}
+	return got > 0 && now.Sub(cl.lastRecvAt) >= time.Second
 }
 
 // omitDone reports whether the omit period is over.

@@ -43,9 +43,11 @@ type iperfJSON struct {
 			Socket int `json:"socket"`
 		} `json:"connected"`
 		TestStart struct {
-			NumStreams int   `json:"num_streams"`
-			Bytes      int64 `json:"bytes"`
-			Reverse    int   `json:"reverse"`
+			Protocol   string `json:"protocol"`
+			BlkSize    int    `json:"blksize"`
+			NumStreams int    `json:"num_streams"`
+			Bytes      int64  `json:"bytes"`
+			Reverse    int    `json:"reverse"`
 		} `json:"test_start"`
 		Cookie string `json:"cookie"`
 	} `json:"start"`
@@ -58,9 +60,11 @@ type iperfJSON struct {
 	} `json:"intervals"`
 	End struct {
 		Streams []struct {
-			Sender   iperfSum `json:"sender"`
-			Receiver iperfSum `json:"receiver"`
+			Sender   iperfSum  `json:"sender"`
+			Receiver iperfSum  `json:"receiver"`
+			UDP      *iperfSum `json:"udp"`
 		} `json:"streams"`
+		Sum                     *iperfSum `json:"sum"`
 		SumSent                 *iperfSum `json:"sum_sent"`
 		SumReceived             *iperfSum `json:"sum_received"`
 		SumSentBidirReverse     *iperfSum `json:"sum_sent_bidir_reverse"`
@@ -80,6 +84,11 @@ type iperfSum struct {
 	BitsPerSecond float64 `json:"bits_per_second"`
 	Retransmits   *int64  `json:"retransmits"`
 	Sender        bool    `json:"sender"`
+	// UDP
+	Packets     int64   `json:"packets"`
+	LostPackets int64   `json:"lost_packets"`
+	JitterMs    float64 `json:"jitter_ms"`
+	OutOfOrder  int64   `json:"out_of_order"`
 }
 
 func parseIperfJSON(t *testing.T, b []byte) *iperfJSON {

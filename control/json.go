@@ -42,7 +42,7 @@ type jsonStart struct {
 	ConnectingTo       *jsonHostPort   `json:"connecting_to,omitempty"`
 	AcceptedConnection *jsonHostPort   `json:"accepted_connection,omitempty"`
 	Cookie             string          `json:"cookie"`
-	TCPMSSDefault      int             `json:"tcp_mss_default"`
+	TCPMSSDefault      *int            `json:"tcp_mss_default,omitempty"` // TCP only
 	TargetBitrate      int64           `json:"target_bitrate"`
 	SockBufSize        int             `json:"sock_bufsize"`
 	SndBufActual       int             `json:"sndbuf_actual"`
@@ -83,21 +83,26 @@ type jsonInterval struct {
 }
 
 type jsonIntervalStream struct {
-	Socket        int              `json:"socket"`
-	Start         float64          `json:"start"`
-	End           float64          `json:"end"`
-	Seconds       float64          `json:"seconds"`
-	Bytes         int64            `json:"bytes"`
-	BitsPerSecond float64          `json:"bits_per_second"`
-	Retransmits   *int64           `json:"retransmits,omitempty"`
-	SndCwnd       *int64           `json:"snd_cwnd,omitempty"`
-	SndWnd        *int64           `json:"snd_wnd,omitempty"`
-	RTT           *int64           `json:"rtt,omitempty"`
-	RTTVar        *int64           `json:"rttvar,omitempty"`
-	PMTU          *int64           `json:"pmtu,omitempty"`
-	Omitted       bool             `json:"omitted"`
-	Sender        bool             `json:"sender"`
-	Blast         *jsonStreamBlast `json:"blast,omitempty"`
+	Socket        int     `json:"socket"`
+	Start         float64 `json:"start"`
+	End           float64 `json:"end"`
+	Seconds       float64 `json:"seconds"`
+	Bytes         int64   `json:"bytes"`
+	BitsPerSecond float64 `json:"bits_per_second"`
+	Retransmits   *int64  `json:"retransmits,omitempty"`
+	SndCwnd       *int64  `json:"snd_cwnd,omitempty"`
+	SndWnd        *int64  `json:"snd_wnd,omitempty"`
+	RTT           *int64  `json:"rtt,omitempty"`
+	RTTVar        *int64  `json:"rttvar,omitempty"`
+	PMTU          *int64  `json:"pmtu,omitempty"`
+	// UDP: a receiving stream has all four, a sending one packets only.
+	JitterMS    *float64         `json:"jitter_ms,omitempty"`
+	LostPackets *int64           `json:"lost_packets,omitempty"`
+	Packets     *int64           `json:"packets,omitempty"`
+	LostPercent *float64         `json:"lost_percent,omitempty"`
+	Omitted     bool             `json:"omitted"`
+	Sender      bool             `json:"sender"`
+	Blast       *jsonStreamBlast `json:"blast,omitempty"`
 }
 
 type jsonStreamBlast struct {
@@ -107,6 +112,9 @@ type jsonStreamBlast struct {
 	DeliveryRate *int64         `json:"delivery_rate,omitempty"` // bytes/s
 	Reordering   *int64         `json:"reordering,omitempty"`
 	IO           *engine.Sample `json:"io,omitempty"`
+	// UDP is a receiving UDP stream's datagrams of the interval, with the
+	// duplicates iperf3 counts as out of order apart.
+	UDP *UDPStats `json:"udp,omitempty"`
 }
 
 type jsonSum struct {
@@ -116,13 +124,40 @@ type jsonSum struct {
 	Bytes         int64   `json:"bytes"`
 	BitsPerSecond float64 `json:"bits_per_second"`
 	Retransmits   *int64  `json:"retransmits,omitempty"`
-	Omitted       *bool   `json:"omitted,omitempty"`
-	Sender        bool    `json:"sender"`
+	// UDP: as in jsonIntervalStream.
+	JitterMS    *float64 `json:"jitter_ms,omitempty"`
+	LostPackets *int64   `json:"lost_packets,omitempty"`
+	Packets     *int64   `json:"packets,omitempty"`
+	LostPercent *float64 `json:"lost_percent,omitempty"`
+	Omitted     *bool    `json:"omitted,omitempty"`
+	Sender      bool     `json:"sender"`
 }
 
+// jsonEndStream is one stream of the summary: a sender and a receiver
+// object on TCP, one udp object holding both views on UDP.
 type jsonEndStream struct {
-	Sender   jsonEndSide `json:"sender"`
-	Receiver jsonEndSide `json:"receiver"`
+	Sender   *jsonEndSide `json:"sender,omitempty"`
+	Receiver *jsonEndSide `json:"receiver,omitempty"`
+	UDP      *jsonEndUDP  `json:"udp,omitempty"`
+}
+
+// jsonEndUDP is iperf3's "udp" summary of one stream: the sender's bytes
+// and time, the receiver's jitter and loss, the sender's datagram count
+// where known (the receiver's otherwise), the loss as a share of the
+// datagrams sent.
+type jsonEndUDP struct {
+	Socket        int     `json:"socket"`
+	Start         float64 `json:"start"`
+	End           float64 `json:"end"`
+	Seconds       float64 `json:"seconds"`
+	Bytes         int64   `json:"bytes"`
+	BitsPerSecond float64 `json:"bits_per_second"`
+	JitterMS      float64 `json:"jitter_ms"`
+	LostPackets   int64   `json:"lost_packets"`
+	Packets       int64   `json:"packets"`
+	LostPercent   float64 `json:"lost_percent"`
+	OutOfOrder    int64   `json:"out_of_order"`
+	Sender        bool    `json:"sender"`
 }
 
 type jsonEndSide struct {
@@ -143,8 +178,10 @@ type jsonEndSide struct {
 
 type jsonEnd struct {
 	Streams                 []jsonEndStream `json:"streams"`
+	Sum                     *jsonSum        `json:"sum,omitempty"` // UDP only
 	SumSent                 *jsonSum        `json:"sum_sent,omitempty"`
 	SumReceived             *jsonSum        `json:"sum_received,omitempty"`
+	SumBidirReverse         *jsonSum        `json:"sum_bidir_reverse,omitempty"` // UDP only
 	SumSentBidirReverse     *jsonSum        `json:"sum_sent_bidir_reverse,omitempty"`
 	SumReceivedBidirReverse *jsonSum        `json:"sum_received_bidir_reverse,omitempty"`
 	CPU                     jsonCPU         `json:"cpu_utilization_percent"`
@@ -181,9 +218,15 @@ type jsonEndStreamB struct {
 	PeerIO    *engine.Sample     `json:"peer_io,omitempty"`
 	Facts     *engine.FactSample `json:"facts,omitempty"`
 	PeerFacts *engine.FactSample `json:"peer_facts,omitempty"`
+	// UDP and PeerUDP are the datagram counts of a UDP stream here and
+	// at the peer (StreamResult.UDP, PeerUDP), duplicates apart.
+	UDP     *UDPStats `json:"udp,omitempty"`
+	PeerUDP *UDPStats `json:"peer_udp,omitempty"`
 }
 
 func i64(v int64) *int64 { return &v }
+
+func f64(v float64) *float64 { return &v }
 
 // jsonOf builds the -J document of r.
 func jsonOf(r *Result) *jsonDoc {
@@ -209,12 +252,18 @@ func jsonOf(r *Result) *jsonDoc {
 		s.AcceptedConnection = hp
 	}
 	s.Cookie = r.Cookie
-	s.TCPMSSDefault = r.TCPMSSDefault
+	if !r.UDP() {
+		mss := r.TCPMSSDefault
+		s.TCPMSSDefault = &mss
+	}
 	s.TargetBitrate = int64(r.Params.Bandwidth)
 	s.SockBufSize, s.SndBufActual, s.RcvBufActual = r.SockBufSize, r.SndBufActual, r.RcvBufActual
 	s.TestStart = jsonTestStart{Protocol: "TCP", NumStreams: r.NumStreams(), BlkSize: r.Params.blockLen(),
 		Omit: int(r.Params.Omit), Duration: int(r.Params.Time), Bytes: int64(r.Params.Num), Blocks: int64(r.Params.BlockCount),
 		TOS: int(r.Params.TOS), TargetBitrate: int64(r.Params.Bandwidth)}
+	if r.UDP() {
+		s.TestStart.Protocol = "UDP"
+	}
 	if r.Reverse() {
 		s.TestStart.Reverse = 1
 	}
@@ -228,7 +277,8 @@ func jsonOf(r *Result) *jsonDoc {
 		ji := jsonInterval{Streams: []jsonIntervalStream{}}
 		for _, sender := range r.groups() {
 			var sum jsonSum
-			var retr int64
+			var retr, packets, lost int64
+			var jitter float64
 			n := 0
 			for _, si := range iv.Streams {
 				if si.Sender != sender {
@@ -246,6 +296,18 @@ func jsonOf(r *Result) *jsonDoc {
 					js.Blast.MinRTT, js.Blast.PacingRate, js.Blast.DeliveryRate, js.Blast.Reordering = i64(t.MinRTT), i64(t.PacingRate), i64(t.DeliveryRate), i64(t.Reordering)
 					retr += si.Retransmits
 				}
+				if r.UDP() {
+					u := udpOf(si.UDP)
+					if si.Sender {
+						js.Packets = i64(u.Packets)
+					} else {
+						js.JitterMS, js.LostPackets, js.Packets, js.LostPercent = f64(1000*u.Jitter), i64(u.Lost), i64(u.Packets), f64(lostPercent(u.Lost, u.Packets))
+						js.Blast.UDP = &u
+					}
+					packets += u.Packets
+					lost += u.Lost
+					jitter += u.Jitter
+				}
 				ji.Streams = append(ji.Streams, js)
 				if n == 0 {
 					sum.Start, sum.End, sum.Seconds = si.Start, si.End, si.Seconds()
@@ -260,7 +322,13 @@ func jsonOf(r *Result) *jsonDoc {
 			sum.Sender = sender
 			om := iv.Omitted
 			sum.Omitted = &om
-			if sender && r.HasRetransmits {
+			switch {
+			case r.UDP() && sender:
+				sum.Packets = i64(packets)
+			case r.UDP():
+				// iperf3 averages the jitter over -P.
+				sum.JitterMS, sum.LostPackets, sum.Packets, sum.LostPercent = f64(1000*jitter/float64(r.NumStreams())), i64(lost), i64(packets), f64(lostPercent(lost, packets))
+			case sender && r.HasRetransmits:
 				sum.Retransmits = i64(retr)
 			}
 			if r.Bidir() && !r.upstream(sender) {
@@ -274,6 +342,33 @@ func jsonOf(r *Result) *jsonDoc {
 
 	e := &d.End
 	e.Streams = []jsonEndStream{}
+	if r.UDP() {
+		jsonEndUDPOf(r, e)
+	} else {
+		jsonEndTCPOf(r, e)
+	}
+	e.CPU = jsonCPU{r.CPU.Total, r.CPU.User, r.CPU.System, r.RemoteCPU.Total, r.RemoteCPU.User, r.RemoteCPU.System}
+	snd, rcv := r.Congestion, r.RemoteCongestion
+	if !r.localSends() {
+		snd, rcv = rcv, snd
+	}
+	if !r.UDP() {
+		e.SenderTCPCongestion, e.ReceiverTCPCongestion = snd, rcv
+	}
+	e.Blast = jsonEndBlast{Backend: r.Backend, RemoteBackend: r.RemoteBackend, RemoteVersion: r.RemoteVersion, RemoteErrors: r.RemoteErrors, Notes: r.Notes, NIC: r.NIC, RemoteNIC: r.RemoteNIC, Streams: []jsonEndStreamB{}}
+	for _, st := range r.Streams {
+		jb := jsonEndStreamB{ID: st.ID, Socket: st.Socket, Sender: st.Sender, IO: st.IO, PeerIO: st.PeerIO, PeerFacts: st.PeerFacts, UDP: st.UDP, PeerUDP: st.PeerUDP}
+		if len(st.Facts.Counts) > 0 || len(st.Facts.Notes) > 0 {
+			f := st.Facts
+			jb.Facts = &f
+		}
+		e.Blast.Streams = append(e.Blast.Streams, jb)
+	}
+	return d
+}
+
+// jsonEndTCPOf fills the streams and sums of a TCP test's summary.
+func jsonEndTCPOf(r *Result, e *jsonEnd) {
 	for _, sender := range r.groups() {
 		retrOK := r.groupHasRetransmits(sender)
 		var sent, recv jsonSum
@@ -289,8 +384,8 @@ func jsonOf(r *Result) *jsonDoc {
 			sb, rb = max(sb, 0), max(rb, 0)
 			ss, rs = max(ss, 0), max(rs, 0)
 			es := jsonEndStream{
-				Sender:   jsonEndSide{Socket: st.Socket, End: ss, Seconds: ss, Bytes: sb, BitsPerSecond: 8 * rate(sb, ss), Sender: sender},
-				Receiver: jsonEndSide{Socket: st.Socket, End: rs, Seconds: rs, Bytes: rb, BitsPerSecond: 8 * rate(rb, rs), Sender: sender},
+				Sender:   &jsonEndSide{Socket: st.Socket, End: ss, Seconds: ss, Bytes: sb, BitsPerSecond: 8 * rate(sb, ss), Sender: sender},
+				Receiver: &jsonEndSide{Socket: st.Socket, End: rs, Seconds: rs, Bytes: rb, BitsPerSecond: 8 * rate(rb, rs), Sender: sender},
 			}
 			if retrOK {
 				es.Sender.Retransmits = i64(max(st.Retransmits, 0))
@@ -322,22 +417,72 @@ func jsonOf(r *Result) *jsonDoc {
 			e.SumSent, e.SumReceived = &sent, &recv
 		}
 	}
-	e.CPU = jsonCPU{r.CPU.Total, r.CPU.User, r.CPU.System, r.RemoteCPU.Total, r.RemoteCPU.User, r.RemoteCPU.System}
-	snd, rcv := r.Congestion, r.RemoteCongestion
-	if !r.localSends() {
-		snd, rcv = rcv, snd
-	}
-	e.SenderTCPCongestion, e.ReceiverTCPCongestion = snd, rcv
-	e.Blast = jsonEndBlast{Backend: r.Backend, RemoteBackend: r.RemoteBackend, RemoteVersion: r.RemoteVersion, RemoteErrors: r.RemoteErrors, Notes: r.Notes, NIC: r.NIC, RemoteNIC: r.RemoteNIC, Streams: []jsonEndStreamB{}}
-	for _, st := range r.Streams {
-		jb := jsonEndStreamB{ID: st.ID, Socket: st.Socket, Sender: st.Sender, IO: st.IO, PeerIO: st.PeerIO, PeerFacts: st.PeerFacts}
-		if len(st.Facts.Counts) > 0 || len(st.Facts.Notes) > 0 {
-			f := st.Facts
-			jb.Facts = &f
+}
+
+// jsonEndUDPOf fills the streams and sums of a UDP test's summary as
+// iperf_print_results does: one "udp" object a stream; per direction a
+// "sum" (the receiver's time and loss over the sender's bytes, rate and
+// datagrams), a "sum_sent" and a "sum_received", the last two always
+// marked sender true and false. Where the peer's figures are not known
+// the sender's time falls back to the receiver's, as in iperf3, and
+// counts to 0.
+func jsonEndUDPOf(r *Result, e *jsonEnd) {
+	for _, sender := range r.groups() {
+		var sentBytes, recvBytes, sentPkts, recvPkts, totalPkts, lost int64
+		var sentSecs, recvSecs, jitter float64
+		n := 0
+		for _, st := range r.Streams {
+			if st.Sender != sender {
+				continue
+			}
+			n++
+			sb, ss := st.SentBytes()
+			rb, rs := st.ReceivedBytes()
+			sb, rb = max(sb, 0), max(rb, 0)
+			if ss < 0 {
+				ss = st.Seconds
+			}
+			if rs < 0 {
+				rs = st.Seconds
+			}
+			snd, rcv := st.udpSides()
+			su, ru := udpOf(snd), udpOf(rcv)
+			// iperf3 reports the sender's count where it has it, the
+			// receiver's otherwise, and the loss over the sender's.
+			packets := su.Packets
+			if packets == 0 {
+				packets = ru.Packets
+			}
+			e.Streams = append(e.Streams, jsonEndStream{UDP: &jsonEndUDP{
+				Socket: st.Socket, End: ss, Seconds: ss, Bytes: sb, BitsPerSecond: 8 * rate(sb, ss),
+				JitterMS: 1000 * ru.Jitter, LostPackets: ru.Lost, Packets: packets, LostPercent: lostPercent(ru.Lost, su.Packets),
+				OutOfOrder: outOfOrder(rcv), Sender: sender}})
+			sentBytes += sb
+			recvBytes += rb
+			sentSecs = max(sentSecs, ss)
+			recvSecs = max(recvSecs, rs)
+			sentPkts += su.Packets
+			recvPkts += ru.Packets
+			totalPkts += packets
+			lost += ru.Lost
+			jitter += ru.Jitter
 		}
-		e.Blast.Streams = append(e.Blast.Streams, jb)
+		if n == 0 {
+			continue
+		}
+		avgJitter := 1000 * jitter / float64(r.NumStreams())
+		sum := &jsonSum{End: recvSecs, Seconds: recvSecs, Bytes: sentBytes, BitsPerSecond: 8 * rate(sentBytes, sentSecs),
+			JitterMS: f64(avgJitter), LostPackets: i64(lost), Packets: i64(totalPkts), LostPercent: f64(lostPercent(lost, totalPkts)), Sender: sender}
+		sent := &jsonSum{End: sentSecs, Seconds: sentSecs, Bytes: sentBytes, BitsPerSecond: 8 * rate(sentBytes, sentSecs),
+			JitterMS: f64(0), LostPackets: i64(0), Packets: i64(sentPkts), LostPercent: f64(0), Sender: true}
+		recv := &jsonSum{End: recvSecs, Seconds: recvSecs, Bytes: recvBytes, BitsPerSecond: 8 * rate(recvBytes, recvSecs),
+			JitterMS: f64(avgJitter), LostPackets: i64(lost), Packets: i64(recvPkts), LostPercent: f64(lostPercent(lost, totalPkts)), Sender: false}
+		if r.Bidir() && !r.upstream(sender) {
+			e.SumBidirReverse, e.SumSentBidirReverse, e.SumReceivedBidirReverse = sum, sent, recv
+		} else {
+			e.Sum, e.SumSent, e.SumReceived = sum, sent, recv
+		}
 	}
-	return d
 }
 
 // JSONBytes renders r as iperf3's -J output.

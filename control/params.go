@@ -122,8 +122,16 @@ type BlastParams struct {
 // error number to send back with SERVER_ERROR, or 0.
 func (p *Params) Validate() (ierrno int32, err error) {
 	switch {
-	case bool(p.UDP || p.SCTP):
-		return 13, fmt.Errorf("only TCP tests are implemented (UDP and SCTP are not)")
+	case bool(p.SCTP):
+		return 13, fmt.Errorf("SCTP tests are not implemented (TCP and UDP are)")
+	case bool(p.UDP && p.TCP):
+		return 131, fmt.Errorf("the parameters ask for both TCP and UDP: choose one")
+	case bool(p.UDP) && p.Len != 0 && (p.Len < MinUDPBlock || p.Len > MaxUDPBlock):
+		return 20, fmt.Errorf("UDP block size %d: must be %d to %d", p.Len, MinUDPBlock, MaxUDPBlock)
+	case p.Bandwidth < 0 || float64(p.Bandwidth) > MaxRate || p.FQRate < 0 || float64(p.FQRate) > MaxRate:
+		return 27, fmt.Errorf("bitrate %d or fq-rate %d: must be 0 to 10T", p.Bandwidth, p.FQRate)
+	case p.Burst < 0 || p.Burst > MaxBurst:
+		return 15, fmt.Errorf("burst %d: must be 0 to %d", p.Burst, MaxBurst)
 	case p.Parallel < 1 || p.Parallel > MaxStreams:
 		return 6, fmt.Errorf("parallel streams %d: must be 1 to %d", p.Parallel, MaxStreams)
 	case p.Time < 0 || p.Time > MaxTime:
@@ -148,8 +156,11 @@ func (p *Params) Validate() (ierrno int32, err error) {
 
 // blockLen is the block size the parameters ask for.
 func (p *Params) blockLen() int {
-	if p.Len > 0 {
+	switch {
+	case p.Len > 0:
 		return int(p.Len)
+	case bool(p.UDP):
+		return DefaultUDPBlock
 	}
 	return DefaultTCPBlock
 }
@@ -189,10 +200,10 @@ type StreamResults struct {
 	Packets     Int     `json:"packets"`
 	// OmittedErrors and OmittedPackets are what the omit period saw
 	// (iperf3 sends both or neither).
-	OmittedErrors  *Int `json:"omitted_errors,omitempty"`
-	OmittedPackets *Int `json:"omitted_packets,omitempty"`
-	StartTime   float64 `json:"start_time"`
-	EndTime     float64 `json:"end_time"`
+	OmittedErrors  *Int    `json:"omitted_errors,omitempty"`
+	OmittedPackets *Int    `json:"omitted_packets,omitempty"`
+	StartTime      float64 `json:"start_time"`
+	EndTime        float64 `json:"end_time"`
 }
 
 // BlastResults are the blast-only results of one side.

@@ -189,7 +189,13 @@ func TestParamsValidate(t *testing.T) {
 		code int32
 	}{
 		{"ok", Params{TCP: true, Parallel: 1, Time: 10}, 0},
-		{"udp", Params{UDP: true, Parallel: 1}, 13},
+		{"udp", Params{UDP: true, Parallel: 1, Len: 1460, Bandwidth: 1 << 20}, 0},
+		{"sctp", Params{SCTP: true, Parallel: 1}, 13},
+		{"udp and tcp", Params{UDP: true, TCP: true, Parallel: 1}, 131},
+		{"udp block too small", Params{UDP: true, Parallel: 1, Len: 15}, 20},
+		{"udp block too large", Params{UDP: true, Parallel: 1, Len: 65508}, 20},
+		{"burst", Params{UDP: true, Parallel: 1, Burst: 1001}, 15},
+		{"negative bitrate", Params{UDP: true, Parallel: 1, Bandwidth: -1}, 27},
 		{"too many streams", Params{TCP: true, Parallel: 129}, 6},
 		{"no streams", Params{TCP: true, Parallel: 0}, 6},
 		{"too long", Params{TCP: true, Parallel: 1, Time: MaxTime + 1}, 5},

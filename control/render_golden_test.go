@@ -78,6 +78,7 @@ func streamFromIntervals(sr *StreamResult, ivs []*Interval) *StreamResult {
 			sr.Bytes += si.Bytes
 			sr.Seconds = si.End
 			io.Bytes += si.IO.Bytes
+			io.Datagrams += si.IO.Datagrams
 			io.Calls += si.IO.Calls
 			if io.MinIO == 0 || si.IO.MinIO < io.MinIO {
 				io.MinIO = si.IO.MinIO
@@ -330,6 +331,214 @@ func clientNoIntervals() *Result {
 	}
 }
 
+// udpStream is one UDP stream of a golden test: ivs are this side's counts
+// for each interval (a sender's datagrams sent; a receiver's growth of the
+// highest sequence number, loss, out-of-order, duplicates and running
+// jitter), peer the peer's totals from its results (nil: none came).
+type udpStream struct {
+	socket, id int
+	sender     bool
+	localPort  uint16
+	ivs        []UDPStats
+	peer       *UDPStats
+	peerSecs   float64
+}
+
+// udpResult builds a UDP test's Result from its streams over the interval
+// spans: datagrams of blockLen bytes; a receiver's bytes are the
+// datagrams that arrived (duplicates too, as iperf3 counts them).
+func udpResult(r *Result, blockLen int64, spans [][2]float64, streams []udpStream) *Result {
+	server := r.Role == "server"
+	bytesOf := func(u UDPStats, sender bool) int64 {
+		if sender {
+			return u.Packets * blockLen
+		}
+		return (u.Packets - u.Lost + u.Duplicates) * blockLen
+	}
+	for i, sp := range spans {
+		iv := &Interval{}
+		for _, s := range streams {
+			u := s.ivs[i]
+			b := bytesOf(u, s.sender)
+			iv.Streams = append(iv.Streams, StreamInterval{ID: s.id, Socket: s.socket, Sender: s.sender, Start: sp[0], End: sp[1],
+				Bytes: b, Retransmits: -1, UDP: &u,
+				IO: engine.Sample{Bytes: b, Datagrams: b / blockLen, Calls: b / blockLen, MinIO: blockLen, MaxIO: blockLen}})
+		}
+		r.Intervals = append(r.Intervals, iv)
+	}
+	for _, s := range streams {
+		local, remote := addrPort(goldenClient, s.localPort), addrPort(goldenServer, 5201)
+		if server {
+			local, remote = addrPort(goldenServer, 5201), addrPort(goldenClient, s.localPort)
+		}
+		sr := streamFromIntervals(&StreamResult{ID: s.id, Socket: s.socket, Sender: s.sender, Local: local, Remote: remote,
+			PeerBytes: -1, PeerSeconds: -1, Retransmits: -1}, r.Intervals)
+		var tot UDPStats
+		for _, u := range s.ivs {
+			tot.Packets += u.Packets
+			tot.Lost += u.Lost
+			tot.OutOfOrder += u.OutOfOrder
+			tot.Duplicates += u.Duplicates
+			tot.Jitter = u.Jitter
+		}
+		sr.UDP = &tot
+		if s.peer != nil {
+			p := *s.peer
+			sr.PeerUDP = &p
+			sr.PeerBytes, sr.PeerSeconds = bytesOf(p, !s.sender), s.peerSecs
+		}
+		r.Streams = append(r.Streams, sr)
+	}
+	return r
+}
+
+// udpClient and udpServer are the fixed parts of a UDP test's Result.
+func udpClient(cookie string, p Params) *Result {
+	p.UDP, p.Blast = true, &BlastParams{Version: Version}
+	return &Result{
+		Role: "client", Version: Version, SystemInfo: "Linux lab-a 6.12.0 #1 SMP x86_64", Time: goldenTime,
+		Peer: addrPort(goldenServer, 5201), Host: "198.18.0.2", Cookie: cookie, Params: p, TCPMSSDefault: 1448,
+		SndBufActual: 212992, RcvBufActual: 212992,
+		CPU:       CPUUtil{Total: 12.4, User: 1.1, System: 11.3, UserSeconds: 0.02, SystemSeconds: 0.23},
+		RemoteCPU: CPUUtil{Total: 9.8, User: 0.9, System: 8.9, UserSeconds: 0.02, SystemSeconds: 0.18},
+		Backend:   "readwrite", RemoteBackend: "readwrite", RemoteVersion: Version,
+	}
+}
+
+func udpServer(cookie string, p Params) *Result {
+	r := udpClient(cookie, p)
+	r.Role, r.SystemInfo, r.Peer, r.Host = "server", "Linux lab-b 6.12.0 #1 SMP x86_64", addrPort(goldenClient, 50500), ""
+	r.CPU, r.RemoteCPU = r.RemoteCPU, r.CPU
+	return r
+}
+
+var udpSpans2 = [][2]float64{{0, 1.000083}, {1.000083, 2.000129}}
+
+// udpClientP1 is blast client -u -b 10M -t 3 -l 1460 against a blast
+// server that lost nothing.
+func udpClientP1() *Result {
+	r := udpClient("udp1udp1udp1udp1udp1udp1udp1udp1udp1", Params{Time: 3, Parallel: 1, Len: 1460, Bandwidth: 10000000})
+	return udpResult(r, 1460, [][2]float64{{0, 1.000061}, {1.000061, 2.000113}, {2.000113, 3.000042}}, []udpStream{
+		{socket: 5, id: 1, sender: true, localPort: 50500,
+			ivs:  []UDPStats{{Packets: 856}, {Packets: 856}, {Packets: 856}},
+			peer: &UDPStats{Packets: 2568, Jitter: 0.0000213}, peerSecs: 3.000611},
+	})
+}
+
+// udpClientP2Loss is blast client -u -P 2 -b 400M -t 2 -l 1460: the
+// blast server lost datagrams on both streams, the last one of the
+// second, and saw some out of order on the first (which iperf3's client
+// does not print: it never learns the receiver's out-of-order count).
+func udpClientP2Loss() *Result {
+	r := udpClient("lossylossylossylossylossylossylossyl", Params{Time: 2, Parallel: 2, Len: 1460, Bandwidth: 400000000})
+	return udpResult(r, 1460, udpSpans2, []udpStream{
+		{socket: 5, id: 1, sender: true, localPort: 50502,
+			ivs:  []UDPStats{{Packets: 17121}, {Packets: 17126}},
+			peer: &UDPStats{Packets: 34247, Lost: 412, OutOfOrder: 7, Jitter: 0.000183}, peerSecs: 2.000842},
+		{socket: 7, id: 2, sender: true, localPort: 50503,
+			ivs:  []UDPStats{{Packets: 17118}, {Packets: 17122}},
+			peer: &UDPStats{Packets: 34239, Lost: 1389, Jitter: 0.000247}, peerSecs: 2.000842},
+	})
+}
+
+// udpClientReverse is blast client -u -R -b 100M -t 2 -l 1460 against
+// iperf3: the client receives, loses some and sees some out of order.
+func udpClientReverse() *Result {
+	r := udpClient("udpRudpRudpRudpRudpRudpRudpRudpRudpR", Params{Time: 2, Parallel: 1, Len: 1460, Bandwidth: 100000000, Reverse: true})
+	r.RemoteBackend, r.RemoteVersion = "", ""
+	r.RemoteCPU.UserSeconds, r.RemoteCPU.SystemSeconds = 0, 0
+	return udpResult(r, 1460, udpSpans2, []udpStream{
+		{socket: 5, id: 1, localPort: 50504,
+			ivs: []UDPStats{
+				{Packets: 8562, Lost: 31, OutOfOrder: 3, Jitter: 0.000412},
+				{Packets: 8561, Lost: 12, OutOfOrder: 1, Jitter: 0.000388},
+			},
+			peer: &UDPStats{Packets: 17124}, peerSecs: 2.000031},
+	})
+}
+
+// udpClientReverseDups is blast client -u -R -b 10M -t 2 -l 1460 against
+// a blast server whose datagrams arrived twice, some of them: iperf3's
+// out-of-order line counts them, blast's own line tells them apart.
+func udpClientReverseDups() *Result {
+	r := udpClient("dupsdupsdupsdupsdupsdupsdupsdupsdups", Params{Time: 2, Parallel: 1, Len: 1460, Bandwidth: 10000000, Reverse: true})
+	return udpResult(r, 1460, udpSpans2, []udpStream{
+		{socket: 5, id: 1, localPort: 50506,
+			ivs: []UDPStats{
+				{Packets: 856, OutOfOrder: 1, Duplicates: 2, Jitter: 0.0000391},
+				{Packets: 856, Duplicates: 3, Jitter: 0.0000288},
+			},
+			peer: &UDPStats{Packets: 1712}, peerSecs: 2.000077},
+	})
+}
+
+// udpClientBidir is blast client -u --bidir -P 2 -b 10M -t 2 -l 1460:
+// two streams each way, the client's receivers lose a few datagrams.
+func udpClientBidir() *Result {
+	r := udpClient("bidubidubidubidubidubidubidubidubidu", Params{Time: 2, Parallel: 2, Len: 1460, Bandwidth: 10000000, Bidirectional: true})
+	return udpResult(r, 1460, udpSpans2, []udpStream{
+		{socket: 5, id: 1, sender: true, localPort: 50508,
+			ivs:  []UDPStats{{Packets: 856}, {Packets: 857}},
+			peer: &UDPStats{Packets: 1713, Jitter: 0.000051}, peerSecs: 2.000702},
+		{socket: 7, id: 2, sender: true, localPort: 50509,
+			ivs:  []UDPStats{{Packets: 856}, {Packets: 856}},
+			peer: &UDPStats{Packets: 1712, Lost: 1, Jitter: 0.000063}, peerSecs: 2.000702},
+		{socket: 9, id: 3, localPort: 50510,
+			ivs:  []UDPStats{{Packets: 856, Lost: 2, Jitter: 0.000072}, {Packets: 856, Jitter: 0.000066}},
+			peer: &UDPStats{Packets: 1712}, peerSecs: 2.000098},
+		{socket: 11, id: 4, localPort: 50511,
+			ivs:  []UDPStats{{Packets: 855, Jitter: 0.000081}, {Packets: 857, Lost: 5, OutOfOrder: 2, Jitter: 0.000094}},
+			peer: &UDPStats{Packets: 1712}, peerSecs: 2.000098},
+	})
+}
+
+// udpServerP2 is the server's side of blast client -u -P 2 -b 1G -t 2
+// -l 1460: it receives, loses datagrams, sees some out of order and one
+// stream's twice. It prints its summary as iperf3 does, before the
+// client's totals (which its JSON has).
+func udpServerP2() *Result {
+	r := udpServer("srvusrvusrvusrvusrvusrvusrvusrvusrvu", Params{Time: 2, Parallel: 2, Len: 1460, Bandwidth: 1000000000})
+	return udpResult(r, 1460, udpSpans2, []udpStream{
+		{socket: 6, id: 1, localPort: 50512,
+			ivs: []UDPStats{
+				{Packets: 42808, Lost: 1204, OutOfOrder: 15, Jitter: 0.000021},
+				{Packets: 42803, Lost: 988, OutOfOrder: 4, Jitter: 0.000019},
+			},
+			peer: &UDPStats{Packets: 85612}, peerSecs: 2.000011},
+		{socket: 7, id: 2, localPort: 50513,
+			ivs: []UDPStats{
+				{Packets: 42799, Lost: 2210, Jitter: 0.000033},
+				{Packets: 42811, Lost: 1876, Duplicates: 6, Jitter: 0.000029},
+			},
+			peer: &UDPStats{Packets: 85610}, peerSecs: 2.000011},
+	})
+}
+
+// udpServerReverse is the server's side of blast client -u -R -b 10M -t 2
+// -l 1460: it sends, and prints only its sender line.
+func udpServerReverse() *Result {
+	r := udpServer("srvRsrvRsrvRsrvRsrvRsrvRsrvRsrvRsrvR", Params{Time: 2, Parallel: 1, Len: 1460, Bandwidth: 10000000, Reverse: true})
+	return udpResult(r, 1460, udpSpans2, []udpStream{
+		{socket: 6, id: 1, sender: true, localPort: 50514,
+			ivs:  []UDPStats{{Packets: 856}, {Packets: 856}},
+			peer: &UDPStats{Packets: 1712, Lost: 3, Jitter: 0.000044}, peerSecs: 2.000164},
+	})
+}
+
+// udpServerBidir is the server's side of blast client -u --bidir -b 10M
+// -t 2 -l 1460: its receiver first, then its sender.
+func udpServerBidir() *Result {
+	r := udpServer("srvBsrvBsrvBsrvBsrvBsrvBsrvBsrvBsrvB", Params{Time: 2, Parallel: 1, Len: 1460, Bandwidth: 10000000, Bidirectional: true})
+	return udpResult(r, 1460, udpSpans2, []udpStream{
+		{socket: 6, id: 1, localPort: 50516,
+			ivs:  []UDPStats{{Packets: 856, Jitter: 0.000047}, {Packets: 856, Lost: 1, Jitter: 0.000052}},
+			peer: &UDPStats{Packets: 1712}, peerSecs: 2.000066},
+		{socket: 7, id: 2, sender: true, localPort: 50517,
+			ivs:  []UDPStats{{Packets: 856}, {Packets: 856}},
+			peer: &UDPStats{Packets: 1712, Jitter: 0.000039}, peerSecs: 2.000133},
+	})
+}
+
 var goldenResults = []struct {
 	name string
 	r    func() *Result
@@ -341,6 +550,14 @@ var goldenResults = []struct {
 	{"server-p2", serverP2},
 	{"client-failed", clientFailed},
 	{"client-no-intervals", clientNoIntervals},
+	{"udp-client-p1", udpClientP1},
+	{"udp-client-p2-loss", udpClientP2Loss},
+	{"udp-client-reverse-iperf3", udpClientReverse},
+	{"udp-client-reverse-dups", udpClientReverseDups},
+	{"udp-client-bidir-p2", udpClientBidir},
+	{"udp-server-p2", udpServerP2},
+	{"udp-server-reverse", udpServerReverse},
+	{"udp-server-bidir", udpServerBidir},
 }
 
 func TestTextGolden(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sort"
 	"strconv"
 	"sync"
@@ -80,6 +81,11 @@ type Server struct {
 	ln        net.Listener
 	backend   engine.Backend
 	rxBackend engine.Backend // nil: automatic
+
+	// udp is the UDP listener on the server's port, opened by the first
+	// UDP test.
+	udpMu sync.Mutex
+	udp   *udpGate
 
 	mu      sync.Mutex
 	active  int
@@ -155,6 +161,12 @@ func (s *Server) Serve(ctx context.Context) error {
 		}(c, seq)
 	}
 	s.wg.Wait()
+	s.udpMu.Lock()
+	if s.udp != nil {
+		s.udp.close()
+		s.udp = nil
+	}
+	s.udpMu.Unlock()
 	select {
 	case <-s.oneDone:
 		return nil
@@ -294,48 +306,38 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 	res.Backend = backend.Name()
 	res.SockBufSize = int(p.Window)
 
-	// Streams: register the cookie, then let the client connect.
+	sess := &session{res: res, backend: backend, rxBackend: rxBackend, rxAuto: rxBackend == nil, interval: s.cfg.Interval, omit: time.Duration(p.Omit) * time.Second,
+		udp: bool(p.UDP), udp64: p.UDPCounters64 != 0, rate: float64(p.Bandwidth), burst: int(p.Burst)}
+	defer sess.closeAll()
+	// The client's senders come first (--bidir).
+	sends := func(i int) bool {
+		if p.Bidirectional {
+			return i >= int(p.Parallel)
+		}
+		return bool(p.Reverse)
+	}
 	n := int(p.Parallel)
 	if p.Bidirectional {
 		n *= 2
 	}
-	ch := make(chan dataConn, n)
-	s.mu.Lock()
-	s.waiting[cookie] = ch
-	s.mu.Unlock()
-	unregister := func() {
-		s.mu.Lock()
-		delete(s.waiting, cookie)
-		s.mu.Unlock()
+	var socks []*engine.Socket
+	if p.UDP {
+		socks, err = s.udpStreams(ctx, ctrl, &p, res.Peer.Addr(), n, sends)
+	} else {
+		socks, err = s.tcpStreams(ctx, ctrl, cookie, n)
 	}
-	if err := WriteState(ctrl, CreateStreams); err != nil {
-		unregister()
-		return fmt.Errorf("send CREATE_STREAMS: %w", err)
-	}
-	conns, err := s.collect(ctx, ch, n)
-	unregister()
-	// A stream that raced the unregistering is closed, not leaked.
-	for len(ch) > 0 {
-		(<-ch).c.Close()
-	}
-	sess := &session{res: res, backend: backend, rxBackend: rxBackend, rxAuto: rxBackend == nil, interval: s.cfg.Interval, omit: time.Duration(p.Omit) * time.Second}
-	defer sess.closeAll()
-	for i, dc := range conns {
-		sender := bool(p.Reverse)
-		if p.Bidirectional {
-			sender = i >= int(p.Parallel) // the client's senders come first
-		}
-		// The data stream came in on the control port; from here the
-		// engine owns its socket.
-		sock, aerr := engine.Adopt(dc.c)
-		if aerr != nil {
-			err = errors.Join(err, fmt.Errorf("stream %d: %w", i+1, aerr))
-			continue
-		}
-		sess.streams = append(sess.streams, newStream(StreamID(i), sock, sender))
+	for i, sock := range socks {
+		sess.streams = append(sess.streams, newStream(StreamID(i), sock, sends(i)))
 	}
 	if err != nil {
-		writeServerError(ctrl, 204, 0)
+		code := int32(204) // IESTREAMCONNECT
+		var se setupError
+		if errors.As(err, &se) {
+			code = se.code
+		}
+		if code != 0 {
+			writeServerError(ctrl, code, 0)
+		}
 		return err
 	}
 	sess.announce()
@@ -443,6 +445,112 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 	return nil
 }
 
+// tcpStreams lets the client open n TCP streams: they come in on the
+// control port, with the test's cookie.
+func (s *Server) tcpStreams(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, n int) ([]*engine.Socket, error) {
+	ch := make(chan dataConn, n)
+	s.mu.Lock()
+	s.waiting[cookie] = ch
+	s.mu.Unlock()
+	unregister := func() {
+		s.mu.Lock()
+		delete(s.waiting, cookie)
+		s.mu.Unlock()
+	}
+	if err := WriteState(ctrl, CreateStreams); err != nil {
+		unregister()
+		return nil, errCreateStreams(err)
+	}
+	conns, err := s.collect(ctx, ch, n)
+	unregister()
+	// A stream that raced the unregistering is closed, not leaked.
+	for len(ch) > 0 {
+		(<-ch).c.Close()
+	}
+	var socks []*engine.Socket
+	for i, dc := range conns {
+		// The data stream came in on the control port; from here the
+		// engine owns its socket.
+		sock, aerr := engine.Adopt(dc.c)
+		if aerr != nil {
+			err = errors.Join(err, fmt.Errorf("stream %d: %w", i+1, aerr))
+			continue
+		}
+		socks = append(socks, sock)
+	}
+	return socks, err
+}
+
+// setupError is a failure to set a test's streams up, with the iperf3
+// error number to tell the client (0: the client is gone).
+type setupError struct {
+	code int32
+	err  error
+}
+
+func (e setupError) Error() string { return e.err.Error() }
+func (e setupError) Unwrap() error { return e.err }
+
+func errCreateStreams(err error) error {
+	return setupError{0, fmt.Errorf("send CREATE_STREAMS: %w", err)}
+}
+
+// udpStreams lets the client open n UDP streams from host: each hello on
+// the server's UDP port gets a socket of its own, bound to the port and
+// connected to the client's, which answers it.
+func (s *Server) udpStreams(ctx context.Context, ctrl net.Conn, p *Params, host netip.Addr, n int, sends func(int) bool) ([]*engine.Socket, error) {
+	nw := "udp" + s.cfg.Family
+	addr := net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.port()))
+	s.udpMu.Lock()
+	if s.udp == nil {
+		g, err := openUDPGate(nw, addr)
+		if err != nil {
+			s.udpMu.Unlock()
+			return nil, setupError{102, fmt.Errorf("open the UDP port %s: %w", addr, err)}
+		}
+		s.udp = g
+	}
+	w, unregister := s.udp.wait(host, n)
+	s.udpMu.Unlock()
+	defer unregister()
+	if err := WriteState(ctrl, CreateStreams); err != nil {
+		return nil, errCreateStreams(err)
+	}
+	t := time.NewTimer(s.cfg.StreamTimeout)
+	defer t.Stop()
+	var socks []*engine.Socket
+	for i := 0; i < n; i++ {
+		var peer netip.AddrPort
+		select {
+		case peer = <-w.ch:
+		case <-t.C:
+			return socks, fmt.Errorf("the client opened %d of %d UDP streams within %v (is UDP to port %d blocked?)", i, n, s.cfg.StreamTimeout, s.port())
+		case <-ctx.Done():
+			return socks, ctx.Err()
+		}
+		sock, err := engine.ListenUDP(ctx, nw, addr, dataSockOpts(p, !sends(i)))
+		if err != nil {
+			return socks, fmt.Errorf("UDP stream %d: %w", i+1, err)
+		}
+		socks = append(socks, sock)
+		if err := sock.Connect(peer); err != nil {
+			return socks, fmt.Errorf("UDP stream %d: %w", i+1, err)
+		}
+		if _, err := sock.Write(udpReply[:]); err != nil {
+			return socks, fmt.Errorf("UDP stream %d: answer the hello: %w", i+1, err)
+		}
+	}
+	return socks, nil
+}
+
+// port is the port the server listens on (the one picked, with -p 0).
+func (s *Server) port() int {
+	if a, ok := s.ln.Addr().(*net.TCPAddr); ok {
+		return a.Port
+	}
+	return s.cfg.Port
+}
+
 // collect waits for n data connections and orders them as they were
 // accepted, which is the order the client opened them in.
 func (s *Server) collect(ctx context.Context, ch <-chan dataConn, n int) ([]dataConn, error) {
@@ -467,13 +575,11 @@ func (s *Server) collect(ctx context.Context, ch <-chan dataConn, n int) ([]data
 // The server shares one listener among tests, so a window set here does
 // not reach the SYN's window scale the way iperf3's per-test listener does.
 func (s *Server) setOptions(sess *session, p *Params, res *Result) error {
-	tos := engine.NoTOS
-	if p.TOS > 0 {
-		tos = int(p.TOS)
-	}
-	so := engine.SockOpts{SndBuf: int(p.Window), RcvBuf: int(p.Window), TOS: tos, Congestion: p.Congestion}
 	for _, st := range sess.streams {
-		if err := st.sock.Apply(so); err != nil {
+		if p.UDP {
+			break // made with their options
+		}
+		if err := st.sock.Apply(dataSockOpts(p, false)); err != nil {
 			return fmt.Errorf("stream %d: %w", st.id, err)
 		}
 	}
@@ -492,7 +598,14 @@ func (s *Server) logResult(r *Result) {
 	if s.cfg.Log == nil {
 		return
 	}
-	what := fmt.Sprintf("tcp -P %d", r.NumStreams())
+	proto := "tcp"
+	if r.UDP() {
+		proto = "udp"
+	}
+	what := fmt.Sprintf("%s -P %d", proto, r.NumStreams())
+	if r.Params.Bandwidth > 0 {
+		what += " -b " + report.IperfBits(float64(r.Params.Bandwidth)/8) + "s/sec"
+	}
 	switch {
 	case r.Bidir():
 		what += " --bidir"

@@ -27,6 +27,8 @@ type stream struct {
 	err    error // what Send/Recv returned, nil on a normal end
 	// facts the backend reported, copied when Send/Recv returned.
 	facts engine.FactSample
+	// udp counts the datagrams of a UDP stream (nil on TCP).
+	udp *udpFraming
 
 	// Sampling state, guarded by session.mu.
 	base, last                     engine.Sample
@@ -34,6 +36,7 @@ type stream struct {
 	haveTCP                        bool
 	maxCwnd, maxWnd, minRTT, maxRT int64
 	sumRTT, nRTT                   int64
+	udpBase, lastUDP               UDPStats
 }
 
 func newStream(id int, c *engine.Socket, sender bool) *stream {
@@ -53,9 +56,15 @@ type session struct {
 	rxBackend engine.Backend // receives
 	// rxAuto: rxBackend was not asked for; if it only sends, receiving
 	// streams use readwrite (and the Result says so).
-	rxAuto     bool
-	rxUsedMu   sync.Mutex
-	rxUsed     string
+	rxAuto   bool
+	rxUsedMu sync.Mutex
+	rxUsed   string
+	// udp: the streams are UDP, with 64-bit sequence numbers if udp64.
+	udp, udp64 bool
+	// rate paces each sending stream (bits/s, 0: unpaced), burst buffers
+	// at a time.
+	rate       float64
+	burst      int
 	interval   time.Duration
 	omit       time.Duration
 	onInterval func(*Result, *Interval)
@@ -78,6 +87,30 @@ type session struct {
 
 	tickStop chan struct{}
 	tickDone chan struct{}
+}
+
+// udpRcvBuf is the receive buffer a UDP receiver asks for when the test
+// sets no window: the kernel's default (208 KiB) overflows in a few
+// milliseconds of a fast sender, and loss the receiver caused itself is
+// not the network's.
+const udpRcvBuf = 4 << 20
+
+// dataSockOpts are the socket options of a test's data streams, from its
+// parameters; udpReceiver asks for udpRcvBuf when -w is not given.
+func dataSockOpts(p *Params, udpReceiver bool) engine.SockOpts {
+	tos := engine.NoTOS
+	if p.TOS > 0 {
+		tos = int(p.TOS)
+	}
+	so := engine.SockOpts{SndBuf: int(p.Window), RcvBuf: int(p.Window), TOS: tos,
+		MaxPacingRate: int64(p.FQRate) / 8, DontFragment: p.DontFragment != 0}
+	if !p.UDP {
+		so.Congestion = p.Congestion
+	}
+	if bool(p.UDP) && udpReceiver && p.Window == 0 {
+		so.RcvBuf, so.ForceBuf = udpRcvBuf, true
+	}
+	return so
 }
 
 // splitBytes shares a byte budget over n senders so the total is exact.
@@ -110,7 +143,11 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 	}
 	si := 0
 	for _, st := range s.streams {
-		st.spec = engine.Spec{Protocol: engine.TCP, BufLen: blockLen}
+		st.spec = engine.Spec{Protocol: engine.TCP, BufLen: blockLen, Rate: s.rate, Burst: s.burst}
+		if s.udp {
+			st.udp = newUDPFraming(s.udp64)
+			st.spec.Protocol, st.spec.Framing = engine.UDP, st.udp
+		}
 		if st.sender {
 			st.spec.Bytes = splitBytes(byteLimit, senders, si)
 			si++
@@ -250,6 +287,10 @@ func (s *session) endOmitLocked(now time.Time) {
 			st.lastRetrans = ti.TotalRetrans
 		}
 		st.maxCwnd, st.maxWnd, st.minRTT, st.maxRT, st.sumRTT, st.nRTT = 0, 0, 0, 0, 0, 0
+		if st.udp != nil {
+			st.udpBase = st.udp.stats(st.sender)
+			st.lastUDP = st.udpBase
+		}
 	}
 }
 
@@ -291,6 +332,12 @@ func (s *session) sampleLocked(now time.Time, final bool) {
 			}
 		}
 		st.last = cur
+		if st.udp != nil {
+			u := st.udp.stats(st.sender)
+			d := u.sub(st.lastUDP)
+			si.UDP = &d
+			st.lastUDP = u
+		}
 		iv.Streams = append(iv.Streams, si)
 	}
 	length := now.Sub(s.lastTick)
@@ -454,6 +501,10 @@ func (s *session) finish(now time.Time) {
 		}
 		sr := &StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender, Local: st.local, Remote: st.remote,
 			Bytes: d.Bytes, Seconds: ssecs, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1, IO: cur, Facts: st.facts}
+		if st.udp != nil {
+			u := st.udp.stats(st.sender).sub(st.udpBase)
+			sr.UDP = &u
+		}
 		if st.sender && st.haveTCP {
 			sr.Retransmits = st.lastRetrans - st.retransBase
 			sr.MaxSndCwnd, sr.MaxSndWnd, sr.MinRTT, sr.MaxRTT = st.maxCwnd, st.maxWnd, st.minRTT, st.maxRT
@@ -561,6 +612,16 @@ func (a *atomicTime) store(t time.Time) {
 	a.mu.Unlock()
 }
 
+// byID is the stream with that id (nil: none).
+func (s *session) byID(id int) *stream {
+	for _, st := range s.streams {
+		if st.id == id {
+			return st
+		}
+	}
+	return nil
+}
+
 // closeAll closes every data connection.
 func (s *session) closeAll() {
 	for _, st := range s.streams {
@@ -606,9 +667,19 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 		if sr.Sender && sr.Retransmits >= 0 {
 			retr = Int(sr.Retransmits)
 		}
-		r.Streams = append(r.Streams, StreamResults{ID: Int(sr.ID), Bytes: Int(sr.Bytes), Retransmits: retr,
-			StartTime: 0, EndTime: sr.Seconds})
+		wire := StreamResults{ID: Int(sr.ID), Bytes: Int(sr.Bytes), Retransmits: retr,
+			StartTime: 0, EndTime: sr.Seconds}
 		bs := BlastStream{ID: Int(sr.ID), IO: sr.IO}
+		if sr.UDP != nil {
+			u := *sr.UDP
+			wire.Jitter, wire.Errors, wire.Packets = u.Jitter, Int(u.Lost), Int(u.Packets)
+			if st := s.byID(sr.ID); st != nil {
+				oe, op := Int(st.udpBase.Lost), Int(st.udpBase.Packets)
+				wire.OmittedErrors, wire.OmittedPackets = &oe, &op
+			}
+			bs.UDP = &u
+		}
+		r.Streams = append(r.Streams, wire)
 		if len(sr.Facts.Counts) > 0 || len(sr.Facts.Notes) > 0 {
 			f := sr.Facts
 			bs.Facts = &f
@@ -652,10 +723,16 @@ func (s *session) merge(pr *Results) error {
 		if !sr.Sender {
 			sr.Retransmits = int64(ps.Retransmits)
 		}
+		if s.udp {
+			sr.PeerUDP = &UDPStats{Packets: int64(ps.Packets), Lost: int64(ps.Errors), Jitter: ps.Jitter}
+		}
 		if pr.Blast != nil && i < len(pr.Blast.Streams) && int(pr.Blast.Streams[i].ID) == sr.ID {
 			io := pr.Blast.Streams[i].IO
 			sr.PeerIO = &io
 			sr.PeerFacts = pr.Blast.Streams[i].Facts
+			if u := pr.Blast.Streams[i].UDP; u != nil && sr.PeerUDP != nil {
+				sr.PeerUDP.OutOfOrder, sr.PeerUDP.Duplicates = u.OutOfOrder, u.Duplicates
+			}
 		}
 	}
 	return nil

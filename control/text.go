@@ -27,6 +27,24 @@ const (
 	fmtCPU            = "CPU Utilization: %s/%s %.1f%% (%.1f%%u/%.1f%%s), %s/%s %.1f%% (%.1f%%u/%.1f%%s)\n"
 )
 
+// The UDP formats (iperf_locale.c of iperf3 3.21: report_bw_udp_header,
+// report_bw_udp_header_bidir, report_bw_udp_sender_header,
+// report_bw_udp_format, report_bw_udp_sender_format,
+// report_sum_bw_udp_format, report_sum_bw_udp_sender_format,
+// report_sum_outoforder). The sender formats take iperf3's zbuf: ten
+// spaces in bidirectional tests, nothing otherwise.
+const (
+	hdrUDP            = "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n"
+	hdrUDPBidir       = "[ ID][Role] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n"
+	hdrUDPSender      = "[ ID] Interval           Transfer     Bitrate         Total Datagrams\n"
+	fmtBWUDP          = "[%3d]%s %6.2f-%-6.2f sec  %ss  %ss/sec  %5.3f ms  %d/%d (%.2g%%)  %s\n"
+	fmtBWUDPSender    = "[%3d]%s %6.2f-%-6.2f sec  %ss  %ss/sec %s %d  %s\n"
+	fmtSumBWUDP       = "[SUM]%s %6.2f-%-6.2f sec  %ss  %ss/sec  %5.3f ms  %d/%d (%.2g%%)  %s\n"
+	fmtSumBWUDPSender = "[SUM]%s %6.2f-%-6.2f sec  %ss  %ss/sec %s %d  %s\n"
+	fmtSumOutOfOrder  = "[SUM]%s %4.1f-%4.1f sec  %d datagrams received out-of-order\n"
+	udpZbuf           = "          "
+)
+
 func rate(bytes int64, secs float64) float64 {
 	if secs <= 0 {
 		return 0
@@ -103,6 +121,10 @@ func (r *Result) streamsConnected() []*StreamResult {
 
 // WriteInterval writes one interval as iperf3 does.
 func WriteInterval(w io.Writer, r *Result, iv *Interval, first bool) {
+	if r.UDP() {
+		writeIntervalUDP(w, r, iv, first)
+		return
+	}
 	cwnd := r.HasRetransmits || r.localSendsTCP(iv)
 	if first {
 		switch {
@@ -193,6 +215,17 @@ func (r *Result) groupHasRetransmits(sender bool) bool {
 // WriteSummary writes iperf3's closing summary, then blast's lines.
 func WriteSummary(w io.Writer, r *Result) {
 	io.WriteString(w, separator)
+	if r.UDP() {
+		writeSummaryUDP(w, r)
+	} else {
+		writeSummaryTCP(w, r)
+	}
+	writeSummaryTail(w, r)
+}
+
+// writeSummaryTCP writes the header and the stream lines of a TCP test's
+// summary.
+func writeSummaryTCP(w io.Writer, r *Result) {
 	client := r.Role == "client"
 	// Retr heads a column only where a sender line fills it: the server
 	// shows only its own senders (iperf3's server prints its summary
@@ -268,6 +301,11 @@ func WriteSummary(w io.Writer, r *Result) {
 			fmt.Fprintf(w, fmtSumBW, role, 0.0, recvSecs, report.IperfBytes(float64(recv)), report.IperfBits(rate(recv, recvSecs)), "receiver")
 		}
 	}
+}
+
+// writeSummaryTail writes what follows the stream lines: the CPU line,
+// then blast's lines.
+func writeSummaryTail(w io.Writer, r *Result) {
 	local, remote := "receiver", "sender"
 	if r.localSends() {
 		local, remote = "sender", "receiver"
@@ -281,7 +319,8 @@ func WriteSummary(w io.Writer, r *Result) {
 	} else {
 		fmt.Fprintf(w, "CPU Utilization: %s/%s %.1f%% (%.1f%%u/%.1f%%s), %s/%s unknown (no results from the peer)\n", "local", local, r.CPU.Total, r.CPU.User, r.CPU.System, "remote", remote)
 	}
-	if r.Congestion != "" || r.RemoteCongestion != "" {
+	// iperf3 prints the congestion control of TCP tests only.
+	if !r.UDP() && (r.Congestion != "" || r.RemoteCongestion != "") {
 		snd, rcv := r.Congestion, r.RemoteCongestion
 		if !r.localSends() {
 			snd, rcv = rcv, snd
@@ -302,7 +341,11 @@ func WriteSummary(w io.Writer, r *Result) {
 	}
 	fmt.Fprintf(w, "Backend: local %s, remote %s\n", r.Backend, remoteBackend)
 	if r.SockBufSize > 0 {
-		fmt.Fprintf(w, "TCP window: requested %ss, kernel granted SO_SNDBUF %ss, SO_RCVBUF %ss (Linux doubles the request)\n",
+		what := "TCP window"
+		if r.UDP() {
+			what = "UDP buffer"
+		}
+		fmt.Fprintf(w, "%s: requested %ss, kernel granted SO_SNDBUF %ss, SO_RCVBUF %ss (Linux doubles the request)\n", what,
 			report.IperfBytes(float64(r.SockBufSize)), report.IperfBytes(float64(r.SndBufActual)), report.IperfBytes(float64(r.RcvBufActual)))
 	}
 	if r.NIC != nil && r.NIC.Interface != nil {
@@ -313,6 +356,9 @@ func WriteSummary(w io.Writer, r *Result) {
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "Note: %s\n", n)
+	}
+	if r.UDP() {
+		writeDuplicates(w, r)
 	}
 	if r.ServerOutputText != "" {
 		fmt.Fprintf(w, "\nServer output:\n%s\n", r.ServerOutputText)
@@ -343,4 +389,225 @@ func TextString(r *Result) string {
 	var b strings.Builder
 	WriteText(&b, r)
 	return b.String()
+}
+
+// udpOf is a copy of u, zero when u is nil.
+func udpOf(u *UDPStats) UDPStats {
+	if u == nil {
+		return UDPStats{}
+	}
+	return *u
+}
+
+// lostPercent is iperf3's loss figure, 100*lost/packets (0 without
+// packets).
+func lostPercent(lost, packets int64) float64 {
+	if packets <= 0 {
+		return 0
+	}
+	return 100 * float64(lost) / float64(packets)
+}
+
+// outOfOrder is the out-of-order count iperf3 would show for u: iperf3
+// counts a duplicate as a datagram out of order (iperf_udp_recv).
+func outOfOrder(u *UDPStats) int64 {
+	if u == nil {
+		return 0
+	}
+	return u.OutOfOrder + u.Duplicates
+}
+
+// udpSides gives the sending and the receiving side's datagram counts of
+// a UDP stream, whichever side this is (nil: not known).
+func (s *StreamResult) udpSides() (snd, rcv *UDPStats) {
+	if s.Sender {
+		return s.UDP, s.PeerUDP
+	}
+	return s.PeerUDP, s.UDP
+}
+
+// writeIntervalUDP is WriteInterval for UDP tests (iperf_print_intermediate
+// and print_interval_results in iperf_api.c): the sender's header on a
+// side that only sends, the receiver's otherwise, even in bidirectional
+// tests where the sending streams' lines leave Jitter and Lost blank.
+func writeIntervalUDP(w io.Writer, r *Result, iv *Interval, first bool) {
+	if first {
+		switch {
+		case r.Bidir():
+			io.WriteString(w, hdrUDPBidir)
+		case r.localSends():
+			io.WriteString(w, hdrUDPSender)
+		default:
+			io.WriteString(w, hdrUDP)
+		}
+	} else if r.NumStreams() > 1 {
+		io.WriteString(w, separator)
+	}
+	omitted := ""
+	if iv.Omitted {
+		omitted = "(omitted)"
+	}
+	zbuf := ""
+	if r.Bidir() {
+		zbuf = udpZbuf
+	}
+	for _, sender := range r.groups() {
+		role := r.role(sender)
+		var bytes, packets, lost int64
+		var jitter float64
+		var st0 *StreamInterval
+		for i := range iv.Streams {
+			si := &iv.Streams[i]
+			if si.Sender != sender {
+				continue
+			}
+			if st0 == nil {
+				st0 = si
+			}
+			u := udpOf(si.UDP)
+			bytes += si.Bytes
+			packets += u.Packets
+			lost += u.Lost
+			jitter += u.Jitter
+			tr := report.IperfBytes(float64(si.Bytes))
+			bw := report.IperfBits(rate(si.Bytes, si.Seconds()))
+			if si.Sender {
+				fmt.Fprintf(w, fmtBWUDPSender, si.Socket, role, si.Start, si.End, tr, bw, zbuf, u.Packets, omitted)
+			} else {
+				fmt.Fprintf(w, fmtBWUDP, si.Socket, role, si.Start, si.End, tr, bw, 1000*u.Jitter, u.Lost, u.Packets, lostPercent(u.Lost, u.Packets), omitted)
+			}
+		}
+		if st0 == nil || r.NumStreams() < 2 {
+			continue
+		}
+		tr := report.IperfBytes(float64(bytes))
+		bw := report.IperfBits(rate(bytes, st0.Seconds()))
+		if sender {
+			fmt.Fprintf(w, fmtSumBWUDPSender, role, st0.Start, st0.End, tr, bw, zbuf, packets, omitted)
+		} else {
+			// iperf3 averages the jitter over -P, and counts the loss
+			// over the datagrams the receivers saw.
+			jitter /= float64(r.NumStreams())
+			fmt.Fprintf(w, fmtSumBWUDP, role, st0.Start, st0.End, tr, bw, 1000*jitter, lost, packets, lostPercent(lost, packets), omitted)
+		}
+	}
+}
+
+// writeSummaryUDP writes the header and the stream lines of a UDP test's
+// summary (iperf_print_results in iperf_api.c). A sender line shows the
+// datagrams sent with no jitter or loss, a receiver line what the
+// receiver saw; the out-of-order line, which iperf3 labels [SUM] even for
+// one stream, comes between them, from this side's own count only (iperf3
+// does not exchange it). The server shows only its own side: iperf3's
+// server prints its summary before the client's results arrive.
+func writeSummaryUDP(w io.Writer, r *Result) {
+	client := r.Role == "client"
+	if r.Bidir() {
+		io.WriteString(w, hdrUDPBidir)
+	} else {
+		io.WriteString(w, hdrUDP)
+	}
+	for _, sender := range r.groups() {
+		role := r.role(sender)
+		var sent, recv int64
+		var sentSecs, recvSecs float64
+		sentOK, recvOK := true, true
+		var sentPkts, recvPkts, totalPkts, lost int64
+		var jitter float64
+		n := 0
+		for _, st := range r.Streams {
+			if st.Sender != sender {
+				continue
+			}
+			n++
+			sb, ss := st.SentBytes()
+			rb, rs := st.ReceivedBytes()
+			snd, rcv := st.udpSides()
+			if !client {
+				if st.Sender {
+					rcv = nil
+				} else {
+					snd = nil
+				}
+			}
+			su, ru := udpOf(snd), udpOf(rcv)
+			if sb < 0 {
+				sentOK = false
+			}
+			if rb < 0 {
+				recvOK = false
+			}
+			sent += sb
+			recv += rb
+			sentSecs = max(sentSecs, ss)
+			recvSecs = max(recvSecs, rs)
+			sentPkts += su.Packets
+			recvPkts += ru.Packets
+			// iperf3's total is the sender's count where it has it.
+			if su.Packets != 0 {
+				totalPkts += su.Packets
+			} else {
+				totalPkts += ru.Packets
+			}
+			lost += ru.Lost
+			jitter += ru.Jitter
+			if client || st.Sender {
+				if sb < 0 {
+					fmt.Fprintf(w, "[%3d]%s (sender statistics not available)\n", st.Socket, role)
+				} else {
+					fmt.Fprintf(w, fmtBWUDP, st.Socket, role, 0.0, ss, report.IperfBytes(float64(sb)), report.IperfBits(rate(sb, ss)), 0.0, int64(0), su.Packets, 0.0, "sender")
+				}
+			}
+			if ooo := outOfOrder(st.UDP); !st.Sender && ooo > 0 {
+				// iperf3 ends it at the sender's time, which it knows
+				// only from the peer's results.
+				end := ss
+				if !client || sb < 0 {
+					end = st.Seconds
+				}
+				fmt.Fprintf(w, fmtSumOutOfOrder, role, 0.0, end, ooo)
+			}
+			if client || !st.Sender {
+				if rb < 0 {
+					fmt.Fprintf(w, "[%3d]%s (receiver statistics not available)\n", st.Socket, role)
+				} else {
+					fmt.Fprintf(w, fmtBWUDP, st.Socket, role, 0.0, rs, report.IperfBytes(float64(rb)), report.IperfBits(rate(rb, rs)), 1000*ru.Jitter, ru.Lost, ru.Packets, lostPercent(ru.Lost, ru.Packets), "receiver")
+				}
+			}
+		}
+		if n == 0 || r.NumStreams() < 2 {
+			continue
+		}
+		if (client || sender) && sentOK {
+			fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, sentSecs, report.IperfBytes(float64(sent)), report.IperfBits(rate(sent, sentSecs)), 0.0, int64(0), sentPkts, 0.0, "sender")
+		}
+		if (client || !sender) && recvOK {
+			// As iperf3: the jitter averaged over -P, the loss as a share
+			// of the datagrams sent, printed over those received.
+			fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, recvSecs, report.IperfBytes(float64(recv)), report.IperfBits(rate(recv, recvSecs)),
+				1000*jitter/float64(r.NumStreams()), lost, recvPkts, lostPercent(lost, totalPkts), "receiver")
+		}
+	}
+}
+
+// writeDuplicates writes blast's line for each UDP stream whose receiver
+// saw datagrams twice, which iperf3 cannot tell from datagrams out of
+// order.
+func writeDuplicates(w io.Writer, r *Result) {
+	for _, sender := range r.groups() {
+		for _, st := range r.Streams {
+			if st.Sender != sender {
+				continue
+			}
+			rcv, where := st.UDP, "local"
+			if st.Sender {
+				rcv, where = st.PeerUDP, "remote"
+			}
+			if rcv == nil || rcv.Duplicates <= 0 {
+				continue
+			}
+			fmt.Fprintf(w, "Duplicates: [%3d]%s %d datagrams arrived twice at the %s receiver, %d out of order (iperf3 counts both as out-of-order)\n",
+				st.Socket, r.role(sender), rcv.Duplicates, where, rcv.OutOfOrder)
+		}
+	}
 }

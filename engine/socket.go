@@ -37,6 +37,14 @@ type SockOpts struct {
 	// Local binds a dialled socket to this address and port before it
 	// connects (zero: any).
 	Local netip.AddrPort
+	// MaxPacingRate caps the socket's rate in the kernel, in bytes per
+	// second (SO_MAX_PACING_RATE: the fq qdisc, or TCP's internal pacing;
+	// iperf3's --fq-rate). 0 leaves it.
+	MaxPacingRate int64
+	// DontFragment sets the don't-fragment bit and refuses datagrams
+	// larger than the path MTU (IP_PMTUDISC_DO; iperf3's
+	// --dont-fragment).
+	DontFragment bool
 }
 
 // NoTOS is the TOS value that leaves the socket's TOS alone.

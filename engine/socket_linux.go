@@ -103,6 +103,21 @@ func (o SockOpts) apply(fd, family int, p Protocol) error {
 			}
 		}
 	}
+	if o.MaxPacingRate > 0 {
+		if err := unix.SetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_MAX_PACING_RATE, uint64(o.MaxPacingRate)); err != nil {
+			return fmt.Errorf("set SO_MAX_PACING_RATE %d bytes/s: %w", o.MaxPacingRate, err)
+		}
+	}
+	if o.DontFragment {
+		if family == unix.AF_INET6 {
+			if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO); err != nil {
+				return fmt.Errorf("set IPV6_MTU_DISCOVER (don't fragment): %w", err)
+			}
+		}
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO); err != nil && !(family == unix.AF_INET6 && errors.Is(err, unix.ENOPROTOOPT)) {
+			return fmt.Errorf("set IP_MTU_DISCOVER (don't fragment): %w", err)
+		}
+	}
 	if o.Device != "" {
 		err := unix.SetsockoptString(fd, unix.SOL_SOCKET, unix.SO_BINDTODEVICE, o.Device)
 		switch {

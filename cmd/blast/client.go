@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -46,7 +47,13 @@ func runClient(e *env, args []string) int {
 	cc := fs.StringP("congestion", "C", "", "TCP congestion control algorithm")
 	tosStr := fs.StringP("tos", "S", "", "IP TOS byte (0x hex accepted)")
 	dscp := fs.String("dscp", "", "DSCP value or name (EF, AF11, CS1...)")
-	lenStr := fs.StringP("length", "l", "128K", "bytes per read/write")
+	udp := fs.BoolP("udp", "u", false, "UDP streams, with iperf3's datagram header (loss, jitter, reordering)")
+	rateStr := fs.StringP("bitrate", "b", "", "target bitrate per stream, RATE[/BURST] (k/m/g, 1000-based; 0: unlimited; default 1M for UDP, unlimited for TCP)")
+	fqRateStr := fs.String("fq-rate", "", "cap each stream in the kernel (SO_MAX_PACING_RATE), bits/s with k/m/g")
+	pacingTimer := fs.String("pacing-timer", "", "accepted for iperf3's scripts: blast paces every buffer to its due time, there is no timer to set")
+	dontFrag := fs.Bool("dont-fragment", false, "set the IP don't-fragment bit (UDP)")
+	udp64 := fs.Bool("udp-counters-64bit", false, "64-bit datagram sequence numbers (UDP)")
+	lenStr := fs.StringP("length", "l", "", "bytes per read/write (default 128K for TCP; for UDP the control connection's MSS, as iperf3)")
 	zerocopy := fs.BoolP("zerocopy", "Z", false, "send with sendfile (the sendfile backend) on both ends")
 	v4 := fs.BoolP("version4", "4", false, "IPv4 only")
 	v6 := fs.BoolP("version6", "6", false, "IPv6 only")
@@ -112,11 +119,32 @@ func runClient(e *env, args []string) int {
 		}
 		cfg.Window = int(w)
 	}
-	l, err := control.ParseSize(*lenStr)
-	if err != nil {
-		return usage("-l %q: want a size such as 128K", *lenStr)
+	if *lenStr != "" {
+		l, err := control.ParseSize(*lenStr)
+		if err != nil || l == 0 || l > 1<<30 {
+			return usage("-l %q: want a size such as 128K (TCP) or 1400 (UDP)", *lenStr)
+		}
+		cfg.BlockLen = int(l)
 	}
-	cfg.BlockLen = int(l)
+	cfg.UDP, cfg.DontFragment, cfg.UDP64 = *udp, *dontFrag, *udp64
+	if *rateStr != "" {
+		if cfg.Rate, cfg.Burst, err = control.ParseRate(*rateStr); err != nil {
+			return usage("%v", err)
+		}
+		cfg.RateSet = true
+	}
+	if *fqRateStr != "" {
+		r, _, err := control.ParseRate(*fqRateStr)
+		if err != nil || strings.Contains(*fqRateStr, "/") {
+			return usage("--fq-rate %q: want a rate such as 100M or 1G", *fqRateStr)
+		}
+		cfg.FQRate = int64(r)
+	}
+	if *pacingTimer != "" {
+		if _, err := strconv.ParseUint(strings.TrimRight(*pacingTimer, "kKmMgG"), 10, 32); err != nil {
+			return usage("--pacing-timer %q: want microseconds such as 1000", *pacingTimer)
+		}
+	}
 	if *tosStr != "" && *dscp != "" {
 		return usage("-S and --dscp both given: choose one")
 	}

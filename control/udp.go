@@ -1,0 +1,366 @@
+package control
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/blastnet/blast/engine"
+)
+
+// UDP limits and defaults (iperf.h, iperf_api.c).
+const (
+	// DefaultUDPRate is iperf3's default UDP bitrate, bits per second.
+	DefaultUDPRate = 1 << 20
+	// MinUDPBlock is the smallest UDP datagram iperf3 sends: the 4-byte
+	// seconds, 4-byte microseconds and 8-byte (room for a 64-bit)
+	// sequence number.
+	MinUDPBlock = 16
+	// MaxUDPBlock is the largest UDP payload over IPv4.
+	MaxUDPBlock = 65507
+	// DefaultUDPBlock is iperf3's UDP datagram size when the control
+	// connection's MSS is not known.
+	DefaultUDPBlock = 1460
+)
+
+// The UDP "connect" handshake (iperf_udp.c): the client sends udpHello on
+// each new stream, the server answers udpReply from the socket it
+// connected to the client. iperf3 before 3.12 answered udpLegacyReply.
+var (
+	udpHello       = [4]byte{0x39, 0x38, 0x37, 0x36} // "9876"
+	udpReply       = [4]byte{0x36, 0x37, 0x38, 0x39} // "6789"
+	udpLegacyReply = [4]byte{0xb1, 0x68, 0xde, 0x3a} // 987654321, little-endian
+)
+
+// ParseRate reads iperf3's -b: a bitrate with an optional k, m, g or t
+// suffix (1000-based, as iperf3's unit_atof_rate), then optionally
+// "/BURST", the datagrams or buffers sent back to back. "0" means
+// unlimited.
+func ParseRate(s string) (bits float64, burst int, err error) {
+	rate := s
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		rate = s[:i]
+		b, perr := strconv.Atoi(s[i+1:])
+		if perr != nil || b < 1 || b > MaxBurst {
+			return 0, 0, fmt.Errorf("-b %q: the burst after / must be 1 to %d", s, MaxBurst)
+		}
+		burst = b
+	}
+	if rate == "" {
+		return 0, 0, fmt.Errorf("-b %q: want a rate such as 100M or 1G (0: unlimited)", s)
+	}
+	mult := 1.0
+	switch rate[len(rate)-1] {
+	case 'k', 'K':
+		mult = 1e3
+	case 'm', 'M':
+		mult = 1e6
+	case 'g', 'G':
+		mult = 1e9
+	case 't', 'T':
+		mult = 1e12
+	}
+	num := rate
+	if mult != 1 {
+		num = rate[:len(rate)-1]
+	}
+	f, perr := strconv.ParseFloat(num, 64)
+	if perr != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || f*mult > MaxRate {
+		return 0, 0, fmt.Errorf("-b %q: want a rate such as 100M or 1G, at most 10T (0: unlimited)", s)
+	}
+	return f * mult, burst, nil
+}
+
+// MaxBurst is iperf3's MAX_BURST; MaxRate bounds -b at 10 Tbit/s so that
+// the bitrate fits iperf3's JSON integer.
+const (
+	MaxBurst = 1000
+	MaxRate  = 10e12
+)
+
+// monoEpoch is where this process's datagram timestamps count from: only
+// differences between stamps mean anything (iperf3 uses CLOCK_MONOTONIC,
+// another origin), and time.Since reads the monotonic clock in the vDSO.
+var monoEpoch = time.Now()
+
+// udpFraming is iperf3's datagram header on one UDP stream (iperf_udp.c):
+// seconds and microseconds of the send time (4 bytes each, big-endian),
+// then the sequence number from 1 (4 bytes, or 8 with
+// udp_counters_64bit). The sender stamps it; the receiver counts loss,
+// reordering, duplicates and jitter as iperf3 does, and reports them to
+// other goroutines through atomics.
+type udpFraming struct {
+	wide bool // 64-bit sequence numbers
+
+	sent atomic.Int64 // sender: the last sequence number stamped
+
+	// Receiver. highest is iperf3's packet_count: the highest sequence
+	// number seen.
+	highest, lost, ooo, dup atomic.Int64
+	jitter                  atomic.Uint64 // float64 bits, seconds
+	prevTransit             float64
+	started                 bool
+	// seen has a bit for each of the last len(seen)*64 sequence numbers
+	// up to highest: a number seen twice is a duplicate, not reordering.
+	seen [64]uint64
+	// clock reads the arrival time (nil: the monotonic clock).
+	clock func() time.Duration
+}
+
+func newUDPFraming(wide bool) *udpFraming { return &udpFraming{wide: wide} }
+
+// headerLen is the size of the header the sender writes.
+func (u *udpFraming) headerLen() int {
+	if u.wide {
+		return 16
+	}
+	return 12
+}
+
+// Stamp implements engine.Framing. A datagram too short for the header
+// (the tail of a byte count) goes out unstamped and uncounted.
+func (u *udpFraming) Stamp(p []byte) {
+	if len(p) < u.headerLen() {
+		return
+	}
+	seq := u.sent.Add(1)
+	d := time.Since(monoEpoch)
+	binary.BigEndian.PutUint32(p[0:], uint32(d/time.Second))
+	binary.BigEndian.PutUint32(p[4:], uint32(d%time.Second/time.Microsecond))
+	if u.wide {
+		binary.BigEndian.PutUint64(p[8:], uint64(seq))
+	} else {
+		binary.BigEndian.PutUint32(p[8:], uint32(seq))
+	}
+}
+
+// Receive implements engine.Framing, as iperf_udp_recv does: a sequence
+// number past the highest seen counts the gap as lost; one at or below it
+// is out of order and takes one back from the lost count, or, when that
+// number was already seen, is a duplicate and changes nothing else.
+func (u *udpFraming) Receive(p []byte) {
+	if len(p) < u.headerLen() {
+		return // a handshake datagram, or a tail too short to carry a header
+	}
+	sec := binary.BigEndian.Uint32(p[0:])
+	usec := binary.BigEndian.Uint32(p[4:])
+	var seq int64
+	if u.wide {
+		seq = int64(binary.BigEndian.Uint64(p[8:]))
+	} else {
+		seq = int64(binary.BigEndian.Uint32(p[8:]))
+	}
+	high := u.highest.Load()
+	switch {
+	case seq > high:
+		if seq > high+1 {
+			u.lost.Add(seq - 1 - high)
+		}
+		u.markForward(high, seq)
+		u.highest.Store(seq)
+	case seq > high-int64(len(u.seen)*64) && u.marked(seq):
+		u.dup.Add(1)
+	default:
+		u.ooo.Add(1)
+		if seq > high-int64(len(u.seen)*64) {
+			u.mark(seq)
+		}
+		if u.lost.Load() > 0 {
+			u.lost.Add(-1)
+		}
+	}
+	// Jitter, RFC 3550 6.4.1 with iperf3's first-packet start.
+	sent := time.Duration(sec)*time.Second + time.Duration(usec)*time.Microsecond
+	var now time.Duration
+	if u.clock != nil {
+		now = u.clock()
+	} else {
+		now = time.Since(monoEpoch)
+	}
+	transit := math.Abs((now - sent).Seconds())
+	if !u.started {
+		u.started = true
+		u.prevTransit = transit
+	}
+	d := math.Abs(transit - u.prevTransit)
+	u.prevTransit = transit
+	j := math.Float64frombits(u.jitter.Load())
+	u.jitter.Store(math.Float64bits(j + (d-j)/16))
+}
+
+func (u *udpFraming) bit(seq int64) (int, uint64) {
+	i := uint64(seq) % uint64(len(u.seen)*64)
+	return int(i / 64), 1 << (i % 64)
+}
+
+func (u *udpFraming) marked(seq int64) bool {
+	w, b := u.bit(seq)
+	return u.seen[w]&b != 0
+}
+
+func (u *udpFraming) mark(seq int64) {
+	w, b := u.bit(seq)
+	u.seen[w] |= b
+}
+
+// markForward clears the bits of the numbers skipped from high to seq
+// (they were not seen) and marks seq.
+func (u *udpFraming) markForward(high, seq int64) {
+	if seq-high >= int64(len(u.seen)*64) {
+		clear(u.seen[:])
+	} else {
+		for n := high + 1; n < seq; n++ {
+			w, b := u.bit(n)
+			u.seen[w] &^= b
+		}
+	}
+	u.mark(seq)
+}
+
+// stats reads the counts so far; sender tells which side this is.
+func (u *udpFraming) stats(sender bool) UDPStats {
+	if sender {
+		return UDPStats{Packets: u.sent.Load()}
+	}
+	return UDPStats{Packets: u.highest.Load(), Lost: u.lost.Load(), OutOfOrder: u.ooo.Load(),
+		Duplicates: u.dup.Load(), Jitter: math.Float64frombits(u.jitter.Load())}
+}
+
+// sub is u less the counts of base; the jitter stays u's.
+func (u UDPStats) sub(base UDPStats) UDPStats {
+	return UDPStats{Packets: u.Packets - base.Packets, Lost: u.Lost - base.Lost,
+		OutOfOrder: u.OutOfOrder - base.OutOfOrder, Duplicates: u.Duplicates - base.Duplicates, Jitter: u.Jitter}
+}
+
+// udpHandshake is the client's side of a UDP stream's connect: send the
+// hello until the server answers (every second, in case a datagram was
+// lost), within the context's deadline. A few data datagrams may arrive
+// before the answer (a reverse test's server starts at once): they are
+// skipped.
+func udpHandshake(ctx context.Context, sock *engine.Socket) error {
+	if err := sock.SetTimeout(time.Second); err != nil {
+		return err
+	}
+	defer sock.SetTimeout(0)
+	stop := context.AfterFunc(ctx, func() { sock.Shutdown() })
+	defer stop()
+	var buf [64]byte
+	for {
+		if _, err := sock.Write(udpHello[:]); err != nil {
+			return fmt.Errorf("send the UDP hello: %w", err)
+		}
+		for {
+			n, err := sock.Read(buf[:])
+			if ctx.Err() != nil {
+				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					return errors.New("the server did not answer the UDP hello: is UDP to its port blocked by a firewall?")
+				}
+				return ctx.Err()
+			}
+			if errors.Is(err, engine.ErrTimeout) {
+				break // send the hello again
+			}
+			if err != nil {
+				return fmt.Errorf("wait for the server's UDP answer: %w (is UDP to its port blocked?)", err)
+			}
+			if n == 4 && ([4]byte(buf[:4]) == udpReply || [4]byte(buf[:4]) == udpLegacyReply) {
+				return nil
+			}
+		}
+	}
+}
+
+// udpGate is the server's UDP listener on its port: it reads the hello
+// of each new UDP stream and hands the sender's address to the test that
+// is waiting for streams from that host. A hello from a host no test
+// waits for is dropped.
+type udpGate struct {
+	sock *engine.Socket
+	done chan struct{}
+
+	mu      sync.Mutex
+	waiting map[netip.Addr][]*udpWaiter
+}
+
+type udpWaiter struct {
+	ch   chan netip.AddrPort
+	seen map[netip.AddrPort]bool
+}
+
+// openUDPGate binds the UDP port and starts reading hellos.
+func openUDPGate(nw, address string) (*udpGate, error) {
+	sock, err := engine.ListenUDP(context.Background(), nw, address, engine.SockOpts{TOS: engine.NoTOS})
+	if err != nil {
+		return nil, err
+	}
+	g := &udpGate{sock: sock, done: make(chan struct{}), waiting: map[netip.Addr][]*udpWaiter{}}
+	go g.loop()
+	return g, nil
+}
+
+func (g *udpGate) loop() {
+	defer close(g.done)
+	var buf [64]byte
+	for {
+		n, from, err := g.sock.ReadFrom(buf[:])
+		if err != nil || (n == 0 && !from.IsValid()) {
+			return // shut down (close), or the socket failed
+		}
+		if n != 4 {
+			continue
+		}
+		from = unmap(from)
+		g.mu.Lock()
+		for _, w := range g.waiting[from.Addr()] {
+			if w.seen[from] {
+				break // a hello sent again: that stream is open already
+			}
+			select {
+			case w.ch <- from:
+				w.seen[from] = true
+			default:
+				continue // that test has all its streams: try the next
+			}
+			break
+		}
+		g.mu.Unlock()
+	}
+}
+
+// wait registers a test that expects n streams from host.
+func (g *udpGate) wait(host netip.Addr, n int) (*udpWaiter, func()) {
+	w := &udpWaiter{ch: make(chan netip.AddrPort, n), seen: map[netip.AddrPort]bool{}}
+	host = host.Unmap()
+	g.mu.Lock()
+	g.waiting[host] = append(g.waiting[host], w)
+	g.mu.Unlock()
+	return w, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		ws := g.waiting[host]
+		for i, x := range ws {
+			if x == w {
+				g.waiting[host] = append(ws[:i:i], ws[i+1:]...)
+				break
+			}
+		}
+		if len(g.waiting[host]) == 0 {
+			delete(g.waiting, host)
+		}
+	}
+}
+
+// close stops the gate and waits for its reader.
+func (g *udpGate) close() {
+	g.sock.Shutdown()
+	<-g.done
+	g.sock.Close()
+}

@@ -1,0 +1,148 @@
+package control
+
+import (
+	"encoding/binary"
+	"math"
+	"testing"
+	"time"
+)
+
+// datagram builds an iperf3 datagram header: sent time and sequence
+// number, 32- or 64-bit.
+func datagram(sent time.Duration, seq uint64, wide bool) []byte {
+	p := make([]byte, 64)
+	binary.BigEndian.PutUint32(p[0:], uint32(sent/time.Second))
+	binary.BigEndian.PutUint32(p[4:], uint32(sent%time.Second/time.Microsecond))
+	if wide {
+		binary.BigEndian.PutUint64(p[8:], seq)
+	} else {
+		binary.BigEndian.PutUint32(p[8:], uint32(seq))
+	}
+	return p
+}
+
+func TestUDPFramingStamp(t *testing.T) {
+	for _, wide := range []bool{false, true} {
+		u := newUDPFraming(wide)
+		before := time.Since(monoEpoch)
+		for want := uint64(1); want <= 5; want++ {
+			p := make([]byte, 100)
+			u.Stamp(p)
+			var got uint64
+			if wide {
+				got = binary.BigEndian.Uint64(p[8:])
+			} else {
+				got = uint64(binary.BigEndian.Uint32(p[8:]))
+			}
+			if got != want {
+				t.Errorf("wide=%v: datagram %d stamped with sequence number %d", wide, want, got)
+			}
+			sent := time.Duration(binary.BigEndian.Uint32(p[0:]))*time.Second + time.Duration(binary.BigEndian.Uint32(p[4:]))*time.Microsecond
+			if sent < before.Truncate(time.Microsecond) || sent > time.Since(monoEpoch) {
+				t.Errorf("wide=%v: stamp %v is not the send time (after %v)", wide, sent, before)
+			}
+		}
+		// A tail too short for the header goes out as it is, uncounted.
+		short := make([]byte, u.headerLen()-1)
+		u.Stamp(short)
+		for i, c := range short {
+			if c != 0 {
+				t.Fatalf("wide=%v: a %d-byte tail was written at %d", wide, len(short), i)
+			}
+		}
+		if got := u.stats(true); got != (UDPStats{Packets: 5}) {
+			t.Errorf("wide=%v: sender stats %+v, want 5 packets", wide, got)
+		}
+	}
+}
+
+// Loss, reordering and duplicates from crafted sequence numbers, counted
+// as iperf3 counts them (a late datagram takes one back from the loss),
+// except that a datagram seen twice is a duplicate and not out of order.
+func TestUDPFramingSequence(t *testing.T) {
+	for _, wide := range []bool{false, true} {
+		u := newUDPFraming(wide)
+		type step struct {
+			seq                  uint64
+			high, lost, ooo, dup int64
+		}
+		for i, s := range []step{
+			{1, 1, 0, 0, 0},
+			{2, 2, 0, 0, 0},
+			{3, 3, 0, 0, 0},
+			{5, 5, 1, 0, 0},            // 4 missing
+			{6, 6, 1, 0, 0},            //
+			{4, 6, 0, 1, 0},            // 4 came late
+			{4, 6, 0, 1, 1},            // and again: a duplicate
+			{8, 8, 1, 1, 1},            // 7 missing
+			{7, 8, 0, 2, 1},            // 7 late
+			{9, 9, 0, 2, 1},            //
+			{10000, 10000, 9990, 2, 1}, // 10..9999 missing
+			{9999, 10000, 9989, 3, 1},  // one of them late
+			{9999, 10000, 9989, 3, 2},  // twice
+			{5, 10000, 9988, 4, 2},     // beyond the window: out of order, as iperf3
+		} {
+			u.Receive(datagram(time.Duration(i)*time.Millisecond, s.seq, wide))
+			got := u.stats(false)
+			if got.Packets != s.high || got.Lost != s.lost || got.OutOfOrder != s.ooo || got.Duplicates != s.dup {
+				t.Fatalf("wide=%v: after #%d (seq %d): packets %d lost %d ooo %d dup %d; want %d %d %d %d",
+					wide, i, s.seq, got.Packets, got.Lost, got.OutOfOrder, got.Duplicates, s.high, s.lost, s.ooo, s.dup)
+			}
+		}
+	}
+	// Short datagrams (the hello, a tail) are not counted.
+	u := newUDPFraming(false)
+	u.Receive(udpHello[:])
+	if got := u.stats(false); got != (UDPStats{}) {
+		t.Errorf("a 4-byte datagram counted: %+v", got)
+	}
+}
+
+// Jitter against a series computed by hand (RFC 3550 6.4.1, starting from
+// the first datagram's transit time as iperf3 does): sent every 10 ms,
+// transit 5, 6, 5 and 7 ms.
+func TestUDPFramingJitter(t *testing.T) {
+	ms := time.Millisecond
+	sent := []time.Duration{0, 10 * ms, 20 * ms, 30 * ms}
+	arrive := []time.Duration{5 * ms, 16 * ms, 25 * ms, 37 * ms}
+	// J0 = 0; J1 = 1/16 ms; J2 = J1 + (1-J1)/16; J3 = J2 + (2-J2)/16.
+	want := []float64{0, 0.0625e-3, 0.12109375e-3, 0.238525390625e-3}
+	u := newUDPFraming(false)
+	var now time.Duration
+	u.clock = func() time.Duration { return now }
+	for i := range sent {
+		now = arrive[i] + 1000*time.Second // any origin: only differences count
+		u.Receive(datagram(sent[i]+1000*time.Second, uint64(i+1), false))
+		if got := u.stats(false).Jitter; math.Abs(got-want[i]) > 1e-12 {
+			t.Errorf("after datagram %d: jitter %.12f s, want %.12f", i+1, got, want[i])
+		}
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		bits  float64
+		burst int
+		err   string
+	}{
+		{"100M", 100e6, 0, ""},
+		{"1G/100", 1e9, 100, ""},
+		{"0", 0, 0, ""},
+		{"1.5k", 1500, 0, ""},
+		{"10T", 10e12, 0, ""},
+		{"11T", 0, 0, `-b "11T": want a rate such as 100M or 1G, at most 10T (0: unlimited)`},
+		{"fast", 0, 0, `-b "fast": want a rate such as 100M or 1G, at most 10T (0: unlimited)`},
+		{"1G/0", 0, 0, `-b "1G/0": the burst after / must be 1 to 1000`},
+		{"1G/1001", 0, 0, `-b "1G/1001": the burst after / must be 1 to 1000`},
+		{"/10", 0, 0, `-b "/10": want a rate such as 100M or 1G (0: unlimited)`},
+	} {
+		bits, burst, err := ParseRate(tc.in)
+		switch {
+		case tc.err != "" && (err == nil || err.Error() != tc.err):
+			t.Errorf("ParseRate(%q): %v, want error %q", tc.in, err, tc.err)
+		case tc.err == "" && (err != nil || bits != tc.bits || burst != tc.burst):
+			t.Errorf("ParseRate(%q) = %g, %d, %v; want %g, %d", tc.in, bits, burst, err, tc.bits, tc.burst)
+		}
+	}
+}
