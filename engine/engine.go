@@ -35,8 +35,20 @@
 // # Sending
 //
 // Every sender takes its buffers from one iterator, Sender: it applies the
-// byte limit, the time limit, the Source, pacing and the ENOBUFS policy the
-// same way for every backend, so backends only move buffers.
+// byte limit, the time limit, the Source, pacing (Spec.Rate, in bursts of
+// Spec.Burst buffers), the datagram headers of Spec.Framing and the ENOBUFS
+// policy the same way for every backend, so backends only move buffers.
+// A backend asks for a filled buffer (Sender.Next) or only for a byte count
+// it sends from memory or a file of its own (Sender.Take); when the Sender
+// writes the bytes itself (Sender.Fills: a Source, or a Framing that stamps
+// every datagram), it must ask with Next, with a buffer for each datagram
+// in flight.
+//
+// # Receiving
+//
+// Receivers hand what they received to Deliver or Consume (ConsumeTrain
+// for a GRO train of datagrams), which touch the bytes, write them to the
+// Sink and give each datagram, one at a time, to Spec.Framing.
 package engine
 
 import (
@@ -116,15 +128,29 @@ type Spec struct {
 //
 // Stamp is called by the Sender (Next) with each datagram it hands out,
 // in send order, after pacing and just before the backend sends it; it
-// overwrites the start of p. Receive is called with each datagram received,
-// in arrival order, one datagram per call also when the kernel delivered a
-// GRO train. Both run on the flow's thread, so they need no locking
-// against themselves; what they count must be safe to read from other
-// goroutines (the interval reporter).
+// overwrites the start of p, and the rest of p keeps the pattern. The last
+// datagram of a byte limit may be shorter than a header.
+//
+// Receive is called with each datagram received, in arrival order, one
+// datagram per call also when the kernel delivered a GRO train. p is the
+// whole datagram, except from a receiver that discards data in the kernel
+// without copying it (trunc): that one hands over only the first
+// HeaderPeek bytes, so a Framing reads its header from p and takes byte
+// counts from the flow's Counters.
+//
+// Calls never overlap: they run on the flow's thread, or, in a backend
+// with receive threads of its own (afxdp), one at a time under its lock;
+// so Stamp and Receive need no locking against themselves. What they count
+// must be safe to read from other goroutines (the interval reporter).
 type Framing interface {
 	Stamp(p []byte)
 	Receive(p []byte)
 }
+
+// HeaderPeek is how many bytes of each datagram a receiver that does not
+// copy the data (trunc) still reads for Framing.Receive: a Framing's header
+// must lie within them.
+const HeaderPeek = 64
 
 // MaxBufLen bounds Spec.BufLen: one buffer of at most 1 GiB, so that a
 // mistyped length fails with words instead of running out of memory.

@@ -43,8 +43,7 @@ func isPrint(c byte) bool { return c >= 0x20 && c < 0x7f }
 var touchSum atomic.Uint32
 
 // Deliver accounts for p, received by one I/O call (one datagram when
-// dgram), reads every byte when the Spec asks to touch the data, and hands
-// p to the Spec's Sink.
+// dgram), and consumes it (Consume).
 func Deliver(f *Flow, p []byte, dgram bool) error {
 	dg := 0
 	if dgram {
@@ -55,9 +54,28 @@ func Deliver(f *Flow, p []byte, dgram bool) error {
 }
 
 // Consume does what Deliver does apart from counting (the caller counted
-// the I/O call that brought p): touch every byte if asked, and hand p to
-// the Sink.
-func Consume(f *Flow, p []byte) error {
+// the I/O call that brought p): on a UDP flow with a Framing, hand p, one
+// datagram, to Framing.Receive; touch every byte if asked; hand p to the
+// Sink.
+func Consume(f *Flow, p []byte) error { return ConsumeTrain(f, p, 0) }
+
+// ConsumeTrain is Consume for a message that carries a train of UDP
+// datagrams of seg bytes each, the last one possibly shorter (UDP GRO):
+// Framing.Receive gets each datagram of the train on its own, in order;
+// the touch and the Sink take p whole. seg 0 means that p is one
+// datagram.
+func ConsumeTrain(f *Flow, p []byte, seg int) error {
+	if fr := f.Spec.Framing; fr != nil && f.Spec.Protocol == UDP {
+		if seg <= 0 || len(p) <= seg {
+			fr.Receive(p)
+		} else {
+			for d := p; len(d) > 0; {
+				k := min(seg, len(d))
+				fr.Receive(d[:k:k])
+				d = d[k:]
+			}
+		}
+	}
 	if f.Spec.Touch {
 		var sum byte
 		for _, c := range p {

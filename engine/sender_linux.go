@@ -19,22 +19,27 @@ const noBufsPause = 18 * time.Millisecond
 //   - the byte limit (Spec.Bytes): bytes handed out, exactly;
 //   - the time limit (Spec.Duration), from the first call;
 //   - the Source, read into the backend's buffer, ending at its EOF;
-//   - pacing to Spec.Rate, smooth: each buffer leaves when the bytes
-//     before it are due at the rate, slept in the kernel;
+//   - pacing to Spec.Rate: each buffer leaves when the bytes before it
+//     are due at the rate, slept in the kernel; with Spec.Burst, a burst
+//     of that many buffers leaves back to back when its first is due;
+//   - the Framing: Next stamps each datagram's header once it is due;
 //   - the ENOBUFS policy (Retry): count it, pause, send again.
 //
 // A backend asks with Next (fill a buffer) or Take (reserve bytes it sends
 // from elsewhere: a file, a prefilled pattern), sends all it got, and
 // records each call in f.Stats. Next and Take return 0 bytes when the send
-// is over; the backend then returns nil.
+// is over; the backend then returns nil. Take is refused when the Sender
+// must write the bytes itself (Fills: a Source or a Framing).
 type Sender struct {
 	f        *Flow
 	left     int64 // bytes still to hand out; -1: no limit
 	deadline time.Time
 	rate     float64 // bytes per second, 0: unpaced
+	burst    int64   // bytes of a burst, 0: every grant paced on its own
 	start    time.Time
-	handed   float64 // bytes handed out, for pacing
+	handed   int64 // bytes handed out, for pacing
 	src      io.Reader
+	framing  Framing
 	over     bool
 	noBufs   *atomic.Int64
 	syscalls *atomic.Int64 // WriteAll's, taken at its first call
@@ -42,7 +47,10 @@ type Sender struct {
 
 // NewSender starts the iterator for f (the time limit runs from now).
 func NewSender(f *Flow) *Sender {
-	s := &Sender{f: f, left: -1, rate: f.Spec.Rate / 8, start: time.Now(), src: f.Spec.Source}
+	s := &Sender{f: f, left: -1, rate: f.Spec.Rate / 8, start: time.Now(), src: f.Spec.Source, framing: f.Spec.Framing}
+	if f.Spec.Burst > 1 {
+		s.burst = int64(f.Spec.Burst) * int64(f.Spec.BufLen)
+	}
 	if f.Spec.Bytes > 0 {
 		s.left = f.Spec.Bytes
 	}
@@ -61,18 +69,25 @@ func NewFileSender(f *Flow) *Sender {
 	return s
 }
 
-// Source reports whether the bytes come from Spec.Source (Next must be
-// used, not Take).
-func (s *Sender) Source() bool { return s.src != nil }
+// Fills reports whether the Sender writes the bytes it hands out: they
+// come from Spec.Source, or each datagram gets a header from Spec.Framing.
+// Such a send must ask with Next, into a buffer of its own for every
+// datagram it has in flight; Take is refused.
+func (s *Sender) Fills() bool { return s.src != nil || s.framing != nil }
 
-// Next returns the next bytes to send, a prefix of buf (read from the
-// Source when there is one), or an empty slice when the send is over.
+// Next returns the next bytes to send, a prefix of buf, or an empty slice
+// when the send is over. With a Source the bytes are read from it; else
+// buf keeps what it holds (the pattern) and, with a Framing, gets the
+// datagram's header stamped over its start once the datagram is due.
 func (s *Sender) Next(buf []byte) ([]byte, error) {
 	n, err := s.grant(len(buf))
 	if n == 0 || err != nil {
 		return nil, err
 	}
 	if s.src == nil {
+		if s.framing != nil {
+			s.framing.Stamp(buf[:n])
+		}
 		return buf[:n], nil
 	}
 	for {
@@ -94,10 +109,13 @@ func (s *Sender) Next(buf []byte) ([]byte, error) {
 // Take reserves up to want bytes for a backend that sends without a
 // buffer of the Sender's (sendfile from a file, a batch of prefilled
 // datagrams): it returns how many to send now, 0 when the send is over.
-// A Sender with a Source cannot Take.
+// A Sender that Fills cannot Take.
 func (s *Sender) Take(want int) (int, error) {
 	if s.src != nil {
 		return 0, errors.New("engine: Take on a Sender that reads a Source (use Next)")
+	}
+	if s.framing != nil {
+		return 0, errors.New("engine: Take on a Sender that stamps datagram headers (Spec.Framing): the bytes taken would go without them (use Next)")
 	}
 	n, err := s.grant(want)
 	if n == 0 || err != nil {
@@ -137,13 +155,13 @@ func (s *Sender) give(n int) {
 	}
 }
 
-// pace sleeps until n more bytes are due.
+// pace sleeps until n more bytes are due (due), and counts them.
 func (s *Sender) pace(n int) error {
 	if s.rate <= 0 {
 		return nil
 	}
-	due := s.start.Add(time.Duration(s.handed / s.rate * float64(time.Second)))
-	s.handed += float64(n)
+	due := s.start.Add(s.due(s.handed))
+	s.handed += int64(n)
 	if d := time.Until(due); d > 0 {
 		if !s.deadline.IsZero() && due.After(s.deadline) {
 			d = time.Until(s.deadline)
@@ -151,6 +169,18 @@ func (s *Sender) pace(n int) error {
 		return s.f.Sleep(d)
 	}
 	return nil
+}
+
+// due is when, counted from the start, the bytes that follow the first
+// handed bytes may leave: once those are sent at the rate. With a burst,
+// every grant of a burst of s.burst bytes is due when its first is, so a
+// burst leaves back to back and the pacer waits between bursts; the
+// average rate is the same.
+func (s *Sender) due(handed int64) time.Duration {
+	if s.burst > 0 {
+		handed -= handed % s.burst
+	}
+	return time.Duration(float64(handed) / s.rate * float64(time.Second))
 }
 
 // Over reports whether the send has ended (limit, time or Source EOF).

@@ -48,7 +48,7 @@ type Sender struct{}
 
 func NewSender(*Flow) *Sender                   { return &Sender{} }
 func NewFileSender(*Flow) *Sender               { return &Sender{} }
-func (s *Sender) Source() bool                  { return false }
+func (s *Sender) Fills() bool                   { return false }
 func (s *Sender) Next([]byte) ([]byte, error)   { return nil, errOS }
 func (s *Sender) Take(int) (int, error)         { return 0, errOS }
 func (s *Sender) Over() bool                    { return true }

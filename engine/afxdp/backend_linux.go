@@ -186,6 +186,11 @@ func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 	if f.Spec.Source != nil {
 		return fmt.Errorf("afxdp sends generated datagrams only, not a data stream (use -s, or --backend mmsg): %w", engine.ErrNotSupported)
 	}
+	if f.Spec.Framing != nil {
+		// Its threads patch prebuilt frames, with their checksums,
+		// outside the Sender: it has no place to call Stamp in send order.
+		return fmt.Errorf("afxdp cannot stamp iperf3 datagram headers: use mmsg: %w", engine.ErrNotSupported)
+	}
 	if !remote.IsValid() {
 		return errors.New("afxdp: the flow's socket is not connected")
 	}
@@ -565,7 +570,7 @@ func (b Backend) Recv(ctx context.Context, f *engine.Flow) error {
 // run receives on every queue and the flow's socket, then reports.
 func (x *rxSetup) run(f *engine.Flow, batch int) error {
 	nq := len(x.socks)
-	sh := &rxShared{syscalls: f.Facts.Counter(engine.FactSyscalls)}
+	sh := &rxShared{syscalls: f.Facts.Counter(engine.FactSyscalls), locked: f.Spec.Sink != nil || f.Spec.Framing != nil}
 	sh.last.Store(time.Now().UnixNano())
 	sr := &sockReader{f: f, sh: sh, buf: make([]byte, 65536), timeout: rcvTimeout(f.Sock.FD())}
 	rxs := make([]*receiver, nq)

@@ -26,4 +26,9 @@
 // the byte limit, the time limit and the pacing hold for the flow as a
 // whole, exactly. The receiver counts datagrams, bytes, sequence gaps
 // (lost) and reordering, and keeps the fill ring full.
+//
+// A flow with a Framing (engine.Spec.Framing) is received, every datagram
+// handed to it with the receivers of all queues taking turns, but refused
+// on send (use mmsg): the sender patches prebuilt frames outside the
+// engine.Sender, with no place to stamp each datagram in send order.
 package afxdp

@@ -44,9 +44,10 @@ func TestConformance(t *testing.T) {
 		name string
 		caps enginetest.Caps
 	}{
-		{"defaults", enginetest.Caps{UDPSend: true, UDPRecv: true, Sink: true, Timeout: true, Batch: 256}},
+		// It receives framed datagrams, and refuses to send them.
+		{"defaults", enginetest.Caps{UDPSend: true, UDPRecv: true, Sink: true, Timeout: true, Batch: 256, FramingRecv: true}},
 		// Three sending threads on one queue share the Sender's budget.
-		{"threads", enginetest.Caps{UDPSend: true, UDPRecv: true, Sink: true, Timeout: true, Batch: 16, Options: "batch=16,threads=3"}},
+		{"threads", enginetest.Caps{UDPSend: true, UDPRecv: true, Sink: true, Timeout: true, Batch: 16, Options: "batch=16,threads=3", FramingRecv: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			lab := labtest.New(t, netlab.Direct, netlab.Options{})

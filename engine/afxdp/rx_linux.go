@@ -17,9 +17,12 @@ type rxShared struct {
 	// where the program passes it, or in a ring); abort by a receiver
 	// that failed, or ran past the socket's timeout.
 	end, abort atomic.Bool
-	sinkM      sync.Mutex   // one Sink for every queue
-	last       atomic.Int64 // when a datagram last arrived, in UnixNano
-	syscalls   *atomic.Int64
+	// locked says that the flow has a Sink or a Framing: the receivers
+	// of every queue take turns at them, under sinkM.
+	locked   bool
+	sinkM    sync.Mutex
+	last     atomic.Int64 // when a datagram last arrived, in UnixNano
+	syscalls *atomic.Int64
 }
 
 // receiver drains the RX ring of one socket and keeps its fill ring full.
@@ -128,11 +131,11 @@ func (r *receiver) poll() (int, error) {
 	}
 	mask := ^uint64(s.cfg.FrameSize - 1)
 	spec := r.f.Spec
-	deliver := spec.Sink != nil || spec.Touch
+	deliver := spec.Sink != nil || spec.Touch || spec.Framing != nil
 	fidx, _ := s.fill.reserve(n) // the fill ring has room for every RX frame
 	bytes, dgrams, end := 0, 0, false
 	var err error
-	if spec.Sink != nil {
+	if r.sh.locked {
 		r.sh.sinkM.Lock()
 	}
 	for i := range n {
@@ -157,7 +160,7 @@ func (r *receiver) poll() (int, error) {
 			err = engine.Consume(r.f, p.Payload)
 		}
 	}
-	if spec.Sink != nil {
+	if r.sh.locked {
 		r.sh.sinkM.Unlock()
 	}
 	s.rx.release(n)
@@ -215,11 +218,11 @@ func (s *sockReader) read() (bool, error) {
 		}
 		s.seq.Add(seq)
 		s.sh.last.Store(time.Now().UnixNano())
-		if spec.Sink != nil {
+		if s.sh.locked {
 			s.sh.sinkM.Lock()
 		}
 		err = engine.Deliver(s.f, s.buf[:n], true)
-		if spec.Sink != nil {
+		if s.sh.locked {
 			s.sh.sinkM.Unlock()
 		}
 		if err != nil {

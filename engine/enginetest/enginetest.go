@@ -2,8 +2,8 @@
 // pass, over real loopback sockets the engine made: exact byte counts in
 // both directions, data delivered byte for byte, prompt cancellation
 // through the context, socket timeouts, options parsed and refused, facts
-// reported, and no file descriptor, thread, goroutine or mapping left
-// behind.
+// reported, datagram headers stamped and read (Spec.Framing), and no file
+// descriptor, thread, goroutine or mapping left behind.
 package enginetest
 
 import (
@@ -36,10 +36,17 @@ type Caps struct {
 	Timeout bool
 	// Options are backend options to run the whole suite with ("" none).
 	Options string
+	// FramingSend and FramingRecv: the backend honours Spec.Framing on
+	// the UDP datagrams it sends, receives. Without, the suite wants a
+	// framed flow refused with an error wrapping engine.ErrNotSupported.
+	FramingSend, FramingRecv bool
+	// HeaderPeek: the receive copies only the first engine.HeaderPeek
+	// bytes of each datagram, for the Framing (trunc).
+	HeaderPeek bool
 }
 
 // All is the full contract.
-var All = Caps{TCPSend: true, TCPRecv: true, UDPSend: true, UDPRecv: true, Source: true, Sink: true, Timeout: true}
+var All = Caps{TCPSend: true, TCPRecv: true, UDPSend: true, UDPRecv: true, Source: true, Sink: true, Timeout: true, FramingSend: true, FramingRecv: true}
 
 // hang bounds every step: a backend that hangs fails the suite instead of
 // hanging it. It is a hang detector, not a timing assertion.
@@ -67,6 +74,7 @@ func Run(t *testing.T, b engine.Backend, caps Caps) { RunWith(t, b, caps, Pairs{
 
 // RunWith runs the suite as Run does, on the sockets p makes.
 func RunWith(t *testing.T, b engine.Backend, caps Caps, p Pairs) {
+	loopback := p.UDP == nil
 	if p.UDP == nil {
 		p.UDP = udpPair
 	}
@@ -161,6 +169,27 @@ func RunWith(t *testing.T, b engine.Backend, caps Caps, p Pairs) {
 			t.Skip("backend does not send UDP")
 		}
 		testUDPDuration(t, b, caps, p.UDP)
+	})
+	t.Run("udp/framing/send", func(t *testing.T) {
+		if !caps.UDPSend {
+			t.Skip("backend does not send UDP")
+		}
+		testFramingSend(t, b, caps, p.UDP)
+	})
+	t.Run("udp/framing/recv", func(t *testing.T) {
+		if !caps.UDPRecv {
+			t.Skip("backend does not receive UDP")
+		}
+		testFramingRecv(t, b, caps, p.UDP)
+	})
+	t.Run("udp/framing/loop", func(t *testing.T) {
+		switch {
+		case !caps.UDPSend || !caps.UDPRecv || !caps.FramingSend || !caps.FramingRecv:
+			t.Skip("backend does not both send and receive framed UDP")
+		case !loopback:
+			t.Skip("the backend's own sockets are not on loopback")
+		}
+		FramedTransfer(t, b, b, framedCount, caps.HeaderPeek)
 	})
 
 	// Leaks: everything the subtests opened is closed by now. Threads end

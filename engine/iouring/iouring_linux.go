@@ -305,7 +305,7 @@ func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 	slots := make([][]byte, batch)
 	for i := range slots {
 		slots[i] = u.arena[i*bufLen : (i+1)*bufLen : (i+1)*bufLen]
-		if !s.Source() {
+		if f.Spec.Source == nil {
 			engine.Pattern(slots[i])
 		}
 	}
@@ -382,7 +382,7 @@ func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 				continue
 			}
 			var p []byte
-			if s.Source() {
+			if s.Fills() {
 				if p, err = s.Next(slots[slot]); err != nil {
 					return err
 				}

@@ -27,8 +27,8 @@ func TestConformance(t *testing.T) {
 	}{
 		{"default", enginetest.All},
 		{"batch=1", enginetest.All},
-		{"zc", enginetest.Caps{TCPSend: true, UDPSend: true, Source: true}},
-		{"multishot", enginetest.Caps{TCPRecv: true, UDPRecv: true, Sink: true, Timeout: true}},
+		{"zc", enginetest.Caps{TCPSend: true, UDPSend: true, Source: true, FramingSend: true}},
+		{"multishot", enginetest.Caps{TCPRecv: true, UDPRecv: true, Sink: true, Timeout: true, FramingRecv: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			caps := tc.caps

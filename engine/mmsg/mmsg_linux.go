@@ -170,9 +170,13 @@ type sender struct {
 
 	// train is the pattern datagram, repeated once per datagram of a
 	// GSO train, so that a train of pattern datagrams is one contiguous
-	// buffer: one iovec per message instead of one per datagram.
+	// buffer: one iovec per message instead of one per datagram. Every
+	// datagram of a batch points into it.
 	train []byte
-	arena []byte   // Source mode: one buffer per datagram of a batch
+	// arena holds a buffer for every datagram of a batch, end to end,
+	// when the Sender writes them (Fills: a Source, or a Framing stamping
+	// each datagram's header over the pattern).
+	arena []byte
 	dgs   [][]byte // the datagrams of the batch being sent
 	iov   []unix.Iovec
 	first []int // each message's first iovec
@@ -214,28 +218,25 @@ func (m *sender) dropGSO(why error) {
 }
 
 // run fills batches from the Sender, one datagram at a time, and sends
-// each; a batch the Sender could not fill is the last.
+// each; a batch the Sender could not fill is the last. Without a Source or
+// a Framing every datagram is the pattern, and the Sender only grants
+// byte counts (Take) of the one prefilled train.
 func (m *sender) run() error {
 	spec := m.f.Spec
-	src := m.s.Source()
+	fills := m.s.Fills()
 	per := max(m.segs, 1) // datagrams per message
-	if !src {
-		t := *spec
-		t.BufLen = per * spec.BufLen
-		m.train = engine.Buffer(&t)
-		for i := 0; i < per; i++ {
-			engine.Pattern(m.train[i*spec.BufLen : (i+1)*spec.BufLen])
-		}
+	if !fills {
+		m.train = datagrams(spec, per)
 	}
 	for {
 		want := m.batch * max(m.segs, 1)
-		if src && len(m.arena) < want*spec.BufLen {
-			m.arena = make([]byte, want*spec.BufLen)
+		if fills && len(m.arena) < want*spec.BufLen {
+			m.arena = datagrams(spec, want)
 		}
 		m.dgs = m.dgs[:0]
 		for len(m.dgs) < want {
 			var d []byte
-			if src {
+			if fills {
 				i := len(m.dgs) * spec.BufLen
 				p, err := m.s.Next(m.arena[i : i+spec.BufLen])
 				if err != nil {
@@ -265,6 +266,19 @@ func (m *sender) run() error {
 			return nil
 		}
 	}
+}
+
+// datagrams returns n buffers of spec.BufLen bytes end to end, placed as
+// the spec asks, each holding the pattern from its start: datagrams of a
+// train that lie next to each other share an iovec (build).
+func datagrams(spec *engine.Spec, n int) []byte {
+	t := *spec
+	t.BufLen = n * spec.BufLen
+	b := engine.Buffer(&t)
+	for i := range n {
+		engine.Pattern(b[i*spec.BufLen : (i+1)*spec.BufLen])
+	}
+	return b
 }
 
 // build lays out the messages for m.dgs: one per datagram, or GSO trains
@@ -427,7 +441,7 @@ func recvLoop(f *engine.Flow, batch int, gro bool) error {
 		msgs[i].Hdr.SetIovlen(1)
 	}
 	mod := newModerator(f)
-	deliver := make([][]byte, 0, batch) // the received messages of one call
+	deliver := make([]message, 0, batch) // the received messages of one call
 	for {
 		if gro {
 			for i := range msgs {
@@ -484,7 +498,7 @@ func recvLoop(f *engine.Flow, batch int, gro bool) error {
 			}
 			bytes += l
 			dgs += d
-			deliver = append(deliver, arena[i*size:i*size+l])
+			deliver = append(deliver, message{arena[i*size : i*size+l], seg})
 			if end {
 				break
 			}
@@ -494,8 +508,8 @@ func recvLoop(f *engine.Flow, batch int, gro bool) error {
 		} else {
 			f.Stats.AddIO(bytes, dgs)
 		}
-		for _, p := range deliver {
-			if err := engine.Consume(f, p); err != nil {
+		for _, m := range deliver {
+			if err := engine.ConsumeTrain(f, m.p, m.seg); err != nil {
 				return err
 			}
 		}
@@ -509,6 +523,13 @@ func recvLoop(f *engine.Flow, batch int, gro bool) error {
 			return err
 		}
 	}
+}
+
+// message is one received message: a datagram, or with GRO a train of
+// datagrams of seg bytes (the last may be shorter; seg 0: one datagram).
+type message struct {
+	p   []byte
+	seg int
 }
 
 // moderator is interrupt moderation for a receiver: after a call that

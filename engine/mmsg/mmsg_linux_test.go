@@ -2,6 +2,7 @@ package mmsg_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -37,6 +38,7 @@ func TestConformance(t *testing.T) {
 			enginetest.Run(t, mmsg.Backend{}, enginetest.Caps{
 				UDPSend: true, UDPRecv: true, Source: true, Sink: true,
 				Batch: batch, Timeout: true, Options: opts,
+				FramingSend: true, FramingRecv: true,
 			})
 		})
 	}
@@ -192,6 +194,31 @@ func TestBatches(t *testing.T) {
 	}
 }
 
+// TestFramedTrains sends framed datagrams in GSO trains to a GRO receiver:
+// every datagram of a train is stamped on its own, and the receiver hands
+// each datagram of a coalesced message to the Framing on its own.
+func TestFramedTrains(t *testing.T) {
+	for _, tc := range []struct{ tx, rx string }{
+		{"gso", "gro"},
+		{"gso,batch=3", "gro,batch=2"},
+		{"", "gro"},
+		{"gso", ""},
+	} {
+		t.Run(tc.tx+"/"+tc.rx, func(t *testing.T) {
+			sent, got := enginetest.FramedTransfer(t, configured(t, tc.tx), configured(t, tc.rx), 2000, false)
+			sf, rf := sent.Facts.Snapshot(), got.Facts.Snapshot()
+			if strings.Contains(tc.tx, "gso") && sf.Counts["gso_messages"] == 0 {
+				t.Errorf("GSO sender sent no train (%v)", sf.Lines())
+			}
+			if strings.Contains(tc.tx, "gso") && strings.Contains(tc.rx, "gro") && rf.Counts["gro_messages"] == 0 {
+				t.Errorf("GRO receiver got no multi-datagram message (%v)", rf.Lines())
+			}
+			t.Logf("tx %v", sf.Lines())
+			t.Logf("rx %v", rf.Lines())
+		})
+	}
+}
+
 func TestTCPRefused(t *testing.T) {
 	ctx := context.Background()
 	ln, err := engine.Listen(ctx, "tcp4", "127.0.0.1:0", engine.SockOpts{TOS: engine.NoTOS})
@@ -294,21 +321,43 @@ func TestTimedSend(t *testing.T) {
 
 // BenchmarkLoopback sends b.N 64-byte datagrams over loopback through
 // engine.Run to a recvmmsg receiver (mmsg without options), plain and with
-// GSO. pps is the send rate; rx% the share that arrived; ns/op includes
-// the wait for the receiver to end.
+// GSO, with the pattern alone and with a Framing that stamps a sequence
+// number into each datagram (framed). pps is the send rate; rx% the share
+// that arrived; ns/op includes the wait for the receiver to end.
 func BenchmarkLoopback(b *testing.B) {
 	const size = 64
-	for _, opts := range []string{"", "gso"} {
-		b.Run("tx="+strconv.Quote(opts), func(b *testing.B) {
+	for _, tc := range []struct {
+		opts   string
+		framed bool
+	}{{"", false}, {"gso", false}, {"", true}, {"gso", true}} {
+		name := "tx=" + strconv.Quote(tc.opts)
+		if tc.framed {
+			name += ",framed"
+		}
+		b.Run(name, func(b *testing.B) {
 			tx, rx := udpPair(b)
 			sent := newFlow(tx, &engine.Spec{Protocol: engine.UDP, BufLen: size, Bytes: int64(b.N) * size})
+			if tc.framed {
+				sent.Spec.Framing = &counter{}
+			}
 			got := newFlow(rx, &engine.Spec{Protocol: engine.UDP, BufLen: size, SentinelMax: 4})
 			b.SetBytes(size)
 			b.ResetTimer()
-			took := transfer(b, configured(b, opts), mmsg.Backend{}, sent, got)
+			took := transfer(b, configured(b, tc.opts), mmsg.Backend{}, sent, got)
 			s, r := sent.Stats.Snapshot(), got.Stats.Snapshot()
 			b.ReportMetric(float64(s.Datagrams)/took.Seconds(), "pps")
 			b.ReportMetric(100*float64(r.Datagrams)/float64(max(s.Datagrams, 1)), "rx%")
 		})
 	}
 }
+
+// counter is a Framing that numbers the datagrams it stamps, as iperf3's
+// header does, and ignores those it receives.
+type counter struct{ n uint64 }
+
+func (c *counter) Stamp(p []byte) {
+	c.n++
+	binary.BigEndian.PutUint64(p, c.n)
+}
+
+func (c *counter) Receive([]byte) {}

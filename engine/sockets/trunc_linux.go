@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -16,6 +17,9 @@ import (
 // and learns its real length. Each call blocks on the flow's thread and
 // honours the socket's timeout (SO_RCVTIMEO). It only receives, and only
 // in sink mode: there are no bytes to write to an output or to touch.
+// With a Framing (iperf3's UDP header) it copies the first
+// engine.HeaderPeek bytes of each datagram, for Framing.Receive, and
+// discards the rest, as iperf3 --skip-rx-copy does.
 type Trunc struct{}
 
 var _ engine.Backend = Trunc{}
@@ -44,8 +48,14 @@ func (Trunc) Recv(ctx context.Context, f *engine.Flow) error {
 	fd := f.Sock.FD()
 	syscalls := f.Facts.Counter(engine.FactSyscalls)
 	notCopied := f.Facts.Counter(engine.FactBytesNotCopied)
-	f.Facts.Notef("received data discarded in the kernel (MSG_TRUNC)")
 	udp := s.Protocol == engine.UDP
+	var hdr []byte // the start of each datagram, for the Framing
+	if udp && s.Framing != nil {
+		hdr = make([]byte, engine.HeaderPeek)
+		f.Facts.Notef("received data discarded in the kernel (MSG_TRUNC), all but the first %d bytes of each datagram (its header)", len(hdr))
+	} else {
+		f.Facts.Notef("received data discarded in the kernel (MSG_TRUNC)")
+	}
 	left := int64(-1)
 	if s.Bytes > 0 && !udp {
 		left = s.Bytes
@@ -58,7 +68,7 @@ func (Trunc) Recv(ctx context.Context, f *engine.Flow) error {
 		case left > 0 && left < int64(n):
 			n = int(left)
 		}
-		k, err := recvTrunc(fd, n)
+		k, err := recvTrunc(fd, hdr, n)
 		syscalls.Add(1)
 		switch {
 		case err == unix.EINTR:
@@ -75,12 +85,16 @@ func (Trunc) Recv(ctx context.Context, f *engine.Flow) error {
 			f.Stats.AddCall()
 			return nil
 		}
-		dg := 0
+		dg, copied := 0, 0
 		if udp {
 			dg = 1
 		}
+		if hdr != nil {
+			copied = min(k, len(hdr))
+			s.Framing.Receive(hdr[:copied])
+		}
 		f.Stats.AddIO(k, dg)
-		notCopied.Add(int64(k))
+		notCopied.Add(int64(k - copied))
 		if left > 0 {
 			left -= int64(k)
 		}
@@ -88,10 +102,18 @@ func (Trunc) Recv(ctx context.Context, f *engine.Flow) error {
 	return nil
 }
 
-// recvTrunc is recv(fd, NULL, n, MSG_TRUNC): no buffer at all. It blocks
-// (Syscall6 tells the runtime so).
-func recvTrunc(fd, n int) (int, error) {
-	r, _, errno := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), 0, uintptr(n), unix.MSG_TRUNC, 0, 0)
+// recvTrunc is recv(fd, NULL, n, MSG_TRUNC): no buffer at all; or, with
+// buf, recv(fd, buf, len(buf), MSG_TRUNC), which copies the start of a
+// datagram and still returns its whole length. It blocks (Syscall6 tells
+// the runtime so).
+func recvTrunc(fd int, buf []byte, n int) (int, error) {
+	var r uintptr
+	var errno unix.Errno
+	if len(buf) > 0 {
+		r, _, errno = unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), unix.MSG_TRUNC, 0, 0)
+	} else {
+		r, _, errno = unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), 0, uintptr(n), unix.MSG_TRUNC, 0, 0)
+	}
 	if errno != 0 {
 		return 0, errno
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 func TestTruncConformance(t *testing.T) {
-	enginetest.Run(t, sockets.Trunc{}, enginetest.Caps{TCPRecv: true, UDPRecv: true, Timeout: true})
+	enginetest.Run(t, sockets.Trunc{}, enginetest.Caps{TCPRecv: true, UDPRecv: true, Timeout: true, FramingRecv: true, HeaderPeek: true})
 }
 
 func TestTruncRefusesData(t *testing.T) {

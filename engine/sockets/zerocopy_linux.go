@@ -156,7 +156,7 @@ func (z *zcSender) loop(s *engine.Sender) error {
 			return err
 		}
 		var p []byte
-		if s.Source() {
+		if s.Fills() {
 			p, err = s.Next(z.bufs[b])
 		} else {
 			var n int

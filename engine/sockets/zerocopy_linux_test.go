@@ -10,7 +10,7 @@ import (
 )
 
 func TestZeroCopyConformance(t *testing.T) {
-	enginetest.Run(t, sockets.ZeroCopy{}, enginetest.Caps{TCPSend: true, UDPSend: true, Source: true})
+	enginetest.Run(t, sockets.ZeroCopy{}, enginetest.Caps{TCPSend: true, UDPSend: true, Source: true, FramingSend: true})
 }
 
 // TestZeroCopyCompletions checks that every send is accounted for by a
