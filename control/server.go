@@ -308,6 +308,9 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 
 	sess := &session{res: res, backend: backend, rxBackend: rxBackend, rxAuto: rxBackend == nil, interval: s.cfg.Interval, omit: time.Duration(p.Omit) * time.Second,
 		udp: bool(p.UDP), udp64: p.UDPCounters64 != 0, rate: float64(p.Bandwidth), burst: int(p.Burst)}
+	if p.byteLimit() == 0 && p.Time > 0 {
+		sess.sendFor = time.Duration(p.Time+p.Omit) * time.Second
+	}
 	defer sess.closeAll()
 	// The client's senders come first (--bidir).
 	sends := func(i int) bool {

@@ -63,8 +63,13 @@ type session struct {
 	udp, udp64 bool
 	// rate paces each sending stream (bits/s, 0: unpaced), burst buffers
 	// at a time.
-	rate       float64
-	burst      int
+	rate  float64
+	burst int
+	// sendFor ends a time-limited test's senders on their own clock (0:
+	// when stopped), so that a sending server stops with the test and not
+	// a round trip after it, when the client's receivers have stopped
+	// counting.
+	sendFor    time.Duration
 	interval   time.Duration
 	omit       time.Duration
 	onInterval func(*Result, *Interval)
@@ -149,6 +154,7 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 			st.spec.Protocol, st.spec.Framing = engine.UDP, st.udp
 		}
 		if st.sender {
+			st.spec.Duration = s.sendFor
 			st.spec.Bytes = splitBytes(byteLimit, senders, si)
 			si++
 			if byteLimit > 0 && st.spec.Bytes == 0 {

@@ -130,7 +130,8 @@ func TestServerRefusesBadParams(t *testing.T) {
 		{"over 8 KiB", []byte(`{"tcp":true,"parallel":1,"title":"` + strings.Repeat("x", MaxParamsJSON) + `"}`), 114},
 		{"not JSON", []byte(`{tcp`), 114},
 		{"129 streams", []byte(`{"tcp":true,"parallel":129,"time":1}`), 6},
-		{"udp", []byte(`{"udp":true,"parallel":1,"time":1}`), 13},
+		{"sctp", []byte(`{"sctp":true,"parallel":1,"time":1}`), 13},
+		{"udp block of 8 bytes", []byte(`{"udp":true,"parallel":1,"time":1,"len":8}`), 20},
 		{"reverse and bidir", []byte(`{"tcp":true,"parallel":1,"reverse":true,"bidirectional":true}`), 25},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -82,7 +82,13 @@ func checkBlastUDP(t *testing.T, who string, r *Result, tc udpCase) {
 		if rcv.Packets > snd.Packets || rcv.Packets <= 0 {
 			t.Errorf("%s: stream %d: sent %d datagrams, the receiver saw up to number %d", who, st.ID, snd.Packets, rcv.Packets)
 		}
-		if tc.paced && (rcv.Lost != 0 || rcv.Packets != snd.Packets) {
+		// iperf3 stops counting when its own clock ends the test, and
+		// the datagrams then in its socket go uncounted: 20 ms of them.
+		tail := int64(0)
+		if st.Sender && r.RemoteBackend == "" && tc.rate > 0 {
+			tail = int64(tc.rate/float64(tc.streams)*0.02/8/float64(tc.blk)) + 1
+		}
+		if tc.paced && (rcv.Lost != 0 || rcv.Packets > snd.Packets || rcv.Packets < snd.Packets-tail) {
 			t.Errorf("%s: stream %d: paced on loopback, yet %d sent, %d received, %d lost", who, st.ID, snd.Packets, rcv.Packets, rcv.Lost)
 		}
 		if rcv.Duplicates != 0 {
