@@ -155,6 +155,10 @@ func (s *Sender) give(n int) {
 	}
 }
 
+// maxLag is how far a paced sender may fall behind its schedule and catch
+// up at full speed: 5% of any 10 ms.
+const maxLag = 500 * time.Microsecond
+
 // pace sleeps until n more bytes are due (due), and counts them.
 func (s *Sender) pace(n int) error {
 	if s.rate <= 0 {
@@ -162,7 +166,15 @@ func (s *Sender) pace(n int) error {
 	}
 	due := s.start.Add(s.due(s.handed))
 	s.handed += int64(n)
-	if d := time.Until(due); d > 0 {
+	d := time.Until(due)
+	if d < -maxLag {
+		// Behind by more than maxLag (the thread did not run, the socket
+		// was full): the schedule forgives the rest, so that catching up
+		// is a burst of maxLag and not one as long as the stall.
+		s.start = s.start.Add(-d - maxLag)
+		return nil
+	}
+	if d > 0 {
 		if !s.deadline.IsZero() && due.After(s.deadline) {
 			d = time.Until(s.deadline)
 		}
@@ -181,6 +193,17 @@ func (s *Sender) due(handed int64) time.Duration {
 		handed -= handed % s.burst
 	}
 	return time.Duration(float64(handed) / s.rate * float64(time.Second))
+}
+
+// Ahead is how long until the next buffer is due (0: now, or unpaced):
+// how long Next or Take would sleep first. A backend that gathers buffers
+// into a batch sends what it has rather than hold it that long, so that a
+// paced batch leaves at the pace and not as one burst at its end.
+func (s *Sender) Ahead() time.Duration {
+	if s.rate <= 0 {
+		return 0
+	}
+	return max(time.Until(s.start.Add(s.due(s.handed))), 0)
 }
 
 // Over reports whether the send has ended (limit, time or Source EOF).
