@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,87 @@ func TestLabBlastToBlast(t *testing.T) {
 				t.Error("no NIC report and no note saying why")
 			}
 			checkBlastPair(t, r, s, tc.streams, tc.up, tc.down)
+		})
+	}
+}
+
+// UDP between blast client and blast server over a veth pair, with the
+// default backends and with mmsg's GSO and GRO on both ends.
+func TestLabUDPBlastToBlast(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	var srv *Server
+	rl := &resultLog{}
+	if err := lab.B.Do(func() (err error) {
+		srv, err = Listen(ServerConfig{Port: freePort(t), NoNIC: true, OnResult: rl.add})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { srv.Serve(ctx); close(served) }()
+	t.Cleanup(func() { cancel(); <-served })
+	port := srv.Addr().(*net.TCPAddr).Port
+
+	n := 0
+	for _, tc := range []struct {
+		name     string
+		addr     netip.Addr
+		cfg      Config
+		streams  int
+		up, down int64
+		lossless bool // paced below what the lab carries
+		backend  string
+	}{
+		{"v4 P2 200M", lab.B.Addr4, Config{Rate: 200e6, Duration: time.Second, Parallel: 2, BlockLen: 1400}, 2, 0, 0, true, "readwrite"},
+		{"v6 reverse mmsg gso gro", lab.B.Addr6, Config{Rate: 500e6, Duration: time.Second, Reverse: true, BlockLen: 1200,
+			Backend: "mmsg", BackendOptions: "gso,gro"}, 1, 0, 0, true, "mmsg"},
+		{"bidir bytes 64-bit", lab.B.Addr4, Config{Rate: 300e6, Bytes: 20_000_000, Bidir: true, BlockLen: 1000, UDP64: true}, 2, 20_000_000, 20_000_000, true, "readwrite"},
+		{"unlimited 64 B mmsg", lab.B.Addr4, Config{RateSet: true, Duration: time.Second, BlockLen: 64, Backend: "mmsg", BackendOptions: "gso,gro"}, 1, 0, 0, false, "mmsg"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.UDP, cfg.RateSet = true, true
+			cfg.Host, cfg.Port, cfg.Interval = tc.addr.String(), port, time.Second
+			var r *Result
+			if err := lab.A.Do(func() (err error) {
+				r, err = Run(context.Background(), cfg)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			n++
+			s := rl.wait(t, n)[n-1]
+			if s.Err != nil {
+				t.Fatalf("server: %v", s.Err)
+			}
+			if !strings.Contains(r.Backend, tc.backend) || !strings.Contains(r.RemoteBackend, tc.backend) {
+				t.Errorf("backends: local %q, remote %q; want %s on both", r.Backend, r.RemoteBackend, tc.backend)
+			}
+			if tc.lossless {
+				checkBlastPair(t, r, s, tc.streams, tc.up, tc.down)
+			}
+			for i, c := range r.Streams {
+				sv := s.Streams[i]
+				if c.UDP == nil || sv.UDP == nil || c.PeerUDP == nil || sv.PeerUDP == nil {
+					t.Fatalf("stream %d: datagram counts missing", c.ID)
+				}
+				// Each side's counts are what the other shows as its peer's.
+				if *c.PeerUDP != *sv.UDP || *sv.PeerUDP != *c.UDP {
+					t.Errorf("stream %d: client %+v (peer %+v), server %+v (peer %+v)", c.ID, *c.UDP, *c.PeerUDP, *sv.UDP, *sv.PeerUDP)
+				}
+				snd, rcv := c.UDP, sv.UDP
+				if !c.Sender {
+					snd, rcv = sv.UDP, c.UDP
+				}
+				rb, _ := c.ReceivedBytes()
+				if got := (rb + int64(cfg.BlockLen) - 1) / int64(cfg.BlockLen); rcv.OutOfOrder == 0 && got != rcv.Packets-rcv.Lost {
+					t.Errorf("stream %d: %d bytes received are %d datagrams; counts say %d packets, %d lost", c.ID, rb, got, rcv.Packets, rcv.Lost)
+				}
+				if tc.lossless && (rcv.Lost != 0 || rcv.Packets != snd.Packets || rcv.Duplicates != 0) {
+					t.Errorf("stream %d: sent %d, received up to %d, %d lost, %d duplicates", c.ID, snd.Packets, rcv.Packets, rcv.Lost, rcv.Duplicates)
+				}
+			}
 		})
 	}
 }

@@ -82,6 +82,8 @@ type Server struct {
 	backend   engine.Backend
 	rxBackend engine.Backend // nil: automatic
 
+	// netns is where the server's sockets live.
+	netns *engine.NetNS
 	// udp is the UDP listener on the server's port, opened by the first
 	// UDP test.
 	udpMu sync.Mutex
@@ -124,7 +126,14 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		}
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	return &Server{cfg: cfg, ln: ln, backend: b, rxBackend: rb, waiting: map[[CookieSize]byte]chan<- dataConn{}, oneDone: make(chan struct{})}, nil
+	// The UDP sockets of later tests are made in the namespace the server
+	// listens in, whichever thread makes them.
+	ns, err := engine.CurrentNetNS()
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &Server{cfg: cfg, ln: ln, netns: ns, backend: b, rxBackend: rb, waiting: map[[CookieSize]byte]chan<- dataConn{}, oneDone: make(chan struct{})}, nil
 }
 
 // Addr is the address the server listens on.
@@ -167,6 +176,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.udp = nil
 	}
 	s.udpMu.Unlock()
+	s.netns.Close()
 	select {
 	case <-s.oneDone:
 		return nil
@@ -506,7 +516,11 @@ func (s *Server) udpStreams(ctx context.Context, ctrl net.Conn, p *Params, host 
 	addr := net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.port()))
 	s.udpMu.Lock()
 	if s.udp == nil {
-		g, err := openUDPGate(nw, addr)
+		var g *udpGate
+		err := s.netns.Do(func() (err error) {
+			g, err = openUDPGate(nw, addr)
+			return err
+		})
 		if err != nil {
 			s.udpMu.Unlock()
 			return nil, setupError{102, fmt.Errorf("open the UDP port %s: %w", addr, err)}
@@ -531,7 +545,11 @@ func (s *Server) udpStreams(ctx context.Context, ctrl net.Conn, p *Params, host 
 		case <-ctx.Done():
 			return socks, ctx.Err()
 		}
-		sock, err := engine.ListenUDP(ctx, nw, addr, dataSockOpts(p, !sends(i)))
+		var sock *engine.Socket
+		err := s.netns.Do(func() (err error) {
+			sock, err = engine.ListenUDP(ctx, nw, addr, dataSockOpts(p, !sends(i)))
+			return err
+		})
 		if err != nil {
 			return socks, fmt.Errorf("UDP stream %d: %w", i+1, err)
 		}
