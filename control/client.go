@@ -142,8 +142,11 @@ func (c *Config) Defaults() {
 	}
 	if c.Backend == "" {
 		c.Backend = engine.DefaultBackend
-		if c.ZeroCopy {
+		switch {
+		case c.ZeroCopy:
 			c.Backend = "sendfile"
+		case c.UDP && c.BackendOptions == "":
+			c.Backend, c.BackendOptions = udpDefaultBackend()
 		}
 	}
 }
@@ -433,6 +436,7 @@ func (cl *client) running(ctx context.Context, cpu cpuMeter) (*Result, error) {
 	defer cancelData()
 	if limit == 0 && cfg.Duration > 0 {
 		sess.endAt = time.Now().Add(cfg.Omit + cfg.Duration)
+		sess.sendFor = cfg.Omit + cfg.Duration
 	}
 	sess.run(dataCtx, res.Params.blockLen(), senderLimit(limit))
 	countDone := make(chan struct{})

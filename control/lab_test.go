@@ -77,7 +77,7 @@ func TestLabBlastToBlast(t *testing.T) {
 }
 
 // UDP between blast client and blast server over a veth pair, with the
-// default backends and with mmsg's GSO and GRO on both ends.
+// default backend (mmsg with GSO and GRO) and with readwrite.
 func TestLabUDPBlastToBlast(t *testing.T) {
 	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	var srv *Server
@@ -104,10 +104,11 @@ func TestLabUDPBlastToBlast(t *testing.T) {
 		lossless bool // paced below what the lab carries
 		backend  string
 	}{
-		{"v4 P2 200M", lab.B.Addr4, Config{Rate: 200e6, Duration: time.Second, Parallel: 2, BlockLen: 1400}, 2, 0, 0, true, "readwrite"},
+		{"v4 P2 200M", lab.B.Addr4, Config{Rate: 200e6, Duration: time.Second, Parallel: 2, BlockLen: 1400}, 2, 0, 0, true, "mmsg"},
+		{"v4 P2 readwrite", lab.B.Addr4, Config{Rate: 200e6, Duration: time.Second, Parallel: 2, BlockLen: 1400, Backend: "readwrite"}, 2, 0, 0, true, "readwrite"},
 		{"v6 reverse mmsg gso gro", lab.B.Addr6, Config{Rate: 500e6, Duration: time.Second, Reverse: true, BlockLen: 1200,
 			Backend: "mmsg", BackendOptions: "gso,gro"}, 1, 0, 0, true, "mmsg"},
-		{"bidir bytes 64-bit", lab.B.Addr4, Config{Rate: 300e6, Bytes: 20_000_000, Bidir: true, BlockLen: 1000, UDP64: true}, 2, 20_000_000, 20_000_000, true, "readwrite"},
+		{"bidir bytes 64-bit", lab.B.Addr4, Config{Rate: 300e6, Bytes: 20_000_000, Bidir: true, BlockLen: 1000, UDP64: true}, 2, 20_000_000, 20_000_000, true, "mmsg"},
 		{"unlimited 64 B mmsg", lab.B.Addr4, Config{RateSet: true, Duration: time.Second, BlockLen: 64, Backend: "mmsg", BackendOptions: "gso,gro"}, 1, 0, 0, false, "mmsg"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -79,7 +79,7 @@ func paceOnLab(t *testing.T, lab *netlab.Lab, b engine.Backend, rate float64, bl
 	addr := net.JoinHostPort(lab.B.Addr4.String(), strconv.Itoa(port))
 	var rx, tx *engine.Socket
 	if err := lab.B.Do(func() (err error) {
-		rx, err = engine.ListenUDP(ctx, "udp4", addr, engine.SockOpts{RcvBuf: 512 << 20, ForceBuf: true, TOS: engine.NoTOS})
+		rx, err = engine.ListenUDP(ctx, "udp4", addr, engine.SockOpts{RcvBuf: 32 << 20, ForceBuf: true, TOS: engine.NoTOS})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -93,25 +93,31 @@ func paceOnLab(t *testing.T, lab *netlab.Lab, b engine.Backend, rate float64, bl
 	}
 	defer tx.Close()
 
+	// The reader keeps every stamp in a slice made before the flow starts,
+	// so that it does not make the collector run while the sender paces.
+	got := make(chan []time.Duration, 1)
+	rx.SetTimeout(300 * time.Millisecond)
+	expect := int(rate/8/float64(blk)*d.Seconds()) + 1000
+	go func() {
+		stamps := make([]time.Duration, 0, 2*expect)
+		buf := make([]byte, 65536)
+		for {
+			n, err := rx.Read(buf)
+			if err != nil {
+				break // the flow is over: nothing for 300 ms
+			}
+			if n >= 12 {
+				stamps = append(stamps, time.Duration(binary.BigEndian.Uint32(buf[0:]))*time.Second+time.Duration(binary.BigEndian.Uint32(buf[4:]))*time.Microsecond)
+			}
+		}
+		got <- stamps
+	}()
 	spec := &engine.Spec{Protocol: engine.UDP, BufLen: blk, Rate: rate, Duration: d, Framing: newUDPFraming(false)}
 	f := &engine.Flow{Sock: tx, Spec: spec, Stats: &engine.Counters{}}
 	if err := engine.Run(ctx, b, f, true); err != nil && !errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("send: %v", err)
 	}
-	// Read after the send, so that the reader takes no CPU from the
-	// sender: the receive buffer holds the whole flow.
-	rx.SetTimeout(100 * time.Millisecond)
-	var stamps []time.Duration
-	buf := make([]byte, 65536)
-	for {
-		n, err := rx.Read(buf)
-		if err != nil {
-			break // all read
-		}
-		if n >= 12 {
-			stamps = append(stamps, time.Duration(binary.BigEndian.Uint32(buf[0:]))*time.Second+time.Duration(binary.BigEndian.Uint32(buf[4:]))*time.Microsecond)
-		}
-	}
+	stamps := <-got
 	sent := f.Stats.Snapshot().Datagrams
 	if int64(len(stamps)) != sent {
 		t.Fatalf("sent %d datagrams, received %d: the lab lost some, the windows would lie", sent, len(stamps))

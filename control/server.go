@@ -84,6 +84,9 @@ type Server struct {
 
 	// netns is where the server's sockets live.
 	netns *engine.NetNS
+	// udpAuto: no backend was configured, so UDP tests that ask for
+	// none run on udpDefaultBackend.
+	udpAuto bool
 	// udp is the UDP listener on the server's port, opened by the first
 	// UDP test.
 	udpMu sync.Mutex
@@ -104,6 +107,7 @@ type dataConn struct {
 
 // Listen opens the server's port.
 func Listen(cfg ServerConfig) (*Server, error) {
+	udpAuto := cfg.Backend == "" && cfg.RxBackend == ""
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -133,7 +137,7 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		ln.Close()
 		return nil, err
 	}
-	return &Server{cfg: cfg, ln: ln, netns: ns, backend: b, rxBackend: rb, waiting: map[[CookieSize]byte]chan<- dataConn{}, oneDone: make(chan struct{})}, nil
+	return &Server{cfg: cfg, ln: ln, netns: ns, udpAuto: udpAuto, backend: b, rxBackend: rb, waiting: map[[CookieSize]byte]chan<- dataConn{}, oneDone: make(chan struct{})}, nil
 }
 
 // Addr is the address the server listens on.
@@ -288,6 +292,11 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 		return fmt.Errorf("parameters refused: %w", err)
 	}
 	backend, rxBackend := s.backend, s.rxBackend
+	if bool(p.UDP) && s.udpAuto && (p.Blast == nil || p.Blast.Backend == "") {
+		if b, _, err := engine.Open(udpDefaultBackend()); err == nil {
+			backend = b
+		}
+	}
 	if p.Blast != nil && p.Blast.Backend != "" && p.Blast.Backend != backend.Name() {
 		// The client's --backend names what sends; it applies here when
 		// this side sends (-R, --bidir).

@@ -44,6 +44,16 @@ func newStream(id int, c *engine.Socket, sender bool) *stream {
 		local: c.LocalAddr(), remote: c.RemoteAddr()}
 }
 
+// udpStats are the stream's datagram counts: what the sender's backend
+// sent (a datagram stamped when the flow was stopped may not have left),
+// or what the receiver's framing counted.
+func (st *stream) udpStats() UDPStats {
+	if st.sender {
+		return UDPStats{Packets: st.stats.Snapshot().Datagrams}
+	}
+	return st.udp.stats(false)
+}
+
 func unmap(ap netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
@@ -294,7 +304,7 @@ func (s *session) endOmitLocked(now time.Time) {
 		}
 		st.maxCwnd, st.maxWnd, st.minRTT, st.maxRT, st.sumRTT, st.nRTT = 0, 0, 0, 0, 0, 0
 		if st.udp != nil {
-			st.udpBase = st.udp.stats(st.sender)
+			st.udpBase = st.udpStats()
 			st.lastUDP = st.udpBase
 		}
 	}
@@ -339,7 +349,7 @@ func (s *session) sampleLocked(now time.Time, final bool) {
 		}
 		st.last = cur
 		if st.udp != nil {
-			u := st.udp.stats(st.sender)
+			u := st.udpStats()
 			d := u.sub(st.lastUDP)
 			si.UDP = &d
 			st.lastUDP = u
@@ -508,7 +518,7 @@ func (s *session) finish(now time.Time) {
 		sr := &StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender, Local: st.local, Remote: st.remote,
 			Bytes: d.Bytes, Seconds: ssecs, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1, IO: cur, Facts: st.facts}
 		if st.udp != nil {
-			u := st.udp.stats(st.sender).sub(st.udpBase)
+			u := st.udpStats().sub(st.udpBase)
 			sr.UDP = &u
 		}
 		if st.sender && st.haveTCP {

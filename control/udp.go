@@ -31,6 +31,17 @@ const (
 	DefaultUDPBlock = 1460
 )
 
+// udpDefaultBackend is what moves UDP when nobody chose: sendmmsg and
+// recvmmsg with GSO and GRO, which fall back by themselves where the
+// kernel or the path refuses the offloads; readwrite where there is no
+// mmsg.
+func udpDefaultBackend() (name, opts string) {
+	if _, err := engine.Usable("mmsg"); err == nil {
+		return "mmsg", "gso,gro"
+	}
+	return engine.DefaultBackend, ""
+}
+
 // The UDP "connect" handshake (iperf_udp.c): the client sends udpHello on
 // each new stream, the server answers udpReply from the socket it
 // connected to the client. iperf3 before 3.12 answered udpLegacyReply.
@@ -225,7 +236,8 @@ func (u *udpFraming) markForward(high, seq int64) {
 	u.mark(seq)
 }
 
-// stats reads the counts so far; sender tells which side this is.
+// stats reads the counts so far: the datagrams stamped when sender, the
+// receiver's counts otherwise.
 func (u *udpFraming) stats(sender bool) UDPStats {
 	if sender {
 		return UDPStats{Packets: u.sent.Load()}

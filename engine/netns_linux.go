@@ -32,8 +32,8 @@ func CurrentNetNS() (*NetNS, error) {
 }
 
 // Do runs fn in the namespace. When the calling thread is already there it
-// runs fn directly; otherwise on a thread of its own that enters the
-// namespace and exits when fn returns (entering needs CAP_SYS_ADMIN).
+// runs fn directly; otherwise on a locked thread that enters the
+// namespace and goes back when fn returns (entering needs CAP_SYS_ADMIN).
 func (n *NetNS) Do(fn func() error) error {
 	var st unix.Stat_t
 	if unix.Stat("/proc/thread-self/ns/net", &st) == nil && st.Ino == n.ino {
@@ -41,12 +41,28 @@ func (n *NetNS) Do(fn func() error) error {
 	}
 	done := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends in the namespace
+		runtime.LockOSThread()
+		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- os.NewSyscallError("open /proc/thread-self/ns/net", err)
+			return
+		}
+		defer unix.Close(home)
 		if err := unix.Setns(n.fd, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			done <- os.NewSyscallError("setns", err)
 			return
 		}
-		done <- fn()
+		ferr := fn()
+		// Back home, the thread may run other goroutines again. If it
+		// cannot go back it stays locked and ends with this goroutine
+		// (the process's main thread is parked for good instead: it
+		// must never run the rest of the process in another namespace).
+		if unix.Setns(home, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		done <- ferr
 	}()
 	return <-done
 }
