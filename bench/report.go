@@ -142,7 +142,7 @@ func WriteTables(w io.Writer, r *Results, resultsFile string) {
 	}
 	debian, modern := peerHeaders(r)
 
-	fmt.Fprintf(w, "\n### Targets (issues 4, 5, 6 and 10)\n\n")
+	fmt.Fprintf(w, "\n### Targets (issues 4, 5, 6, 10 and 11)\n\n")
 	fmt.Fprintf(w, "Each ratio is blast/peer, the median over the rounds of each round's ratio; the range is the smallest and largest. Issue 10's iperf3 targets are judged against %s, the older ones against %s.\n\n", modern, debian)
 	fmt.Fprintf(w, "| issue | target | vs | measured | range | verdict |\n|---|---|---|---|---|---|\n")
 	for _, t := range r.Targets {
@@ -152,6 +152,8 @@ func WriteTables(w io.Writer, r *Results, resultsFile string) {
 			f = fmtLoss
 		case KindRSS:
 			f = fmtMB
+		case KindValue:
+			f = fmtValue
 		}
 		span := "-"
 		if t.Pairs > 0 {

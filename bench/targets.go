@@ -24,12 +24,15 @@ type Target struct {
 	Loss bool
 	// RSS judges the largest peak RSS of blast's processes over every run,
 	// in MB (2^20 bytes), instead of a ratio.
-	RSS  bool
-	Less bool // the figure must be at most Want (else at least)
-	Want float64
+	RSS bool
+	// Value judges blast's median value, in the workload's unit, instead
+	// of a ratio.
+	Value bool
+	Less  bool // the figure must be at most Want (else at least)
+	Want  float64
 }
 
-// Targets are the targets of issues 4, 5, 6 and 10. Issue 10's are
+// Targets are the targets of issues 4, 5, 6, 10 and 11. Issue 10's are
 // judged against a modern iperf3 (3.16 or later); the older ones against
 // Debian's iperf3 3.12, as they were set.
 var Targets = []Target{
@@ -57,6 +60,12 @@ var Targets = []Target{
 	{Issues: []int{10}, Text: "splice: sender CPU-s/GB <= 0.85x iperf3 -Z", Workload: "tcp1-splice", Peer: PeerIperf3Modern, CPU: true, Less: true, Want: 0.85},
 	{Issues: []int{10}, Text: "peak RSS, ttcp mode, 1 TCP stream (blast -t and -r): <= 32 MB", Workload: "tcp1", RSS: true, Less: true, Want: 32},
 	{Issues: []int{10}, Text: "peak RSS, client/server, 1 TCP stream (blast client and server): <= 32 MB", Workload: "client-P1", RSS: true, Less: true, Want: 32},
+
+	{Issues: []int{11}, Text: "UDP 64 B, client/server, default backends: delivered pps >= 3x iperf3 without --gsro", Workload: "client-udp64", Peer: PeerIperf3Modern, Want: 3.0},
+	{Issues: []int{11}, Text: "UDP 64 B, client/server, default backends: delivered pps >= 1.0x iperf3 --gsro", Workload: "client-udp64-gsro", Peer: PeerIperf3Modern, Want: 1.0},
+	{Issues: []int{11}, Text: "UDP 1400 B at -b 1G: received rate >= 0.99 Gbit/s", Workload: "client-udp1400-1G", Value: true, Want: 0.99},
+	{Issues: []int{11}, Text: "UDP 1400 B at -b 1G: received rate <= 1.01 Gbit/s", Workload: "client-udp1400-1G", Value: true, Less: true, Want: 1.01},
+	{Issues: []int{11}, Text: "UDP 1400 B at -b 1G: no loss", Workload: "client-udp1400-1G", Loss: true, Less: true, Want: 0},
 }
 
 func init() {
@@ -74,8 +83,9 @@ func init() {
 // Kinds of figure a target judges (TargetResult.Kind).
 const (
 	KindRatio = "ratio"
-	KindLoss  = "loss" // a fraction
-	KindRSS   = "rss"  // MB
+	KindLoss  = "loss"  // a fraction
+	KindRSS   = "rss"   // MB
+	KindValue = "value" // in the workload's unit
 )
 
 // TargetResult is a target with what this run measured for it.
@@ -105,6 +115,8 @@ func EvalTargets(r *Results) []TargetResult {
 			tr.Kind = KindLoss
 		case t.RSS:
 			tr.Kind = KindRSS
+		case t.Value:
+			tr.Kind = KindValue
 		}
 		tr.PeerName = peerName(r, t.Peer)
 		var w *WorkloadResult
@@ -124,6 +136,8 @@ func EvalTargets(r *Results) []TargetResult {
 		case t.RSS:
 			s = rssMB(w)
 			judge = func(s Summary) float64 { return s.Max }
+		case t.Value:
+			s = w.BlastValue
 		case t.Loss && w.BlastLoss != nil:
 			s = *w.BlastLoss
 		case t.Loss:

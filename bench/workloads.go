@@ -127,13 +127,13 @@ func (e *Env) iperf3(key string) *Iperf3 {
 // sized in bytes: the multi-threaded iperf3 ends a -n run only at its
 // next one-second tick, so a -n run of 1.4 s reports 2 s and understates the
 // rate by 30% (seen with 3.21; 3.12 times -n runs exactly).
-func iperfSide(key, label string, udp bool, flags []string) Side {
+func iperfSide(key, label string, m metric, flags []string) Side {
 	sd := Side{Key: key, Label: label, Run: func(ctx context.Context, e *Env) Sample {
 		ip := e.iperf3(key)
 		srvArgv := []string{ip.Path, "-s", "-1", "-p", strconv.Itoa(iperfPort)}
 		cliArgv := append([]string{ip.Path, "-c", e.target(), "-p", strconv.Itoa(iperfPort), "-J"}, flags...)
 		cliArgv = append(cliArgv, "-t", strconv.Itoa(e.Secs))
-		return clientServerJSON(ctx, e, srvArgv, cliArgv, udp)
+		return clientServerJSON(ctx, e, srvArgv, cliArgv, m)
 	}}
 	if key == PeerIperf3 {
 		sd.Tool = "iperf3"
@@ -151,10 +151,10 @@ func iperfSide(key, label string, udp bool, flags []string) Side {
 
 // iperfSides are the same iperf3 run with Debian's iperf3 and with the
 // modern one.
-func iperfSides(label string, udp bool, flags []string) []Side {
+func iperfSides(label string, m metric, flags []string) []Side {
 	return []Side{
-		iperfSide(PeerIperf3, label, udp, flags),
-		iperfSide(PeerIperf3Modern, label, udp, flags),
+		iperfSide(PeerIperf3, label, m, flags),
+		iperfSide(PeerIperf3Modern, label, m, flags),
 	}
 }
 
@@ -179,17 +179,31 @@ func needGSRO(e *Env) string {
 
 // blastClientSide runs `blast server -1` in B and `blast client` in A.
 func blastClientSide(label string, flags []string) Side {
+	return blastClientMetric(label, metricGbps, flags)
+}
+
+// blastClientMetric is blastClientSide measuring m.
+func blastClientMetric(label string, m metric, flags []string) Side {
 	return Side{Key: "blast", Label: label, Run: func(ctx context.Context, e *Env) Sample {
 		srvArgv := []string{e.Blast, "server", "-1", "-p", strconv.Itoa(iperfPort)}
 		cliArgv := append([]string{e.Blast, "client", e.target(), "-p", strconv.Itoa(iperfPort), "-J",
 			"-t", strconv.Itoa(e.Secs)}, flags...)
-		return clientServerJSON(ctx, e, srvArgv, cliArgv, false)
+		return clientServerJSON(ctx, e, srvArgv, cliArgv, m)
 	}}
 }
 
+// metric is what a client/server run measures.
+type metric int
+
+const (
+	metricGbps    metric = iota // TCP: received Gbit/s
+	metricPPS                   // UDP: delivered datagrams/s, and the loss
+	metricUDPGbps               // UDP: received Gbit/s, and the loss
+)
+
 // clientServerJSON runs an iperf3-protocol server and client and reads the
 // client's -J document.
-func clientServerJSON(ctx context.Context, e *Env, srvArgv, cliArgv []string, udp bool) Sample {
+func clientServerJSON(ctx context.Context, e *Env, srvArgv, cliArgv []string, m metric) Sample {
 	srv, cli, err := clientServer(ctx, e.Lab.B, srvArgv, "tcp", iperfPort, e.Lab.A, cliArgv, e.timeout(), false)
 	if err != nil {
 		return failed(err, srv, cli)
@@ -203,11 +217,14 @@ func clientServerJSON(ctx context.Context, e *Env, srvArgv, cliArgv []string, ud
 	rs.setBytes(r.RecvBytes)
 	ts.setBytes(r.SentBytes)
 	smp := Sample{Procs: []ProcStats{ts, rs}, Loss: nan()}
-	if udp {
+	switch m {
+	case metricPPS:
 		smp.Value = Num(Ratio(float64(r.Delivered()), r.RecvSeconds))
-		smp.Loss = Num(Ratio(float64(r.LostPackets), float64(r.Packets)))
-	} else {
+	default:
 		smp.Value = Num(r.RecvBitsPerSecond() / 1e9)
+	}
+	if m != metricGbps {
+		smp.Loss = Num(Ratio(float64(r.LostPackets), float64(r.Packets)))
 	}
 	return smp
 }
@@ -281,7 +298,7 @@ func Workloads() []Workload {
 		ID: "tcp1", Title: "TCP, 1 stream, ttcp mode vs iperf3 -P 1, 128 KiB writes", Metric: "throughput", Unit: "Gbit/s", Quick: true,
 		Calibrate: tcp1.calibrate,
 		Blast:     tcp1.side("blast -t/-r (readwrite)"),
-		Peers:     iperfSides("iperf3 -P 1 -l 128K", false, []string{"-P", "1", "-l", "128K"}),
+		Peers:     iperfSides("iperf3 -P 1 -l 128K", metricGbps, []string{"-P", "1", "-l", "128K"}),
 	})
 	for _, b := range []string{"sendfile", "splice"} {
 		s := ttcpSpec{id: "tcp1-" + b, bufLen: tcpLen, txBackend: b, rxBackend: "readwrite"}
@@ -290,7 +307,7 @@ func Workloads() []Workload {
 			Unavailable: needBackend(b),
 			Calibrate:   s.calibrate,
 			Blast:       s.side("blast -t --backend " + b),
-			Peers:       iperfSides("iperf3 -Z -l 128K", false, []string{"-Z", "-l", "128K"}),
+			Peers:       iperfSides("iperf3 -Z -l 128K", metricGbps, []string{"-Z", "-l", "128K"}),
 		})
 	}
 	for _, p := range []int{1, 2, 4, 8} {
@@ -300,7 +317,7 @@ func Workloads() []Workload {
 			Quick:       p == 1 || p == 8,
 			Unavailable: needClient,
 			Blast:       blastClientSide("blast client -P "+ps+" -> blast server", []string{"-P", ps}),
-			Peers:       iperfSides("iperf3 -c -P "+ps+" -> iperf3 -s", false, []string{"-P", ps}),
+			Peers:       iperfSides("iperf3 -c -P "+ps+" -> iperf3 -s", metricGbps, []string{"-P", ps}),
 		})
 	}
 	ws = append(ws, Workload{
@@ -310,6 +327,26 @@ func Workloads() []Workload {
 		Blast:       manyClients("8 x blast client -> blast server", 8),
 		Peers:       []Side{blastClientSide("blast client -P 8 -> blast server", []string{"-P", "8"})},
 	})
+	// UDP in client/server mode: blast's default backends (mmsg with
+	// GSO/GRO) against iperf3 without and with --gsro, and a paced run.
+	udp64 := []string{"-u", "-b", "0", "-l", "64"}
+	gsro := iperfSide(PeerIperf3Modern, "iperf3 --gsro -c -u -b 0 -l 64 -> iperf3 -s", metricPPS, append([]string{"--gsro"}, udp64...))
+	gsro.Unavailable = needGSRO
+	paced := []string{"-u", "-b", "1G", "-l", "1400"}
+	ws = append(ws,
+		Workload{ID: "client-udp64", Title: "UDP, client/server, 64-byte datagrams, unlimited", Metric: "delivered datagrams/s", Unit: "pps", UDP: true,
+			Quick: true, Unavailable: needClient,
+			Blast: blastClientMetric("blast client -u -b 0 -l 64 -> blast server", metricPPS, udp64),
+			Peers: iperfSides("iperf3 -c -u -b 0 -l 64 -> iperf3 -s", metricPPS, udp64)},
+		Workload{ID: "client-udp64-gsro", Title: "UDP, client/server, 64-byte datagrams, unlimited, vs iperf3 --gsro", Metric: "delivered datagrams/s", Unit: "pps", UDP: true,
+			Unavailable: needClient,
+			Blast:       blastClientMetric("blast client -u -b 0 -l 64 -> blast server", metricPPS, udp64),
+			Peers:       []Side{iperfSide(PeerIperf3, "iperf3 -c -u -b 0 -l 64 -> iperf3 -s (3.12 has no --gsro)", metricPPS, udp64), gsro}},
+		Workload{ID: "client-udp1400-1G", Title: "UDP, client/server, 1400-byte datagrams paced at 1 Gbit/s", Metric: "received rate", Unit: "Gbit/s", UDP: true,
+			Unavailable: needClient,
+			Blast:       blastClientMetric("blast client -u -b 1G -l 1400 -> blast server", metricUDPGbps, paced),
+			Peers:       iperfSides("iperf3 -c -u -b 1G -l 1400 -> iperf3 -s", metricUDPGbps, paced)},
+	)
 	for _, l := range []int{64, 1400} {
 		ls := strconv.Itoa(l)
 		for _, gso := range []bool{false, true} {
@@ -317,7 +354,7 @@ func Workloads() []Workload {
 			title := "UDP, " + ls + "-byte datagrams, mmsg"
 			label := "blast -u --backend mmsg"
 			flags := []string{"-u", "-b", "0", "-l", ls}
-			peers := iperfSides("iperf3 -u -b 0 -l "+ls, true, flags)
+			peers := iperfSides("iperf3 -u -b 0 -l "+ls, metricPPS, flags)
 			if gso {
 				s.id += "-gso"
 				s.txOpt, s.rxOpt = "gso", "gro"
@@ -325,7 +362,7 @@ func Workloads() []Workload {
 				label += " (gso / gro)"
 				// Debian's iperf3 (3.12) has no --gsro; the modern one
 				// runs with it when it has it.
-				modern := iperfSide(PeerIperf3Modern, "iperf3 --gsro -u -b 0 -l "+ls, true, append([]string{"--gsro"}, flags...))
+				modern := iperfSide(PeerIperf3Modern, "iperf3 --gsro -u -b 0 -l "+ls, metricPPS, append([]string{"--gsro"}, flags...))
 				modern.Unavailable = needGSRO
 				peers[1] = modern
 			} else {

@@ -46,12 +46,16 @@ func newStream(id int, c *engine.Socket, sender bool) *stream {
 
 // udpStats are the stream's datagram counts: what the sender's backend
 // sent (a datagram stamped when the flow was stopped may not have left),
-// or what the receiver's framing counted.
-func (st *stream) udpStats() UDPStats {
+// or what the receiver's framing counted, exactly once the flow is over
+// (final), else as last published.
+func (st *stream) udpStats(final bool) UDPStats {
 	if st.sender {
 		return UDPStats{Packets: st.stats.Snapshot().Datagrams}
 	}
-	return st.udp.stats(false)
+	if final {
+		return st.udp.final()
+	}
+	return st.udp.stats()
 }
 
 func unmap(ap netip.AddrPort) netip.AddrPort {
@@ -304,7 +308,7 @@ func (s *session) endOmitLocked(now time.Time) {
 		}
 		st.maxCwnd, st.maxWnd, st.minRTT, st.maxRT, st.sumRTT, st.nRTT = 0, 0, 0, 0, 0, 0
 		if st.udp != nil {
-			st.udpBase = st.udpStats()
+			st.udpBase = st.udpStats(s.finished)
 			st.lastUDP = st.udpBase
 		}
 	}
@@ -349,7 +353,7 @@ func (s *session) sampleLocked(now time.Time, final bool) {
 		}
 		st.last = cur
 		if st.udp != nil {
-			u := st.udpStats()
+			u := st.udpStats(s.finished)
 			d := u.sub(st.lastUDP)
 			si.UDP = &d
 			st.lastUDP = u
@@ -518,7 +522,7 @@ func (s *session) finish(now time.Time) {
 		sr := &StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender, Local: st.local, Remote: st.remote,
 			Bytes: d.Bytes, Seconds: ssecs, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1, IO: cur, Facts: st.facts}
 		if st.udp != nil {
-			u := st.udpStats().sub(st.udpBase)
+			u := st.udpStats(true).sub(st.udpBase)
 			sr.UDP = &u
 		}
 		if st.sender && st.haveTCP {

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/blastnet/blast/engine"
@@ -97,34 +96,42 @@ const (
 	MaxRate  = 10e12
 )
 
-// monoEpoch is where this process's datagram timestamps count from: only
-// differences between stamps mean anything (iperf3 uses CLOCK_MONOTONIC,
-// another origin), and time.Since reads the monotonic clock in the vDSO.
-var monoEpoch = time.Now()
-
 // udpFraming is iperf3's datagram header on one UDP stream (iperf_udp.c):
-// seconds and microseconds of the send time (4 bytes each, big-endian),
-// then the sequence number from 1 (4 bytes, or 8 with
+// seconds and microseconds of the send time (4 bytes each, big-endian; on
+// engine.Mono's clock, as iperf3 uses CLOCK_MONOTONIC: only differences
+// mean anything), then the sequence number from 1 (4 bytes, or 8 with
 // udp_counters_64bit). The sender stamps it; the receiver counts loss,
-// reordering, duplicates and jitter as iperf3 does, and reports them to
-// other goroutines through atomics.
+// reordering, duplicates and jitter as iperf3 does.
+//
+// The receiver's counts live in plain fields of the flow's thread and are
+// published to the interval reporter every publishEvery datagrams and at
+// least every publishAfter: an atomic store per datagram would cost more
+// than the rest of Receive at millions of datagrams a second. final reads
+// the fields themselves once the flow is over.
 type udpFraming struct {
 	wide bool // 64-bit sequence numbers
 
-	sent atomic.Int64 // sender: the last sequence number stamped
+	seq int64 // sender: the last sequence number stamped
 
 	// Receiver. highest is iperf3's packet_count: the highest sequence
 	// number seen.
-	highest, lost, ooo, dup atomic.Int64
-	jitter                  atomic.Uint64 // float64 bits, seconds
-	prevTransit             float64
-	started                 bool
+	cur         UDPStats
+	prevTransit float64
+	started     bool
+	unpublished int
+	publishedAt time.Duration
 	// seen has a bit for each of the last len(seen)*64 sequence numbers
 	// up to highest: a number seen twice is a duplicate, not reordering.
 	seen [64]uint64
-	// clock reads the arrival time (nil: the monotonic clock).
-	clock func() time.Duration
+
+	pubMu sync.Mutex
+	pub   UDPStats
 }
+
+const (
+	publishEvery = 256
+	publishAfter = 10 * time.Millisecond
+)
 
 func newUDPFraming(wide bool) *udpFraming { return &udpFraming{wide: wide} }
 
@@ -138,18 +145,17 @@ func (u *udpFraming) headerLen() int {
 
 // Stamp implements engine.Framing. A datagram too short for the header
 // (the tail of a byte count) goes out unstamped and uncounted.
-func (u *udpFraming) Stamp(p []byte) {
+func (u *udpFraming) Stamp(p []byte, at time.Duration) {
 	if len(p) < u.headerLen() {
 		return
 	}
-	seq := u.sent.Add(1)
-	d := time.Since(monoEpoch)
-	binary.BigEndian.PutUint32(p[0:], uint32(d/time.Second))
-	binary.BigEndian.PutUint32(p[4:], uint32(d%time.Second/time.Microsecond))
+	u.seq++
+	binary.BigEndian.PutUint32(p[0:], uint32(at/time.Second))
+	binary.BigEndian.PutUint32(p[4:], uint32(at%time.Second/time.Microsecond))
 	if u.wide {
-		binary.BigEndian.PutUint64(p[8:], uint64(seq))
+		binary.BigEndian.PutUint64(p[8:], uint64(u.seq))
 	} else {
-		binary.BigEndian.PutUint32(p[8:], uint32(seq))
+		binary.BigEndian.PutUint32(p[8:], uint32(u.seq))
 	}
 }
 
@@ -157,7 +163,7 @@ func (u *udpFraming) Stamp(p []byte) {
 // number past the highest seen counts the gap as lost; one at or below it
 // is out of order and takes one back from the lost count, or, when that
 // number was already seen, is a duplicate and changes nothing else.
-func (u *udpFraming) Receive(p []byte) {
+func (u *udpFraming) Receive(p []byte, at time.Duration) {
 	if len(p) < u.headerLen() {
 		return // a handshake datagram, or a tail too short to carry a header
 	}
@@ -169,42 +175,50 @@ func (u *udpFraming) Receive(p []byte) {
 	} else {
 		seq = int64(binary.BigEndian.Uint32(p[8:]))
 	}
-	high := u.highest.Load()
+	c := &u.cur
+	window := int64(len(u.seen) * 64)
 	switch {
-	case seq > high:
-		if seq > high+1 {
-			u.lost.Add(seq - 1 - high)
+	case seq > c.Packets:
+		if seq > c.Packets+1 {
+			c.Lost += seq - 1 - c.Packets
 		}
-		u.markForward(high, seq)
-		u.highest.Store(seq)
-	case seq > high-int64(len(u.seen)*64) && u.marked(seq):
-		u.dup.Add(1)
+		u.markForward(c.Packets, seq)
+		c.Packets = seq
+	case seq > c.Packets-window && u.marked(seq):
+		c.Duplicates++
 	default:
-		u.ooo.Add(1)
-		if seq > high-int64(len(u.seen)*64) {
+		c.OutOfOrder++
+		if seq > c.Packets-window {
 			u.mark(seq)
 		}
-		if u.lost.Load() > 0 {
-			u.lost.Add(-1)
+		if c.Lost > 0 {
+			c.Lost--
 		}
 	}
 	// Jitter, RFC 3550 6.4.1 with iperf3's first-packet start.
 	sent := time.Duration(sec)*time.Second + time.Duration(usec)*time.Microsecond
-	var now time.Duration
-	if u.clock != nil {
-		now = u.clock()
-	} else {
-		now = time.Since(monoEpoch)
+	transit := (at - sent).Seconds()
+	if transit < 0 {
+		transit = -transit
 	}
-	transit := math.Abs((now - sent).Seconds())
 	if !u.started {
 		u.started = true
 		u.prevTransit = transit
 	}
-	d := math.Abs(transit - u.prevTransit)
+	d := transit - u.prevTransit
+	if d < 0 {
+		d = -d
+	}
 	u.prevTransit = transit
-	j := math.Float64frombits(u.jitter.Load())
-	u.jitter.Store(math.Float64bits(j + (d-j)/16))
+	c.Jitter += (d - c.Jitter) / 16
+
+	u.unpublished++
+	if u.unpublished >= publishEvery || at-u.publishedAt >= publishAfter {
+		u.pubMu.Lock()
+		u.pub = *c
+		u.pubMu.Unlock()
+		u.unpublished, u.publishedAt = 0, at
+	}
 }
 
 func (u *udpFraming) bit(seq int64) (int, uint64) {
@@ -236,15 +250,17 @@ func (u *udpFraming) markForward(high, seq int64) {
 	u.mark(seq)
 }
 
-// stats reads the counts so far: the datagrams stamped when sender, the
-// receiver's counts otherwise.
-func (u *udpFraming) stats(sender bool) UDPStats {
-	if sender {
-		return UDPStats{Packets: u.sent.Load()}
-	}
-	return UDPStats{Packets: u.highest.Load(), Lost: u.lost.Load(), OutOfOrder: u.ooo.Load(),
-		Duplicates: u.dup.Load(), Jitter: math.Float64frombits(u.jitter.Load())}
+// stats are the receiver's counts as last published (at most
+// publishEvery datagrams or publishAfter old), for the interval reporter.
+func (u *udpFraming) stats() UDPStats {
+	u.pubMu.Lock()
+	defer u.pubMu.Unlock()
+	return u.pub
 }
+
+// final are the receiver's exact counts. Call it only once the flow is
+// over (its Run has returned).
+func (u *udpFraming) final() UDPStats { return u.cur }
 
 // sub is u less the counts of base; the jitter stays u's.
 func (u UDPStats) sub(base UDPStats) UDPStats {

@@ -24,10 +24,10 @@ func datagram(sent time.Duration, seq uint64, wide bool) []byte {
 func TestUDPFramingStamp(t *testing.T) {
 	for _, wide := range []bool{false, true} {
 		u := newUDPFraming(wide)
-		before := time.Since(monoEpoch)
 		for want := uint64(1); want <= 5; want++ {
 			p := make([]byte, 100)
-			u.Stamp(p)
+			at := 1234*time.Second + time.Duration(want)*567891*time.Nanosecond
+			u.Stamp(p, at)
 			var got uint64
 			if wide {
 				got = binary.BigEndian.Uint64(p[8:])
@@ -37,22 +37,57 @@ func TestUDPFramingStamp(t *testing.T) {
 			if got != want {
 				t.Errorf("wide=%v: datagram %d stamped with sequence number %d", wide, want, got)
 			}
-			sent := time.Duration(binary.BigEndian.Uint32(p[0:]))*time.Second + time.Duration(binary.BigEndian.Uint32(p[4:]))*time.Microsecond
-			if sent < before.Truncate(time.Microsecond) || sent > time.Since(monoEpoch) {
-				t.Errorf("wide=%v: stamp %v is not the send time (after %v)", wide, sent, before)
+			sec, usec := binary.BigEndian.Uint32(p[0:]), binary.BigEndian.Uint32(p[4:])
+			if sec != 1234 || time.Duration(usec)*time.Microsecond != (at%time.Second).Truncate(time.Microsecond) {
+				t.Errorf("wide=%v: stamp %d s %d us for %v", wide, sec, usec, at)
+			}
+			for i, c := range p[u.headerLen():] {
+				if c != 0 {
+					t.Fatalf("wide=%v: byte %d past the header written", wide, u.headerLen()+i)
+				}
 			}
 		}
 		// A tail too short for the header goes out as it is, uncounted.
 		short := make([]byte, u.headerLen()-1)
-		u.Stamp(short)
+		u.Stamp(short, time.Second)
 		for i, c := range short {
 			if c != 0 {
 				t.Fatalf("wide=%v: a %d-byte tail was written at %d", wide, len(short), i)
 			}
 		}
-		if got := u.stats(true); got != (UDPStats{Packets: 5}) {
-			t.Errorf("wide=%v: sender stats %+v, want 5 packets", wide, got)
+		if u.seq != 5 {
+			t.Errorf("wide=%v: %d sequence numbers used, want 5", wide, u.seq)
 		}
+	}
+}
+
+// The interval reporter sees the counts every publishEvery datagrams, and
+// at once after publishAfter without a publication.
+func TestUDPFramingPublishes(t *testing.T) {
+	u := newUDPFraming(false)
+	at := time.Hour
+	u.Receive(datagram(at, 1, false), at)
+	if got := u.stats(); got.Packets != 1 {
+		t.Errorf("the first datagram: %d published, want 1", got.Packets)
+	}
+	for i := 2; i <= publishEvery; i++ {
+		u.Receive(datagram(at, uint64(i), false), at)
+	}
+	if got := u.stats(); got.Packets != 1 {
+		t.Errorf("%d more within a moment: %d published; want still 1", publishEvery-1, got.Packets)
+	}
+	u.Receive(datagram(at, publishEvery+1, false), at)
+	if got := u.stats(); got.Packets != publishEvery+1 {
+		t.Errorf("%d more: %d published, want %d", publishEvery, got.Packets, publishEvery+1)
+	}
+	u.Receive(datagram(at, publishEvery+2, false), at)
+	if got := u.stats(); got.Packets != publishEvery+1 {
+		t.Errorf("one more within a moment: %d published, want still %d", got.Packets, publishEvery+1)
+	}
+	later := at + publishAfter
+	u.Receive(datagram(later, publishEvery+4, false), later)
+	if got, fin := u.stats(), u.final(); got != fin || got.Packets != publishEvery+4 || got.Lost != 1 {
+		t.Errorf("%v later: published %+v, exact %+v; want both at %d packets, 1 lost", publishAfter, got, fin, publishEvery+4)
 	}
 }
 
@@ -82,8 +117,8 @@ func TestUDPFramingSequence(t *testing.T) {
 			{9999, 10000, 9989, 3, 2},  // twice
 			{5, 10000, 9988, 4, 2},     // beyond the window: out of order, as iperf3
 		} {
-			u.Receive(datagram(time.Duration(i)*time.Millisecond, s.seq, wide))
-			got := u.stats(false)
+			u.Receive(datagram(time.Duration(i)*time.Millisecond, s.seq, wide), time.Duration(i)*time.Millisecond)
+			got := u.final()
 			if got.Packets != s.high || got.Lost != s.lost || got.OutOfOrder != s.ooo || got.Duplicates != s.dup {
 				t.Fatalf("wide=%v: after #%d (seq %d): packets %d lost %d ooo %d dup %d; want %d %d %d %d",
 					wide, i, s.seq, got.Packets, got.Lost, got.OutOfOrder, got.Duplicates, s.high, s.lost, s.ooo, s.dup)
@@ -92,8 +127,8 @@ func TestUDPFramingSequence(t *testing.T) {
 	}
 	// Short datagrams (the hello, a tail) are not counted.
 	u := newUDPFraming(false)
-	u.Receive(udpHello[:])
-	if got := u.stats(false); got != (UDPStats{}) {
+	u.Receive(udpHello[:], time.Second)
+	if got := u.final(); got != (UDPStats{}) {
 		t.Errorf("a 4-byte datagram counted: %+v", got)
 	}
 }
@@ -108,12 +143,10 @@ func TestUDPFramingJitter(t *testing.T) {
 	// J0 = 0; J1 = 1/16 ms; J2 = J1 + (1-J1)/16; J3 = J2 + (2-J2)/16.
 	want := []float64{0, 0.0625e-3, 0.12109375e-3, 0.238525390625e-3}
 	u := newUDPFraming(false)
-	var now time.Duration
-	u.clock = func() time.Duration { return now }
 	for i := range sent {
-		now = arrive[i] + 1000*time.Second // any origin: only differences count
-		u.Receive(datagram(sent[i]+1000*time.Second, uint64(i+1), false))
-		if got := u.stats(false).Jitter; math.Abs(got-want[i]) > 1e-12 {
+		// Any origin: only differences count.
+		u.Receive(datagram(sent[i]+1000*time.Second, uint64(i+1), false), arrive[i]+1000*time.Second)
+		if got := u.final().Jitter; math.Abs(got-want[i]) > 1e-12 {
 			t.Errorf("after datagram %d: jitter %.12f s, want %.12f", i+1, got, want[i])
 		}
 	}

@@ -127,12 +127,16 @@ type Spec struct {
 // Framing stamps and reads the header of each datagram of a UDP flow.
 //
 // Stamp is called by the Sender (Next) with each datagram it hands out,
-// in send order, after pacing and just before the backend sends it; it
-// overwrites the start of p, and the rest of p keeps the pattern. The last
-// datagram of a byte limit may be shorter than a header.
+// in send order, after pacing and just before the backend sends it, and
+// the time on Mono's clock; it overwrites the start of p, and the rest of
+// p keeps the pattern. The last datagram of a byte limit may be shorter
+// than a header.
 //
 // Receive is called with each datagram received, in arrival order, one
-// datagram per call also when the kernel delivered a GRO train. p is the
+// datagram per call also when the kernel delivered a GRO train, and the
+// arrival time on Mono's clock (read once for a whole train: its
+// datagrams arrived together, and a clock read costs as much as the rest
+// of Receive). p is the
 // whole datagram, except from a receiver that discards data in the kernel
 // without copying it (trunc): that one hands over only the first
 // HeaderPeek bytes, so a Framing reads its header from p and takes byte
@@ -143,9 +147,16 @@ type Spec struct {
 // so Stamp and Receive need no locking against themselves. What they count
 // must be safe to read from other goroutines (the interval reporter).
 type Framing interface {
-	Stamp(p []byte)
-	Receive(p []byte)
+	Stamp(p []byte, at time.Duration)
+	Receive(p []byte, at time.Duration)
 }
+
+// monoStart is the origin of Mono's clock.
+var monoStart = time.Now()
+
+// Mono reads the monotonic clock, as the time since the process started
+// using the engine: datagram stamps and arrival times are on it.
+func Mono() time.Duration { return time.Since(monoStart) }
 
 // HeaderPeek is how many bytes of each datagram a receiver that does not
 // copy the data (trunc) still reads for Framing.Receive: a Framing's header

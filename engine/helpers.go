@@ -66,12 +66,13 @@ func Consume(f *Flow, p []byte) error { return ConsumeTrain(f, p, 0) }
 // datagram.
 func ConsumeTrain(f *Flow, p []byte, seg int) error {
 	if fr := f.Spec.Framing; fr != nil && f.Spec.Protocol == UDP {
+		at := Mono()
 		if seg <= 0 || len(p) <= seg {
-			fr.Receive(p)
+			fr.Receive(p, at)
 		} else {
 			for d := p; len(d) > 0; {
 				k := min(seg, len(d))
-				fr.Receive(d[:k:k])
+				fr.Receive(d[:k:k], at)
 				d = d[k:]
 			}
 		}

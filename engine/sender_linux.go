@@ -34,20 +34,29 @@ type Sender struct {
 	f        *Flow
 	left     int64 // bytes still to hand out; -1: no limit
 	deadline time.Time
-	rate     float64 // bytes per second, 0: unpaced
-	burst    int64   // bytes of a burst, 0: every grant paced on its own
-	start    time.Time
-	handed   int64 // bytes handed out, for pacing
-	src      io.Reader
-	framing  Framing
-	over     bool
-	noBufs   *atomic.Int64
-	syscalls *atomic.Int64 // WriteAll's, taken at its first call
+	// unchecked bytes and grants since the clock was last read (timeUp).
+	unchecked int
+	grants    uint64
+	// clock is the time stamp datagrams share, clockUses how many had it.
+	clock     time.Duration
+	clockUses int
+	rate      float64 // bytes per second, 0: unpaced
+	burst     int64   // bytes of a burst, 0: every grant paced on its own
+	// start is where the pacing schedule counts from (it moves on when
+	// the schedule forgives a stall); began is when the send began.
+	start, began time.Time
+	handed       int64 // bytes handed out, for pacing
+	src          io.Reader
+	framing      Framing
+	over         bool
+	noBufs       *atomic.Int64
+	syscalls     *atomic.Int64 // WriteAll's, taken at its first call
 }
 
 // NewSender starts the iterator for f (the time limit runs from now).
 func NewSender(f *Flow) *Sender {
-	s := &Sender{f: f, left: -1, rate: f.Spec.Rate / 8, start: time.Now(), src: f.Spec.Source, framing: f.Spec.Framing}
+	now := time.Now()
+	s := &Sender{f: f, left: -1, rate: f.Spec.Rate / 8, start: now, began: now, src: f.Spec.Source, framing: f.Spec.Framing}
 	if f.Spec.Burst > 1 {
 		s.burst = int64(f.Spec.Burst) * int64(f.Spec.BufLen)
 	}
@@ -86,7 +95,7 @@ func (s *Sender) Next(buf []byte) ([]byte, error) {
 	}
 	if s.src == nil {
 		if s.framing != nil {
-			s.framing.Stamp(buf[:n])
+			s.framing.Stamp(buf[:n], s.stampTime())
 		}
 		return buf[:n], nil
 	}
@@ -130,7 +139,7 @@ func (s *Sender) grant(want int) (int, error) {
 	if s.over || want <= 0 {
 		return 0, nil
 	}
-	if !s.deadline.IsZero() && !time.Now().Before(s.deadline) {
+	if !s.deadline.IsZero() && s.timeUp(want) {
 		s.over = true
 		return 0, nil
 	}
@@ -145,8 +154,49 @@ func (s *Sender) grant(want int) (int, error) {
 	if s.src != nil {
 		return n, nil
 	}
+	if s.rate > 0 && !s.deadline.IsZero() && !s.start.Add(s.due(s.handed)).Before(s.deadline) {
+		// Due only after the time limit: the send is over now.
+		s.over = true
+		return 0, nil
+	}
 	s.give(n)
 	return n, s.pace(n)
+}
+
+// stampTime is the send time of the datagram handed out now. A clock read
+// costs as much as the rest of stamping a small datagram, so datagrams
+// handed out in a row, which leave in one send call, share one reading
+// for up to stampReuse of them; a send call in between (Sent) or a paced
+// flow reads it afresh.
+func (s *Sender) stampTime() time.Duration {
+	if s.rate > 0 || s.clockUses == 0 || s.clockUses >= stampReuse {
+		s.clock, s.clockUses = Mono(), 0
+	}
+	s.clockUses++
+	return s.clock
+}
+
+// stampReuse is how many datagrams handed out in a row share a time stamp.
+const stampReuse = 8
+
+// Sent tells the Sender that a send call returned: the next datagram gets
+// a fresh time stamp (a call may have blocked). Backends that hand several
+// datagrams to one call (mmsg, io_uring) call it after each; WriteAll does.
+func (s *Sender) Sent() { s.clockUses = 0 }
+
+// timeUp reports whether the time limit has passed. It reads the clock
+// for every buffer of 8 KiB or more, and for every 16th smaller one (a
+// clock read costs as much as stamping a small datagram, which at millions
+// of datagrams a second is most of the sender's time): the limit is then
+// late by at most 16 small buffers.
+func (s *Sender) timeUp(want int) bool {
+	s.unchecked += want
+	s.grants++
+	if s.unchecked < 8<<10 && s.grants%16 != 1 {
+		return false
+	}
+	s.unchecked = 0
+	return time.Since(s.began) >= s.f.Spec.Duration
 }
 
 func (s *Sender) give(n int) {
@@ -256,6 +306,7 @@ func WriteAll(s *Sender, fd int, p []byte) error {
 	for len(p) > 0 {
 		n, err := unix.SendmsgN(fd, p, nil, nil, unix.MSG_NOSIGNAL)
 		s.syscalls.Add(1)
+		s.Sent()
 		if err != nil {
 			again, rerr := s.Retry(err)
 			if again {

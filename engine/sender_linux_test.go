@@ -48,14 +48,14 @@ func TestDue(t *testing.T) {
 // and writes its number (from 1) into its first 8 bytes.
 type stampTimes struct{ at []time.Time }
 
-func (s *stampTimes) Stamp(p []byte) {
+func (s *stampTimes) Stamp(p []byte, _ time.Duration) {
 	s.at = append(s.at, time.Now())
 	if len(p) >= 8 {
 		binary.BigEndian.PutUint64(p, uint64(len(s.at)))
 	}
 }
 
-func (s *stampTimes) Receive([]byte) {}
+func (s *stampTimes) Receive([]byte, time.Duration) {}
 
 // nextLoop is a backend that only asks the Sender for buffers with Next,
 // sending none: the Sender's pacing and stamping alone.
@@ -167,5 +167,33 @@ func TestNextStamps(t *testing.T) {
 	}
 	if s := NewSender(&Flow{Spec: &Spec{Protocol: UDP, BufLen: 100}}); s.Fills() {
 		t.Errorf("Fills() = true for the pattern without a Framing, want false")
+	}
+}
+
+// A paced, time-limited send hands out the buffers due before the limit
+// and no more: none at full speed once the limit nears.
+func TestPacedTimeLimit(t *testing.T) {
+	const (
+		bufLen = 1000
+		rate   = 8e6 // 1000 buffers a second
+		limit  = 300 * time.Millisecond
+	)
+	fr := &stampTimes{}
+	spec := &Spec{Protocol: UDP, BufLen: bufLen, Duration: limit, Rate: rate, Framing: fr}
+	f := &Flow{Spec: spec, Stats: &Counters{}}
+	before := time.Now()
+	if err := Run(context.Background(), nextLoop{}, f, true); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	// Buffer k is due at k ms: 0 to 299 are due before the limit.
+	if n := len(fr.at); n > 300 || n < 285 {
+		t.Errorf("%d buffers in %v at 1000 a second, want 300 (at least 285 on a busy machine)", n, limit)
+	}
+	if last := fr.at[len(fr.at)-1]; last.After(before.Add(limit)) {
+		t.Errorf("the last buffer went %v after the limit", last.Sub(before.Add(limit)))
+	}
+	if after.Sub(before) > limit+50*time.Millisecond {
+		t.Errorf("the send took %v for a limit of %v", after.Sub(before), limit)
 	}
 }

@@ -52,6 +52,7 @@ func (s *Sender) Fills() bool                   { return false }
 func (s *Sender) Next([]byte) ([]byte, error)   { return nil, errOS }
 func (s *Sender) Take(int) (int, error)         { return 0, errOS }
 func (s *Sender) Over() bool                    { return true }
+func (s *Sender) Sent()                         {}
 func (s *Sender) Retry(err error) (bool, error) { return false, err }
 func WriteAll(*Sender, int, []byte) error       { return errOS }
 

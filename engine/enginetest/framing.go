@@ -44,7 +44,7 @@ func newSeqFraming() *seqFraming {
 	return &seqFraming{pattern: p}
 }
 
-func (s *seqFraming) Stamp(p []byte) {
+func (s *seqFraming) Stamp(p []byte, _ time.Duration) {
 	s.stamped++
 	if len(p) != framedSize {
 		s.shortTx = append(s.shortTx, len(p))
@@ -54,7 +54,7 @@ func (s *seqFraming) Stamp(p []byte) {
 	}
 }
 
-func (s *seqFraming) Receive(p []byte) {
+func (s *seqFraming) Receive(p []byte, _ time.Duration) {
 	if len(p) < 8 {
 		s.bad = append(s.bad, fmt.Sprintf("a datagram of %d bytes, too short for its number", len(p)))
 		return
@@ -150,7 +150,7 @@ func testFramingSend(t *testing.T, b engine.Backend, caps Caps, pair func(*testi
 			if err != nil {
 				return
 			}
-			peerFr.Receive(buf[:n])
+			peerFr.Receive(buf[:n], engine.Mono())
 		}
 	}()
 	if err := run(t, "framed udp send", b, f, true); err != nil {

@@ -401,6 +401,7 @@ func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 		if len(round) == 0 {
 			return nil // the Sender says the send is over
 		}
+		s.Sent() // the round goes now; the next one is stamped afresh
 		for i, c := range round {
 			res[i] = -int32(unix.ECANCELED) // until its CQE says otherwise
 			e := u.sqe()

@@ -350,6 +350,7 @@ func (m *sender) sendBatch() error {
 	for len(msgs) > 0 {
 		n, err := sendmmsgCall(m.fd, msgs)
 		m.syscalls.Add(1)
+		m.s.Sent()
 		if err != nil {
 			if m.f.Cancelled() {
 				return engine.ErrCancelled

@@ -355,9 +355,9 @@ func BenchmarkLoopback(b *testing.B) {
 // header does, and ignores those it receives.
 type counter struct{ n uint64 }
 
-func (c *counter) Stamp(p []byte) {
+func (c *counter) Stamp(p []byte, _ time.Duration) {
 	c.n++
 	binary.BigEndian.PutUint64(p, c.n)
 }
 
-func (c *counter) Receive([]byte) {}
+func (c *counter) Receive([]byte, time.Duration) {}

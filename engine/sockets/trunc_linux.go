@@ -91,7 +91,7 @@ func (Trunc) Recv(ctx context.Context, f *engine.Flow) error {
 		}
 		if hdr != nil {
 			copied = min(k, len(hdr))
-			s.Framing.Receive(hdr[:copied])
+			s.Framing.Receive(hdr[:copied], engine.Mono())
 		}
 		f.Stats.AddIO(k, dg)
 		notCopied.Add(int64(k - copied))
