@@ -26,8 +26,13 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// needIperf3 is the iperf3 to test against: $BLAST_IPERF3 (a build of
+// another version, e.g. 3.21 from source), else Debian's on PATH.
 func needIperf3(t *testing.T) string {
 	t.Helper()
+	if p := os.Getenv("BLAST_IPERF3"); p != "" {
+		return p
+	}
 	p, err := exec.LookPath("iperf3")
 	if err != nil {
 		t.Skip("iperf3 is not installed (apt-get install iperf3); interop tests skipped")
