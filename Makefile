@@ -5,7 +5,7 @@ export PATH := $(PATH):/usr/local/go/bin
 # Debian packages the tests run against: command -> package.
 TEST_TOOLS := ip:iproute2 tc:iproute2 socat:socat iperf3:iperf3 ethtool:ethtool sockperf:sockperf
 
-.PHONY: help build test vet deps demo bench bench-quick clean
+.PHONY: help build install test vet deps demo bench bench-quick clean
 
 BENCH_FLAGS ?=
 
@@ -13,8 +13,20 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
 build: ## build bin/blast and the bin/ttcp link to it
-	$(GO) build -o bin/blast ./cmd/blast
+	$(GO) build -buildvcs=auto -o bin/blast ./cmd/blast
 	ln -sf blast bin/ttcp
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+UNITDIR ?= /lib/systemd/system
+
+install: build ## install blast, its ttcp link and the blast-server systemd unit (PREFIX=/usr/local, DESTDIR=)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR)
+	install -m 0755 bin/blast $(DESTDIR)$(PREFIX)/bin/blast
+	ln -sf blast $(DESTDIR)$(PREFIX)/bin/ttcp
+	sed 's|/usr/local/bin/blast|$(PREFIX)/bin/blast|g' dist/blast-server.service > $(DESTDIR)$(UNITDIR)/blast-server.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/blast-server.service
+	@echo "installed; to run the server: systemctl daemon-reload && systemctl enable --now blast-server"
 
 deps: ## install the Debian packages the tests need (as root, when missing)
 	@missing=""; for tp in $(TEST_TOOLS); do \

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/blastnet/blast/internal/testkit"
 	"math"
 	"net"
 	"os"
@@ -97,16 +98,6 @@ func (h hosts) compare(t *testing.T, args ...string) (stdout, stderr string, cod
 	return o.String(), e.String(), code
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // usable tells whether a case's backends can run on this machine (both
 // ends of a HOST-form test run here).
 func usable(c compare.Case) bool {
@@ -123,7 +114,7 @@ func usable(c compare.Case) bool {
 // the far end's CPU time, I/O counters and backend facts.
 func TestHost(t *testing.T) {
 	h := newHosts(t)
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	h.serve(t, port, blasttest.Bin, "server", "-p", strconv.Itoa(port))
 	stdout, stderr, code := h.compare(t, h.addr, "-p", strconv.Itoa(port), "-t", "1", "-J")
 	if code != 0 {
@@ -192,7 +183,7 @@ func accounts(calls int64, perCall float64, total int64) bool {
 // TestHostReverse drives an in-process blast server that sends: the far
 // end is now the sender.
 func TestHostReverse(t *testing.T) {
-	srv, err := control.Listen(control.ServerConfig{Bind: "127.0.0.1", NoNIC: true, Port: freePort(t)})
+	srv, err := control.Listen(control.ServerConfig{Bind: "127.0.0.1", NoNIC: true, Port: testkit.FreePort(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +230,7 @@ func TestHostRefusals(t *testing.T) {
 		if _, err := exec.LookPath("iperf3"); err != nil {
 			t.Skip("iperf3 is not installed")
 		}
-		port := freePort(t)
+		port := testkit.FreePort(t)
 		h.serve(t, port, "iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", strconv.Itoa(port))
 		stdout, stderr, code := h.compare(t, "127.0.0.1", "-p", strconv.Itoa(port), "-t", "1")
 		want := "blast compare: 127.0.0.1:" + strconv.Itoa(port) + " runs plain iperf3 (no blast extensions in its results): compare HOST needs a blast server there: run 'blast server' on 127.0.0.1\n"
@@ -258,7 +249,7 @@ func TestHostRefusals(t *testing.T) {
 		{"both", []string{"127.0.0.1", "--lab"}, 2, "HOST and --lab both given"},
 		{"fraction", []string{"127.0.0.1", "-t", "1.5"}, 2, "whole seconds"},
 		{"len", []string{"127.0.0.1", "-l", "2000000"}, 2, "-l 2000000: must be between 1 and 1048576"},
-		{"refused", []string{"127.0.0.1", "-p", strconv.Itoa(freePort(t)), "-t", "1"}, 1, "connection refused"},
+		{"refused", []string{"127.0.0.1", "-p", strconv.Itoa(testkit.FreePort(t)), "-t", "1"}, 1, "connection refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stdout, stderr, code := h.compare(t, tc.args...)

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"github.com/blastnet/blast/internal/testkit"
 	"net"
 	"strconv"
 	"strings"
@@ -286,7 +287,7 @@ func TestIperf3ClientBusy(t *testing.T) {
 }
 
 func TestServerUnreachable(t *testing.T) {
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	_, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "server running") {
 		t.Errorf("error %v, want a refused connection that names the fix", err)

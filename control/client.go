@@ -2,11 +2,14 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,6 +69,59 @@ type Config struct {
 	GetServerOutput bool   // --get-server-output
 	ConnectTimeout  time.Duration
 
+	// Bind (-B) is the local address of the control and data
+	// connections (zero: any); BindDev (--bind-dev, -B ADDR%DEV or -c
+	// HOST%DEV) binds them to that interface (SO_BINDTODEVICE).
+	Bind    netip.Addr
+	BindDev string
+	// CPort (--cport) is the local port of the data streams, as iperf3
+	// numbers them: stream i (from 0) binds CPort+i, and a --bidir test's
+	// receiving streams follow the sending ones (CPort+P+i). 0: the
+	// kernel picks. The control connection keeps an ephemeral port.
+	CPort int
+	// Affinity (-A n) pins the thread of every data stream of the client
+	// to these CPUs (nil: not pinned); ServerAffinity (-A n,m) asks the
+	// server for CPU m (nil: not asked).
+	Affinity       []int
+	ServerAffinity *int
+	// File (-F) is sent by a client that sends (each stream reads it from
+	// its start) and written by a client that receives (one stream; the
+	// file is truncated first). A sender's test ends at the file's end.
+	File string
+	// FlowLabel (-L) is the IPv6 flow label of the data streams (0: none).
+	FlowLabel int
+	// RepeatingPayload (--repeating-payload) sends iperf3's '0'..'9'
+	// repeating payload instead of blast's pattern, and asks the server to.
+	RepeatingPayload bool
+	// ExtraData (--extra-data) travels in the parameters and in the -J
+	// documents of both ends.
+	ExtraData string
+	// RcvTimeout (--rcv-timeout) ends a test whose receiving streams got
+	// nothing for this long, with iperf3's "idle timeout for receiving
+	// data"; iperf3's 120 s when the client receives and it is 0.
+	RcvTimeout time.Duration
+	// SndTimeout (--snd-timeout) is TCP_USER_TIMEOUT of the control and
+	// the TCP data connections: how long sent data may stay unacknowledged
+	// before the connection fails (0: the system's).
+	SndTimeout time.Duration
+	// KeepAlive (--cntl-ka) turns TCP keepalive on for the control
+	// connection; a negative field keeps the system's value (nil: Go's
+	// default for a dialled connection, 15 s probes).
+	KeepAlive *net.KeepAliveConfig
+	// SkipRxCopy (--skip-rx-copy) receives with MSG_TRUNC (the trunc
+	// backend), and asks the server to.
+	SkipRxCopy bool
+	// GSRO (--gsro) sends and receives UDP with GSO and GRO (the mmsg
+	// backend, gso and gro) and asks the server to, with iperf3 3.21's
+	// parameters; for TCP it does nothing, as in iperf3.
+	GSRO bool
+	// MPTCP (-m) makes the TCP data streams Multipath TCP.
+	MPTCP bool
+	// Debug receives iperf3's -d lines up to DebugLevel (1 to 4: the
+	// parameters and results exchanged from 1, every state change from 3).
+	Debug      io.Writer
+	DebugLevel int
+
 	// NoNIC skips watching the interface that carries the test.
 	NoNIC bool
 
@@ -123,7 +179,7 @@ func (c *Config) Validate() error {
 	case c.ZeroCopy && c.Backend != "" && c.Backend != "sendfile":
 		return fmt.Errorf("-Z and --backend %s both given: -Z means --backend sendfile", c.Backend)
 	}
-	return nil
+	return c.validateClientOptions()
 }
 
 // Defaults fills in iperf3's defaults for unset fields.
@@ -149,6 +205,13 @@ func (c *Config) Defaults() {
 			c.Backend, c.BackendOptions = udpDefaultBackend()
 		}
 	}
+	if c.SkipRxCopy && c.RxBackend == "" {
+		c.RxBackend = "trunc"
+	}
+	if c.RcvTimeout == 0 && (c.Reverse || c.Bidir) {
+		c.RcvTimeout = DefaultRcvTimeout
+	}
+	c.gsroDefaults()
 }
 
 func (c *Config) network() string {
@@ -202,6 +265,7 @@ func (c *Config) params() Params {
 	if c.DontFragment {
 		p.DontFragment = 1
 	}
+	c.clientParams(&p)
 	return p
 }
 
@@ -266,7 +330,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
+	if cfg.MPTCP && !cfg.UDP {
+		if err := engine.ProbeMPTCP(); err != nil {
+			return nil, fmt.Errorf("-m: %w", err)
+		}
+	}
+	if cl.files, err = openClientFiles(&cfg); err != nil {
+		return nil, err
+	}
 	res, err := cl.run(ctx)
+	if cerr := cl.files.close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if res != nil && cl.files != nil {
+		res.File = cl.files.result()
+	}
 	if res != nil && err != nil {
 		res.Err = err
 	}
@@ -285,10 +363,11 @@ type client struct {
 	// lastRecv is what the receivers had at lastRecvAt (bytesDone).
 	lastRecv   int64
 	lastRecvAt time.Time
-}
-
-func (cl *client) dialer() *net.Dialer {
-	return &net.Dialer{Timeout: cl.cfg.ConnectTimeout}
+	// files is the -F file, opened for the streams (nil: none).
+	files *clientFiles
+	// state is the last state read from or written to the server (for
+	// the -d lines).
+	state atomic.Int32
 }
 
 func (cl *client) run(ctx context.Context) (*Result, error) {
@@ -305,6 +384,7 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 
 	cl.cookie = NewCookie()
 	mss := ctrlMSS(ctrl)
+	blockAuto := cfg.UDP && cfg.BlockLen == 0
 	if cfg.UDP && cfg.BlockLen == 0 {
 		// iperf3's default: the control connection's MSS, so that a
 		// datagram fits a segment of the path.
@@ -316,13 +396,20 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 	params := cfg.params()
 	res := &Result{Role: "client", Version: Version, SystemInfo: systemInfo(), Time: time.Now(),
 		Host: cfg.Host, Cookie: cookieString(cl.cookie), Params: params, SockBufSize: cfg.Window,
-		Backend: cl.backend.Name(), TCPMSSDefault: mss}
+		Backend: cl.backend.Name(), TCPMSSDefault: mss, BlockLenAuto: blockAuto}
+	if cfg.GSRO && cfg.UDP && cl.backend.Name() != "mmsg" {
+		res.Notes = append(res.Notes, "--gsro: this host has no mmsg backend to send with UDP GSO and receive with GRO; the server was asked to use them")
+	}
 	if a, ok := ctrl.RemoteAddr().(*net.TCPAddr); ok {
 		res.Peer = unmap(a.AddrPort())
 	}
+	if cfg.FlowLabel > 0 && res.Peer.Addr().Is4() {
+		return nil, fmt.Errorf("-L %#x: unable to set IPv6 flow label: the server's address %s is IPv4 (use -6, or its IPv6 address)", cfg.FlowLabel, res.Peer.Addr())
+	}
 	cl.res = res
 	cl.sess = &session{res: res, backend: cl.backend, rxBackend: cl.rxBackend, rxAuto: cfg.RxBackend == "", interval: cfg.Interval, omit: cfg.Omit, onInterval: cfg.OnInterval,
-		udp: cfg.UDP, udp64: cfg.UDP64, rate: cfg.Rate, burst: cfg.Burst}
+		udp: cfg.UDP, udp64: cfg.UDP64, rate: cfg.Rate, burst: cfg.Burst,
+		affinity: cfg.Affinity, repeat: cfg.RepeatingPayload && cfg.File == "", endAtStop: true}
 	defer cl.sess.closeAll() // the data streams, on every path (closing twice is harmless)
 	if _, err := ctrl.Write(cl.cookie[:]); err != nil {
 		return nil, fmt.Errorf("send cookie to %s: %w", addr, err)
@@ -338,7 +425,7 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 	}
 
 	for {
-		m := <-readStateAsync(ctrl)
+		m := <-cl.readState(ctrl)
 		if m.err != nil || m.s < 0 {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -347,6 +434,7 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 		}
 		switch m.s {
 		case ParamExchange:
+			cl.debugJSON(1, "send_parameters:", &params)
 			if err := WriteJSON(ctrl, &params); err != nil {
 				return nil, fmt.Errorf("send parameters: %w", err)
 			}
@@ -382,8 +470,13 @@ func dialError(addr string, err error) error {
 // first, then the receiving ones, as iperf3 does.
 func (cl *client) connectStreams(ctx context.Context, addr string) error {
 	cfg := &cl.cfg
-	so := dataSockOpts(&cl.res.Params, cfg.UDP && (cfg.Reverse || cfg.Bidir))
+	so := cl.dataSockOptsFor(dataSockOpts(&cl.res.Params, cfg.UDP && (cfg.Reverse || cfg.Bidir)))
 	so.MSS = cfg.MSS
+	// The streams go where the control connection went.
+	peer := cl.res.Peer
+	if peer.IsValid() {
+		addr = net.JoinHostPort(peer.Addr().String(), strconv.Itoa(cfg.Port))
+	}
 	if cfg.ConnectTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.ConnectTimeout)
@@ -394,10 +487,21 @@ func (cl *client) connectStreams(ctx context.Context, addr string) error {
 		n *= 2
 	}
 	for i := 0; i < n; i++ {
+		var err error
+		if so.Local, err = cl.localAddr(i, peer.Addr()); err != nil {
+			return err
+		}
 		c, err := engine.Dial(ctx, cfg.dataNetwork(), addr, so)
 		if err != nil {
 			return fmt.Errorf("open stream %d of %d: %w", i+1, n, err)
 		}
+		if cfg.SndTimeout > 0 && !cfg.UDP {
+			if err := c.Control(func(fd int) error { return setUserTimeout(fd, cfg.SndTimeout) }); err != nil {
+				c.Close()
+				return err
+			}
+		}
+		cl.debugStream(c)
 		sender := !cfg.Reverse
 		if cfg.Bidir {
 			sender = i < cfg.Parallel
@@ -424,9 +528,25 @@ func (cl *client) connectStreams(ctx context.Context, addr string) error {
 	cl.res.SndBufActual, _ = first.BufSize(true)
 	cl.res.RcvBufActual, _ = first.BufSize(false)
 	cl.res.Congestion = congestionOf(first)
+	if cl.files != nil {
+		cl.files.attach(cl.sess.streams)
+	} else if cfg.RepeatingPayload && !cfg.UDP {
+		for _, st := range cl.sess.streams {
+			if st.sender {
+				st.source = repeatingSource{}
+			}
+		}
+	}
 	cl.sess.announce()
+	if testHookConnected != nil {
+		testHookConnected(cl)
+	}
 	return nil
 }
+
+// testHookConnected, set by tests only, sees the client once its streams
+// are connected (the sockets' options).
+var testHookConnected func(*client)
 
 // running drives the test from TEST_RUNNING to the end.
 func (cl *client) running(ctx context.Context, cpu cpuMeter) (*Result, error) {
@@ -451,14 +571,16 @@ func (cl *client) running(ctx context.Context, cpu cpuMeter) (*Result, error) {
 		timeUp = t.C
 	}
 	var poll <-chan time.Time
-	if limit > 0 {
+	fileEnds := cl.files != nil && cfg.sends()
+	if limit > 0 || fileEnds {
 		t := time.NewTicker(time.Millisecond)
 		defer t.Stop()
 		poll = t.C
 	}
+	idle := cl.idleWatch()
 	streamErr, stopWatch := sess.watchErrors()
 	defer stopWatch()
-	ctrlMsg := readStateAsync(ctrl)
+	ctrlMsg := cl.readState(ctrl)
 
 	var fail error
 wait:
@@ -467,7 +589,14 @@ wait:
 		case <-timeUp:
 			break wait
 		case <-poll:
-			if sess.omitDone() && cl.bytesDone(limit) {
+			if sess.omitDone() && limit > 0 && cl.bytesDone(limit) {
+				break wait
+			}
+			if fileEnds && cl.sendersDone() {
+				break wait // iperf3 ends the test at the end of the -F file
+			}
+		case now := <-idle.tick:
+			if fail = idle.check(now); fail != nil {
 				break wait
 			}
 		case m := <-ctrlMsg:
@@ -482,12 +611,13 @@ wait:
 		}
 	}
 
-	sess.sendEnd = time.Now()
+	idle.stop()
 	sess.stopTicker()
+	sess.sendEnd = time.Now()
 	sess.stop(true)
 	if fail != nil {
-		if ctx.Err() != nil {
-			WriteState(ctrl, ClientTerminate)
+		if ctx.Err() != nil || errors.Is(fail, ErrNoData) {
+			cl.writeState(ClientTerminate)
 		}
 		sess.stop(false)
 		sess.finish(time.Now())
@@ -503,7 +633,7 @@ wait:
 		time.Sleep(50 * time.Millisecond)
 	}
 	res.CPU = cpu.read()
-	if err := WriteState(ctrl, TestEnd); err != nil {
+	if err := cl.writeState(TestEnd); err != nil {
 		sess.stop(false)
 		sess.finish(time.Now())
 		return res, fmt.Errorf("send TEST_END: %w", err)
@@ -526,7 +656,7 @@ wait:
 		select {
 		case m = <-ctrlMsg:
 		case <-ctx.Done():
-			WriteState(ctrl, ClientTerminate)
+			cl.writeState(ClientTerminate)
 			return res, errors.New("interrupted")
 		}
 		if m.err != nil || m.s < 0 {
@@ -536,6 +666,7 @@ wait:
 		case ExchangeResults:
 			res.Backend = sess.backendWords()
 			mine := sess.results(res.CPU, res.Congestion, res.Backend)
+			cl.debugJSON(1, "send_results", mine)
 			if err := WriteJSON(ctrl, mine); err != nil {
 				return res, fmt.Errorf("send results: %w", err)
 			}
@@ -543,6 +674,7 @@ wait:
 			if err != nil {
 				return res, fmt.Errorf("read the server's results: %w", err)
 			}
+			cl.debugJSON(1, "get_results", json.RawMessage(b))
 			pr, err := decodeResults(b)
 			if err != nil {
 				return res, fmt.Errorf("the server's results: %w", err)
@@ -551,14 +683,14 @@ wait:
 				return res, err
 			}
 		case DisplayResults:
-			WriteState(ctrl, IperfDone)
+			cl.writeState(IperfDone)
 			return res, nil
 		case IperfDone:
 			return res, nil
 		default:
 			return res, peerStateError(m, "ending the test")
 		}
-		ctrlMsg = readStateAsync(ctrl)
+		ctrlMsg = cl.readState(ctrl)
 	}
 }
 

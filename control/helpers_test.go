@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/blastnet/blast/internal/testkit"
 	"net"
 	"os"
 	"os/exec"
@@ -14,17 +15,6 @@ import (
 	"testing"
 	"time"
 )
-
-// freePort returns a TCP port on loopback that nothing listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // needIperf3 is the iperf3 to test against: $BLAST_IPERF3 (a build of
 // another version, e.g. 3.21 from source), else Debian's on PATH.
@@ -112,22 +102,22 @@ func iperf3Server(t *testing.T) (port int, wait func() *iperfJSON) {
 	return iperf3ServerBind(t, "127.0.0.1")
 }
 
-func iperf3ServerBind(t *testing.T, bind string) (port int, wait func() *iperfJSON) {
+// iperf3ServerArgs runs `iperf3 -s -1 -J -B bind -p PORT args...`; wait
+// returns its raw JSON document.
+func iperf3ServerArgs(t *testing.T, bind string, args ...string) (port int, wait func() []byte) {
 	t.Helper()
 	bin := needIperf3(t)
-	port = freePort(t)
+	port = testkit.FreePort(t)
 	var out bytes.Buffer
-	cmd := exec.Command(bin, "-s", "-1", "-J", "-B", bind, "-p", strconv.Itoa(port))
-	cmd.Stdout = &out
-	cmd.Stderr = &out
+	cmd := exec.Command(bin, append([]string{"-s", "-1", "-J", "-B", bind, "-p", strconv.Itoa(port)}, args...)...)
+	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var once sync.Once
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	waitListen(t, port)
-	return port, func() *iperfJSON {
-		var d *iperfJSON
+	var once sync.Once
+	return port, func() []byte {
 		once.Do(func() {
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
@@ -137,10 +127,15 @@ func iperf3ServerBind(t *testing.T, bind string) (port int, wait func() *iperfJS
 				cmd.Process.Kill()
 				t.Fatalf("iperf3 -s did not exit:\n%s", out.Bytes())
 			}
-			d = parseIperfJSON(t, out.Bytes())
 		})
-		return d
+		return out.Bytes()
 	}
+}
+
+func iperf3ServerBind(t *testing.T, bind string) (port int, wait func() *iperfJSON) {
+	t.Helper()
+	port, raw := iperf3ServerArgs(t, bind)
+	return port, func() *iperfJSON { return parseIperfJSON(t, raw()) }
 }
 
 // waitListen waits until a socket listens on the loopback port, without
@@ -212,7 +207,7 @@ func blastServer(t *testing.T, cfg ServerConfig) (*Server, int, *resultLog) {
 		cfg.Bind = "127.0.0.1"
 	}
 	if cfg.Port == 0 {
-		cfg.Port = freePort(t)
+		cfg.Port = testkit.FreePort(t)
 	}
 	rl := &resultLog{}
 	prev := cfg.OnResult

@@ -16,6 +16,7 @@ type jsonDoc struct {
 	Intervals        []jsonInterval  `json:"intervals"`
 	End              jsonEnd         `json:"end"`
 	Title            string          `json:"title,omitempty"`
+	ExtraData        string          `json:"extra_data,omitempty"`
 	ServerOutputJSON json.RawMessage `json:"server_output_json,omitempty"`
 	ServerOutputText string          `json:"server_output_text,omitempty"`
 	Error            string          `json:"error,omitempty"`
@@ -136,9 +137,20 @@ type jsonSum struct {
 // jsonEndStream is one stream of the summary: a sender and a receiver
 // object on TCP, one udp object holding both views on UDP.
 type jsonEndStream struct {
-	Sender   *jsonEndSide `json:"sender,omitempty"`
-	Receiver *jsonEndSide `json:"receiver,omitempty"`
-	UDP      *jsonEndUDP  `json:"udp,omitempty"`
+	Sender   *jsonEndSide  `json:"sender,omitempty"`
+	DiskFile *jsonDiskFile `json:"diskfile,omitempty"`
+	Receiver *jsonEndSide  `json:"receiver,omitempty"`
+	UDP      *jsonEndUDP   `json:"udp,omitempty"`
+}
+
+// jsonDiskFile is iperf3's summary of a stream's -F file.
+type jsonDiskFile struct {
+	Sent            int64  `json:"sent"`
+	Received        int64  `json:"received"`
+	Size            int64  `json:"size"`
+	PercentSent     int64  `json:"percent_sent"`
+	PercentReceived int64  `json:"percent_received"`
+	Filename        string `json:"filename"`
 }
 
 // jsonEndUDP is iperf3's "udp" summary of one stream: the sender's bytes
@@ -230,18 +242,33 @@ func f64(v float64) *float64 { return &v }
 
 // jsonOf builds the -J document of r.
 func jsonOf(r *Result) *jsonDoc {
-	d := &jsonDoc{Title: r.Params.Title, ServerOutputJSON: r.ServerOutputJSON, ServerOutputText: r.ServerOutputText}
+	d := &jsonDoc{Title: r.Params.Title, ExtraData: r.Params.ExtraData}
+	if r.Role == "client" && r.Params.GetServerOutput != 0 {
+		// iperf3 shows the server's report only to a client that asked.
+		d.ServerOutputJSON, d.ServerOutputText = r.ServerOutputJSON, r.ServerOutputText
+	}
 	if r.Err != nil {
 		d.Error = r.Err.Error()
 	}
-	s := &d.Start
+	d.Start = *jsonStartOf(r)
+	d.Intervals = []jsonInterval{}
+	for _, iv := range r.Intervals {
+		d.Intervals = append(d.Intervals, jsonIntervalOf(r, iv))
+	}
+	d.End = *jsonEndOf(r)
+	return d
+}
+
+// jsonStartOf is the "start" object of r's -J document.
+func jsonStartOf(r *Result) *jsonStart {
+	s := &jsonStart{}
 	s.Connected = []jsonConnected{}
 	for _, st := range r.Streams {
 		s.Connected = append(s.Connected, jsonConnected{st.Socket, st.Local.Addr().String(), int(st.Local.Port()), st.Remote.Addr().String(), int(st.Remote.Port())})
 	}
 	s.Version, s.SystemInfo = r.Version, r.SystemInfo
 	// iperf3's strftime("%a, %d %b %Y %H:%M:%S %Z") of gmtime says GMT.
-	s.Timestamp = jsonTimestamp{r.Time.UTC().Format("Mon, 02 Jan 2006 15:04:05 GMT"), r.Time.Unix()}
+	s.Timestamp = jsonTimestamp{r.Time.UTC().Format(rfc1123GMT), r.Time.Unix()}
 	hp := &jsonHostPort{r.Peer.Addr().String(), int(r.Peer.Port())}
 	if r.Role == "client" {
 		if r.Host != "" {
@@ -271,76 +298,80 @@ func jsonOf(r *Result) *jsonDoc {
 		s.TestStart.Bidir = 1
 	}
 	s.Blast = jsonStartBlast{Version: Version, Backend: r.Backend, Role: r.Role}
+	return s
+}
 
-	d.Intervals = []jsonInterval{}
-	for _, iv := range r.Intervals {
-		ji := jsonInterval{Streams: []jsonIntervalStream{}}
-		for _, sender := range r.groups() {
-			var sum jsonSum
-			var retr, packets, lost int64
-			var jitter float64
-			n := 0
-			for _, si := range iv.Streams {
-				if si.Sender != sender {
-					continue
-				}
-				js := jsonIntervalStream{Socket: si.Socket, Start: si.Start, End: si.End, Seconds: si.Seconds(),
-					Bytes: si.Bytes, BitsPerSecond: 8 * rate(si.Bytes, si.Seconds()), Omitted: si.Omitted, Sender: si.Sender,
-					Blast: &jsonStreamBlast{ID: si.ID}}
-				io := si.IO
-				js.Blast.IO = &io
-				if si.TCP != nil {
-					t := si.TCP
-					js.Retransmits, js.SndCwnd, js.SndWnd = i64(si.Retransmits), i64(t.SndCwnd), i64(t.SndWnd)
-					js.RTT, js.RTTVar, js.PMTU = i64(t.RTT), i64(t.RTTVar), i64(t.PMTU)
-					js.Blast.MinRTT, js.Blast.PacingRate, js.Blast.DeliveryRate, js.Blast.Reordering = i64(t.MinRTT), i64(t.PacingRate), i64(t.DeliveryRate), i64(t.Reordering)
-					retr += si.Retransmits
-				}
-				if r.UDP() {
-					u := udpOf(si.UDP)
-					if si.Sender {
-						js.Packets = i64(u.Packets)
-					} else {
-						js.JitterMS, js.LostPackets, js.Packets, js.LostPercent = f64(1000*u.Jitter), i64(u.Lost), i64(u.Packets), f64(lostPercent(u.Lost, u.Packets))
-						js.Blast.UDP = &u
-					}
-					packets += u.Packets
-					lost += u.Lost
-					jitter += u.Jitter
-				}
-				ji.Streams = append(ji.Streams, js)
-				if n == 0 {
-					sum.Start, sum.End, sum.Seconds = si.Start, si.End, si.Seconds()
-				}
-				n++
-				sum.Bytes += si.Bytes
-			}
-			if n == 0 {
+// jsonIntervalOf is one element of the "intervals" array.
+func jsonIntervalOf(r *Result, iv *Interval) jsonInterval {
+	ji := jsonInterval{Streams: []jsonIntervalStream{}}
+	for _, sender := range r.groups() {
+		var sum jsonSum
+		var retr, packets, lost int64
+		var jitter float64
+		n := 0
+		for _, si := range iv.Streams {
+			if si.Sender != sender {
 				continue
 			}
-			sum.BitsPerSecond = 8 * rate(sum.Bytes, sum.Seconds)
-			sum.Sender = sender
-			om := iv.Omitted
-			sum.Omitted = &om
-			switch {
-			case r.UDP() && sender:
-				sum.Packets = i64(packets)
-			case r.UDP():
-				// iperf3 averages the jitter over -P.
-				sum.JitterMS, sum.LostPackets, sum.Packets, sum.LostPercent = f64(1000*jitter/float64(r.NumStreams())), i64(lost), i64(packets), f64(lostPercent(lost, packets))
-			case sender && r.HasRetransmits:
-				sum.Retransmits = i64(retr)
+			js := jsonIntervalStream{Socket: si.Socket, Start: si.Start, End: si.End, Seconds: si.Seconds(),
+				Bytes: si.Bytes, BitsPerSecond: 8 * rate(si.Bytes, si.Seconds()), Omitted: si.Omitted, Sender: si.Sender,
+				Blast: &jsonStreamBlast{ID: si.ID}}
+			io := si.IO
+			js.Blast.IO = &io
+			if si.TCP != nil {
+				t := si.TCP
+				js.Retransmits, js.SndCwnd, js.SndWnd = i64(si.Retransmits), i64(t.SndCwnd), i64(t.SndWnd)
+				js.RTT, js.RTTVar, js.PMTU = i64(t.RTT), i64(t.RTTVar), i64(t.PMTU)
+				js.Blast.MinRTT, js.Blast.PacingRate, js.Blast.DeliveryRate, js.Blast.Reordering = i64(t.MinRTT), i64(t.PacingRate), i64(t.DeliveryRate), i64(t.Reordering)
+				retr += si.Retransmits
 			}
-			if r.Bidir() && !r.upstream(sender) {
-				ji.SumBidirReverse = &sum
-			} else {
-				ji.Sum = &sum
+			if r.UDP() {
+				u := udpOf(si.UDP)
+				if si.Sender {
+					js.Packets = i64(u.Packets)
+				} else {
+					js.JitterMS, js.LostPackets, js.Packets, js.LostPercent = f64(1000*u.Jitter), i64(u.Lost), i64(u.Packets), f64(lostPercent(u.Lost, u.Packets))
+					js.Blast.UDP = &u
+				}
+				packets += u.Packets
+				lost += u.Lost
+				jitter += u.Jitter
 			}
+			ji.Streams = append(ji.Streams, js)
+			if n == 0 {
+				sum.Start, sum.End, sum.Seconds = si.Start, si.End, si.Seconds()
+			}
+			n++
+			sum.Bytes += si.Bytes
 		}
-		d.Intervals = append(d.Intervals, ji)
+		if n == 0 {
+			continue
+		}
+		sum.BitsPerSecond = 8 * rate(sum.Bytes, sum.Seconds)
+		sum.Sender = sender
+		om := iv.Omitted
+		sum.Omitted = &om
+		switch {
+		case r.UDP() && sender:
+			sum.Packets = i64(packets)
+		case r.UDP():
+			// iperf3 averages the jitter over -P.
+			sum.JitterMS, sum.LostPackets, sum.Packets, sum.LostPercent = f64(1000*jitter/float64(r.NumStreams())), i64(lost), i64(packets), f64(lostPercent(lost, packets))
+		case sender && r.HasRetransmits:
+			sum.Retransmits = i64(retr)
+		}
+		if r.Bidir() && !r.upstream(sender) {
+			ji.SumBidirReverse = &sum
+		} else {
+			ji.Sum = &sum
+		}
 	}
+	return ji
+}
 
-	e := &d.End
+// jsonEndOf is the "end" object of r's -J document.
+func jsonEndOf(r *Result) *jsonEnd {
+	e := &jsonEnd{}
 	e.Streams = []jsonEndStream{}
 	if r.UDP() {
 		jsonEndUDPOf(r, e)
@@ -364,7 +395,7 @@ func jsonOf(r *Result) *jsonDoc {
 		}
 		e.Blast.Streams = append(e.Blast.Streams, jb)
 	}
-	return d
+	return e
 }
 
 // jsonEndTCPOf fills the streams and sums of a TCP test's summary.
@@ -390,10 +421,20 @@ func jsonEndTCPOf(r *Result, e *jsonEnd) {
 			if retrOK {
 				es.Sender.Retransmits = i64(max(st.Retransmits, 0))
 				retr += max(st.Retransmits, 0)
-				if st.Sender {
-					es.Sender.MaxSndCwnd, es.Sender.MaxSndWnd = i64(st.MaxSndCwnd), i64(st.MaxSndWnd)
-					es.Sender.MaxRTT, es.Sender.MinRTT, es.Sender.MeanRTT = i64(st.MaxRTT), i64(st.MinRTT), i64(st.MeanRTT)
+				// A client's -R (or --bidir) sender is the server, which
+				// keeps its TCP_INFO to itself: iperf3's client writes the
+				// keys with zeros.
+				if st.Sender || r.Role == "client" {
+					var cwnd, wnd, maxRTT, minRTT, meanRTT int64
+					if st.Sender {
+						cwnd, wnd, maxRTT, minRTT, meanRTT = st.MaxSndCwnd, st.MaxSndWnd, st.MaxRTT, st.MinRTT, st.MeanRTT
+					}
+					es.Sender.MaxSndCwnd, es.Sender.MaxSndWnd = i64(cwnd), i64(wnd)
+					es.Sender.MaxRTT, es.Sender.MinRTT, es.Sender.MeanRTT = i64(maxRTT), i64(minRTT), i64(meanRTT)
 				}
+			}
+			if r.File != nil {
+				es.DiskFile = jsonDiskFileOf(r.File, sb, rb)
 			}
 			e.Streams = append(e.Streams, es)
 			sent.Bytes += sb
@@ -417,6 +458,17 @@ func jsonEndTCPOf(r *Result, e *jsonEnd) {
 			e.SumSent, e.SumReceived = &sent, &recv
 		}
 	}
+}
+
+// jsonDiskFileOf is iperf3's diskfile object: the bytes sent and
+// received as shares of the file's size (100 for an empty file).
+func jsonDiskFileOf(f *DiskFile, sent, received int64) *jsonDiskFile {
+	d := &jsonDiskFile{Sent: sent, Received: received, Size: f.Size, PercentSent: 100, PercentReceived: 100, Filename: f.Name}
+	if f.Size > 0 {
+		d.PercentSent = int64(float64(sent) / float64(f.Size) * 100)
+		d.PercentReceived = int64(float64(received) / float64(f.Size) * 100)
+	}
+	return d
 }
 
 // jsonEndUDPOf fills the streams and sums of a UDP test's summary as
@@ -485,8 +537,38 @@ func jsonEndUDPOf(r *Result, e *jsonEnd) {
 	}
 }
 
-// JSONBytes renders r as iperf3's -J output.
+// jsonFailed is iperf3's -J document of a test that failed before it
+// connected: what the client knows of itself, and the error.
+type jsonFailed struct {
+	Start struct {
+		Connected  []jsonConnected `json:"connected"`
+		Version    string          `json:"version"`
+		SystemInfo string          `json:"system_info"`
+	} `json:"start"`
+	Intervals []jsonInterval `json:"intervals"`
+	End       struct{}       `json:"end"`
+	Title     string         `json:"title,omitempty"`
+	ExtraData string         `json:"extra_data,omitempty"`
+	Error     string         `json:"error,omitempty"`
+}
+
+func jsonFailedOf(r *Result) *jsonFailed {
+	d := &jsonFailed{Intervals: []jsonInterval{}, Title: r.Params.Title, ExtraData: r.Params.ExtraData}
+	d.Start.Connected = []jsonConnected{}
+	d.Start.Version, d.Start.SystemInfo = r.Version, r.SystemInfo
+	if r.Err != nil {
+		d.Error = r.Err.Error()
+	}
+	return d
+}
+
+// JSONBytes renders r as iperf3's -J output. A Result that never
+// connected (ErrorResult) renders as iperf3's does: the version and
+// system, empty intervals and end, and the error.
 func JSONBytes(r *Result) ([]byte, error) {
+	if !r.connected() {
+		return json.MarshalIndent(jsonFailedOf(r), "", "\t")
+	}
 	return json.MarshalIndent(jsonOf(r), "", "\t")
 }
 

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"github.com/blastnet/blast/internal/testkit"
 	"net"
 	"net/netip"
 	"strings"
@@ -23,7 +24,7 @@ func TestLabBlastToBlast(t *testing.T) {
 		// Listening on the wildcard inside B: the accepted sockets live in
 		// B whichever goroutine accepts them. The NIC watch would run in
 		// the server's goroutines, outside B: off here.
-		srv, err = Listen(ServerConfig{Port: freePort(t), Interval: 0, NoNIC: true, OnResult: rl.add})
+		srv, err = Listen(ServerConfig{Port: testkit.FreePort(t), Interval: 0, NoNIC: true, OnResult: rl.add})
 		return err
 	})
 	if err != nil {
@@ -83,7 +84,7 @@ func TestLabUDPBlastToBlast(t *testing.T) {
 	var srv *Server
 	rl := &resultLog{}
 	if err := lab.B.Do(func() (err error) {
-		srv, err = Listen(ServerConfig{Port: freePort(t), NoNIC: true, OnResult: rl.add})
+		srv, err = Listen(ServerConfig{Port: testkit.FreePort(t), NoNIC: true, OnResult: rl.add})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -135,6 +136,9 @@ func TestLabUDPBlastToBlast(t *testing.T) {
 			}
 			for i, c := range r.Streams {
 				sv := s.Streams[i]
+				if sv.Local.Addr() != tc.addr || c.Remote.Addr() != tc.addr || sv.Remote != c.Local {
+					t.Errorf("stream %d: client %v -> %v, server %v <- %v", c.ID, c.Local, c.Remote, sv.Local, sv.Remote)
+				}
 				if c.UDP == nil || sv.UDP == nil || c.PeerUDP == nil || sv.PeerUDP == nil {
 					t.Fatalf("stream %d: datagram counts missing", c.ID)
 				}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/blastnet/blast/internal/testkit"
 	"net"
 	"strconv"
 	"strings"
@@ -75,7 +76,7 @@ func cutOpts(s string) (string, string, bool) {
 func paceOnLab(t *testing.T, lab *netlab.Lab, b engine.Backend, rate float64, blk int, d time.Duration) []time.Duration {
 	t.Helper()
 	ctx := context.Background()
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	addr := net.JoinHostPort(lab.B.Addr4.String(), strconv.Itoa(port))
 	var rx, tx *engine.Socket
 	if err := lab.B.Do(func() (err error) {

@@ -99,6 +99,14 @@ type Params struct {
 	MPTCP            Flag   `json:"mptcp,omitempty"`
 	AuthToken        string `json:"authtoken,omitempty"`
 	ClientVersion    string `json:"client_version,omitempty"`
+	// GSO and GRO (iperf3 3.21's --gsro) ask the server to send with UDP
+	// GSO in buffers of GSOBfSize bytes cut in GSODgSize datagrams, and
+	// to receive with GRO into buffers of GROBfSize.
+	GSO       Int `json:"gso,omitempty"`
+	GSODgSize Int `json:"gso_dg_size,omitempty"`
+	GSOBfSize Int `json:"gso_bf_size,omitempty"`
+	GRO       Int `json:"gro,omitempty"`
+	GROBfSize Int `json:"gro_bf_size,omitempty"`
 
 	// Blast is present when the client is blast.
 	Blast *BlastParams `json:"blast,omitempty"`

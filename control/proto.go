@@ -181,11 +181,16 @@ type ServerErrorCode struct {
 var ierrnoText = map[int32]string{
 	5: "test duration too long", 6: "too many parallel streams", 7: "block size too large",
 	10: "MSS too large", 12: "bogus --omit value", 21: "bad TOS value",
+	13: "an option you are trying to set is not implemented yet", 15: "invalid burst count (maximum = 1000)",
+	20: "block size invalid (minimum = 16 bytes, maximum = 65507 bytes)", 131: "protocol does not exist",
 	102: "unable to start listener for connections", 114: "unable to receive parameters from client",
 	119: "the client has terminated", 120: "the server has terminated",
 	121: "the server is busy running a test", 123: "unable to set TCP MSS",
 	124: "unable to set socket buffer size", 125: "unable to set IP TOS",
 	134: "unable to set TCP congestion control", 142: "test authorization failed",
+	iperfTotalRate:   "total required bandwidth is larger than server limit",
+	iperfMaxDuration: "client's requested duration exceeds the server's maximum permitted limit",
+	iperfNoMsg:       "idle timeout for receiving data", iperfDurationExpired: "server test duration expired",
 	201: "unable to initialize stream", 202: "unable to start stream listener",
 	204: "unable to accept stream connection",
 }

@@ -59,10 +59,38 @@ type Result struct {
 	ServerOutputText string
 	ServerOutputJSON json.RawMessage
 
+	// File is the client's -F file: what it sent from or received into.
+	File *DiskFile
+	// BlockLenAuto: the UDP block size followed the control connection's
+	// MSS, as iperf3 chooses it when -l is not given.
+	BlockLenAuto bool
+
 	// Err is set when the test failed; what was measured up to then is
 	// still in the Result.
 	Err error
 }
+
+// DiskFile is a test's -F file: its name and its size once the test was
+// over (what was sent from it, or what was written to it).
+type DiskFile struct {
+	Name string
+	Size int64
+}
+
+// ErrorResult is the Result of a client test that failed before it was
+// connected (no address, connection refused): it holds only what the
+// failure reports show, iperf3's -J error document among them.
+func ErrorResult(host string, err error) *Result {
+	return &Result{Role: "client", Version: Version, SystemInfo: systemInfo(), Host: host, Err: err}
+}
+
+// connected reports whether the control connection was made (Time is
+// set then): a Result without one has no start, intervals or summary.
+func (r *Result) connected() bool { return !r.Time.IsZero() }
+
+// SystemInfo is what iperf3 calls system_info: the system's name, host
+// name, kernel release and version, and machine, as uname -a prints them.
+func SystemInfo() string { return systemInfo() }
 
 // Reverse reports whether the server sends (-R).
 func (r *Result) Reverse() bool { return bool(r.Params.Reverse) }

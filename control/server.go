@@ -20,8 +20,10 @@ import (
 
 // ServerConfig is a blast server.
 type ServerConfig struct {
-	Bind       string // -B: the address to listen on ("" = all)
-	Port       int    // 5201
+	Bind string // -B: the address to listen on ("" = all)
+	// Port is the port to listen on (-p; the command's default is
+	// DefaultPort); 0 picks a free one, which Addr tells.
+	Port       int
 	Family     string // "", "4" or "6"
 	OneOff     bool   // -1: serve one test, then return
 	MaxClients int    // tests at the same time (8); more are told ACCESS_DENIED
@@ -38,18 +40,47 @@ type ServerConfig struct {
 	// StreamTimeout bounds how long a client may take to open its streams
 	// and to send its cookie (10 s).
 	StreamTimeout time.Duration
+	// Device binds the listening sockets and every data socket to an
+	// interface (SO_BINDTODEVICE, --bind-dev).
+	Device string
+	// RcvTimeout ends a test whose receiving streams got no data for this
+	// long, telling the client iperf3's IENOMSG (--rcv-timeout; 120 s as
+	// iperf3, at least 100 ms).
+	RcvTimeout time.Duration
+	// MaxDuration refuses a test that asks for more time (-t plus -O) or
+	// for no time limit (-n, -k), with iperf3's
+	// IEMAXSERVERTESTDURATIONEXCEEDED (--server-max-duration; 0: any).
+	MaxDuration time.Duration
+	// RateLimit caps the bitrate of each test and of all tests together
+	// (--server-bitrate-limit; zero: no limit).
+	RateLimit RateLimit
+	// IdleTimeout is iperf3's --idle-timeout. With OneOff, Serve returns
+	// ErrIdle when no client connects within it. Without, the server
+	// restarts its idle state each time it passes without a connection:
+	// it closes its UDP port, which the next UDP test opens again (a
+	// blast server has no other state shared between tests to reset).
+	IdleTimeout time.Duration
 
 	// Log gets one line per test; nil discards them.
 	Log io.Writer
-	// OnResult is called with every finished (or failed) test.
-	OnResult func(*Result)
+	// OnStart is called when a test's streams are connected, before it
+	// runs; OnInterval after each of its intervals; OnResult when it has
+	// ended (or failed). They run on the test's goroutines: keep them
+	// quick.
+	OnStart    func(*Result)
+	OnInterval func(*Result, *Interval)
+	OnResult   func(*Result)
+	// OnRefused is called for a client turned away (ACCESS_DENIED)
+	// because the server runs --max-clients tests already.
+	OnRefused func(peer netip.AddrPort, why string)
+	// Trace gets the debug lines of -d: each test's state changes and
+	// what the client sent (r is the test), and the server's own (r is
+	// nil).
+	Trace func(r *Result, line string)
 }
 
 // Defaults fills in unset fields.
 func (c *ServerConfig) Defaults() {
-	if c.Port == 0 {
-		c.Port = DefaultPort
-	}
 	if c.MaxClients == 0 {
 		c.MaxClients = 8
 	}
@@ -58,6 +89,12 @@ func (c *ServerConfig) Defaults() {
 	}
 	if c.StreamTimeout == 0 {
 		c.StreamTimeout = 10 * time.Second
+	}
+	if c.RcvTimeout == 0 {
+		c.RcvTimeout = DefaultRcvTimeout
+	}
+	if c.RateLimit.Bits > 0 && c.RateLimit.Window == 0 {
+		c.RateLimit.Window = DefaultRateWindow
 	}
 }
 
@@ -70,8 +107,14 @@ func (c *ServerConfig) Validate() error {
 		return fmt.Errorf("--max-clients %d: must be at least 1", c.MaxClients)
 	case c.Family != "" && c.Family != "4" && c.Family != "6":
 		return fmt.Errorf("address family %q: use -4 or -6", c.Family)
+	case c.RcvTimeout != 0 && (c.RcvTimeout < MinRcvTimeout || c.RcvTimeout > MaxTime*time.Second):
+		return fmt.Errorf("--rcv-timeout %d: must be %d to %d ms", c.RcvTimeout.Milliseconds(), MinRcvTimeout.Milliseconds(), MaxTime*1000)
+	case c.MaxDuration < 0 || c.MaxDuration > MaxTime*time.Second:
+		return fmt.Errorf("--server-max-duration %v: must be 0 (no limit) to %d s", c.MaxDuration.Seconds(), MaxTime)
+	case c.IdleTimeout < 0 || c.IdleTimeout > MaxTime*time.Second:
+		return fmt.Errorf("--idle-timeout %v: must be 1 to %d s", c.IdleTimeout.Seconds(), MaxTime)
 	}
-	return nil
+	return c.RateLimit.validate()
 }
 
 // Server accepts iperf3 clients (and blast clients) on one port, several
@@ -91,13 +134,19 @@ type Server struct {
 	// UDP test.
 	udpMu sync.Mutex
 	udp   *udpGate
+	// meter enforces RateLimit (nil: no limit).
+	meter *rateMeter
 
 	mu      sync.Mutex
 	active  int
 	started int // tests accepted so far
 	waiting map[[CookieSize]byte]chan<- dataConn
-	wg      sync.WaitGroup
-	oneDone chan struct{}
+	// lastConn is when the last connection came in, or a test ended
+	// (IdleTimeout counts from it).
+	lastConn time.Time
+	wg       sync.WaitGroup
+	oneDone  chan struct{}
+	idleDone chan struct{} // closed when OneOff's IdleTimeout passed
 }
 
 type dataConn struct {
@@ -123,7 +172,12 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		}
 	}
 	addr := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port))
-	ln, err := net.Listen("tcp"+cfg.Family, addr)
+	var lc net.ListenConfig
+	if cfg.Device != "" {
+		// Accepted data streams inherit the listener's device.
+		lc.Control = engine.SockOpts{TOS: engine.NoTOS, Device: cfg.Device}.Control()
+	}
+	ln, err := lc.Listen(context.Background(), "tcp"+cfg.Family, addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return nil, fmt.Errorf("listen on %s: the port is in use (another server?): pick another with -p: %w", addr, err)
@@ -137,7 +191,13 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		ln.Close()
 		return nil, err
 	}
-	return &Server{cfg: cfg, ln: ln, netns: ns, udpAuto: udpAuto, backend: b, rxBackend: rb, waiting: map[[CookieSize]byte]chan<- dataConn{}, oneDone: make(chan struct{})}, nil
+	s := &Server{cfg: cfg, ln: ln, netns: ns, udpAuto: udpAuto, backend: b, rxBackend: rb,
+		waiting: map[[CookieSize]byte]chan<- dataConn{}, oneDone: make(chan struct{}), idleDone: make(chan struct{}),
+		lastConn: time.Now()}
+	if cfg.RateLimit.Bits > 0 {
+		s.meter = newRateMeter(cfg.RateLimit, cfg.Trace)
+	}
+	return s, nil
 }
 
 // Addr is the address the server listens on.
@@ -146,18 +206,28 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // Close stops accepting connections.
 func (s *Server) Close() error { return s.ln.Close() }
 
-// Serve accepts tests until ctx is done (running tests are told
-// SERVER_TERMINATE) or, with OneOff, until the first test ends.
+// Serve accepts tests until ctx is done or, with OneOff, until the first
+// test ends (or IdleTimeout passes without one: ErrIdle). When ctx is
+// done, running tests are told SERVER_TERMINATE and end with ErrShutdown;
+// tests that have their TEST_END already finish the exchange of results.
 func (s *Server) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
+	var bg sync.WaitGroup
+	bg.Go(func() {
 		select {
 		case <-ctx.Done():
 		case <-s.oneDone:
+		case <-s.idleDone:
 		}
 		s.ln.Close()
-	}()
+	})
+	if s.meter != nil {
+		bg.Go(func() { s.meter.run(ctx.Done(), meterTick) })
+	}
+	if s.cfg.IdleTimeout > 0 {
+		bg.Go(func() { s.watchIdle(ctx.Done()) })
+	}
 	var seq uint64
 	var err error
 	for {
@@ -167,6 +237,7 @@ func (s *Server) Serve(ctx context.Context) error {
 			break
 		}
 		seq++
+		s.touch(0)
 		s.wg.Add(1)
 		go func(c net.Conn, seq uint64) {
 			defer s.wg.Done()
@@ -174,16 +245,18 @@ func (s *Server) Serve(ctx context.Context) error {
 		}(c, seq)
 	}
 	s.wg.Wait()
-	s.udpMu.Lock()
-	if s.udp != nil {
-		s.udp.close()
-		s.udp = nil
-	}
-	s.udpMu.Unlock()
+	cancel()
+	bg.Wait()
+	s.closeUDP()
 	s.netns.Close()
 	select {
 	case <-s.oneDone:
 		return nil
+	default:
+	}
+	select {
+	case <-s.idleDone:
+		return fmt.Errorf("%w: no client connected within %v (--idle-timeout)", ErrIdle, s.cfg.IdleTimeout)
 	default:
 	}
 	if ctx.Err() != nil {
@@ -192,12 +265,33 @@ func (s *Server) Serve(ctx context.Context) error {
 	return err
 }
 
+// closeUDP closes the shared UDP port, if a test opened it.
+func (s *Server) closeUDP() {
+	s.udpMu.Lock()
+	defer s.udpMu.Unlock()
+	if s.udp != nil {
+		s.udp.close()
+		s.udp = nil
+	}
+}
+
+// touch notes a connection (or, with delta -1, the end of a test) for
+// IdleTimeout, and counts the tests running.
+func (s *Server) touch(delta int) {
+	s.mu.Lock()
+	s.lastConn = time.Now()
+	s.active += delta
+	s.mu.Unlock()
+}
+
 // route reads the cookie every connection opens with: a data stream of a
 // test being set up goes to that test, anything else starts a test.
 func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 	var cookie [CookieSize]byte
 	c.SetReadDeadline(time.Now().Add(s.cfg.StreamTimeout))
-	if _, err := io.ReadFull(c, cookie[:]); err != nil {
+	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Unix(1, 0)) })
+	_, err := io.ReadFull(c, cookie[:])
+	if !stop() || err != nil {
 		c.Close()
 		return
 	}
@@ -215,9 +309,21 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 		return
 	}
 	if s.active >= s.cfg.MaxClients || (s.cfg.OneOff && s.started > 0) {
+		running := s.active
 		s.mu.Unlock()
 		WriteState(c, AccessDenied)
-		s.logf("%s: refused: busy (%d tests running, --max-clients %d)", c.RemoteAddr(), s.activeCount(), s.cfg.MaxClients)
+		why := fmt.Sprintf("busy (%d tests running, --max-clients %d)", running, s.cfg.MaxClients)
+		if s.cfg.OneOff {
+			why = "busy (-1: this server runs one test)"
+		}
+		s.logf("%s: refused: %s", c.RemoteAddr(), why)
+		if s.cfg.OnRefused != nil {
+			var peer netip.AddrPort
+			if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+				peer = unmap(a.AddrPort())
+			}
+			s.cfg.OnRefused(peer, why)
+		}
 		c.Close()
 		return
 	}
@@ -225,9 +331,7 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 	s.started++
 	s.mu.Unlock()
 	defer func() {
-		s.mu.Lock()
-		s.active--
-		s.mu.Unlock()
+		s.touch(-1)
 		if s.cfg.OneOff {
 			close(s.oneDone)
 		}
@@ -237,12 +341,6 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 	if s.cfg.OnResult != nil {
 		s.cfg.OnResult(res)
 	}
-}
-
-func (s *Server) activeCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.active
 }
 
 func (s *Server) logf(format string, args ...any) {
@@ -266,30 +364,136 @@ func (s *Server) serveTest(ctx context.Context, ctrl net.Conn, cookie [CookieSiz
 	return res
 }
 
-func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, res *Result) error {
-	stopWatch := context.AfterFunc(ctx, func() { ctrl.SetDeadline(time.Unix(1, 0)) })
+// serverTest is one test on the server: its control connection, the
+// state it is in, and whether the client was told how it ends.
+type serverTest struct {
+	s     *Server
+	ctx   context.Context
+	ctrl  net.Conn
+	res   *Result
+	p     Params
+	sess  *session
+	mt    *meteredTest // nil: no --server-bitrate-limit
+	state State
+	told  bool // SERVER_ERROR or SERVER_TERMINATE went out
+	// results: TEST_END came; the results are exchanged even while the
+	// server shuts down.
+	results bool
+	// watching: shutting down sets the control connection's read
+	// deadline in the past (to wake a blocked read).
+	watchMu  sync.Mutex
+	watching bool
+}
+
+// unwatch stops shutting down from waking reads: from here every read
+// has a deadline of its own.
+func (t *serverTest) unwatch() {
+	t.watchMu.Lock()
+	t.watching = false
+	t.watchMu.Unlock()
+}
+
+// set records a state the server sends (or acts on) for -d.
+func (t *serverTest) set(st State) {
+	if t.s.cfg.Trace != nil {
+		t.s.cfg.Trace(t.res, fmt.Sprintf("State change: State set to %d-%v (from %d-%v)", st, st, t.state, t.state))
+	}
+	t.state = st
+}
+
+// received records a state the client sent, for -d.
+func (t *serverTest) received(st State) {
+	if t.s.cfg.Trace != nil {
+		t.s.cfg.Trace(t.res, fmt.Sprintf("State change: server received and changed State to %d-%v", st, st))
+	}
+	t.state = st
+}
+
+func (t *serverTest) tracef(format string, args ...any) {
+	if t.s.cfg.Trace != nil {
+		t.s.cfg.Trace(t.res, fmt.Sprintf(format, args...))
+	}
+}
+
+// refuse tells the client the test failed with iperf3's error code, and
+// returns err.
+func (t *serverTest) refuse(code int32, err error) error {
+	t.told = true
+	t.set(ServerError)
+	t.tracef("error %d sent: %v", code, err)
+	t.ctrl.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	writeServerError(t.ctrl, code, 0)
+	return err
+}
+
+// terminate tells the client the server is shutting down.
+func (t *serverTest) terminate() error {
+	t.told = true
+	t.set(ServerTerminate)
+	t.ctrl.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	WriteState(t.ctrl, ServerTerminate)
+	return ErrShutdown
+}
+
+// readDeadline sets the control connection's read deadline, unless the
+// server is shutting down (then a read must not block).
+func (t *serverTest) readDeadline(d time.Time) {
+	t.ctrl.SetReadDeadline(d)
+	if t.ctx.Err() != nil {
+		t.ctrl.SetReadDeadline(time.Unix(1, 0))
+	}
+}
+
+func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, res *Result) (err error) {
+	t := &serverTest{s: s, ctx: ctx, ctrl: ctrl, res: res, state: IperfStart, watching: true}
+	// Shutting down wakes a blocked read; writes still reach the client,
+	// which is told SERVER_TERMINATE.
+	stopWatch := context.AfterFunc(ctx, func() {
+		t.watchMu.Lock()
+		defer t.watchMu.Unlock()
+		if t.watching {
+			ctrl.SetReadDeadline(time.Unix(1, 0))
+		}
+	})
 	defer stopWatch()
+	t.tracef("Accepted connection from %v, cookie %s", res.Peer, res.Cookie)
+	defer func() {
+		if err != nil && !t.told && !t.results && ctx.Err() != nil {
+			err = t.terminate()
+		}
+	}()
+	t.set(ParamExchange)
 	if err := WriteState(ctrl, ParamExchange); err != nil {
 		return fmt.Errorf("send PARAM_EXCHANGE: %w", err)
 	}
-	ctrl.SetReadDeadline(time.Now().Add(s.cfg.StreamTimeout))
+	t.readDeadline(time.Now().Add(s.cfg.StreamTimeout))
 	b, err := ReadFrame(ctrl, MaxParamsJSON)
 	if err != nil {
-		writeServerError(ctrl, 114, 0)
-		return fmt.Errorf("read parameters: %w", err)
+		if ctx.Err() != nil {
+			return err
+		}
+		return t.refuse(114, fmt.Errorf("read parameters: %w", err))
 	}
-	var p Params
-	if err := json.Unmarshal(b, &p); err != nil {
-		writeServerError(ctrl, 114, 0)
-		return fmt.Errorf("parameters: %w", err)
+	t.tracef("get_parameters: %s", b)
+	p := &t.p
+	if err := json.Unmarshal(b, p); err != nil {
+		return t.refuse(114, fmt.Errorf("parameters: %w", err))
 	}
 	if p.Parallel == 0 {
 		p.Parallel = 1
 	}
-	res.Params = p
+	res.Params = *p
 	if code, err := p.Validate(); err != nil {
-		writeServerError(ctrl, code, 0)
-		return fmt.Errorf("parameters refused: %w", err)
+		return t.refuse(code, fmt.Errorf("parameters refused: %w", err))
+	}
+	if err := s.checkDuration(p); err != nil {
+		return t.refuse(iperfMaxDuration, err)
+	}
+	if s.meter != nil {
+		if t.mt, err = s.meter.admit(res, p); err != nil {
+			return t.refuse(iperfTotalRate, err)
+		}
+		defer s.meter.remove(t.mt)
 	}
 	backend, rxBackend := s.backend, s.rxBackend
 	if bool(p.UDP) && s.udpAuto && (p.Blast == nil || p.Blast.Backend == "") {
@@ -326,10 +530,11 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 	res.SockBufSize = int(p.Window)
 
 	sess := &session{res: res, backend: backend, rxBackend: rxBackend, rxAuto: rxBackend == nil, interval: s.cfg.Interval, omit: time.Duration(p.Omit) * time.Second,
-		udp: bool(p.UDP), udp64: p.UDPCounters64 != 0, rate: float64(p.Bandwidth), burst: int(p.Burst)}
+		udp: bool(p.UDP), udp64: p.UDPCounters64 != 0, rate: float64(p.Bandwidth), burst: int(p.Burst), onInterval: s.cfg.OnInterval}
 	if p.byteLimit() == 0 && p.Time > 0 {
 		sess.sendFor = time.Duration(p.Time+p.Omit) * time.Second
 	}
+	t.sess = sess
 	defer sess.closeAll()
 	// The client's senders come first (--bidir).
 	sends := func(i int) bool {
@@ -343,42 +548,64 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 		n *= 2
 	}
 	var socks []*engine.Socket
+	t.set(CreateStreams)
 	if p.UDP {
-		socks, err = s.udpStreams(ctx, ctrl, &p, res.Peer.Addr(), n, sends)
+		socks, err = s.udpStreams(ctx, ctrl, p, res.Peer.Addr(), n, sends)
 	} else {
 		socks, err = s.tcpStreams(ctx, ctrl, cookie, n)
 	}
 	for i, sock := range socks {
 		sess.streams = append(sess.streams, newStream(StreamID(i), sock, sends(i)))
+		t.tracef("stream %d: local %v, remote %v, %s", StreamID(i), sock.LocalAddr(), sock.RemoteAddr(), map[bool]string{true: "sends", false: "receives"}[sends(i)])
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
 		code := int32(204) // IESTREAMCONNECT
 		var se setupError
 		if errors.As(err, &se) {
 			code = se.code
 		}
 		if code != 0 {
-			writeServerError(ctrl, code, 0)
+			return t.refuse(code, err)
 		}
 		return err
 	}
+	s.applyPeerPayload(sess, p, res)
 	sess.announce()
-	if err := s.setOptions(sess, &p, res); err != nil {
-		writeServerError(ctrl, 124, 0)
-		return err
+	if err := s.setOptions(sess, p, res); err != nil {
+		return t.refuse(124, err)
 	}
-	ctrl.SetReadDeadline(time.Time{})
+	res.Backend = sess.backendWords()
+	t.tracef("backend: %s", res.Backend)
+	if s.cfg.OnStart != nil {
+		s.cfg.OnStart(res)
+	}
+	t.readDeadline(time.Time{})
+	stopWatch()
 
 	// Run.
+	t.set(TestStart)
 	if err := WriteState(ctrl, TestStart); err != nil {
 		return fmt.Errorf("send TEST_START: %w", err)
 	}
+	t.set(TestRunning)
 	if err := WriteState(ctrl, TestRunning); err != nil {
 		return fmt.Errorf("send TEST_RUNNING: %w", err)
 	}
+	return t.run()
+}
+
+// run drives a test from TEST_RUNNING to its end: the client's TEST_END,
+// then the exchange of results; or the client gone, or the server ending
+// it (--rcv-timeout, --server-bitrate-limit, shutting down).
+func (t *serverTest) run() error {
+	s, ctx, ctrl, sess, p, res := t.s, t.ctx, t.ctrl, t.sess, &t.p, t.res
 	cpu := startCPU()
 	var nic *nicWatch
 	if !s.cfg.NoNIC && len(sess.streams) > 0 {
+		var err error
 		if nic, err = watchNIC(sess.streams[0].remote.Addr()); err != nil {
 			res.Notes = append(res.Notes, "no NIC report: "+err.Error())
 		}
@@ -390,50 +617,81 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 	countDone := make(chan struct{})
 	defer close(countDone)
 	sess.watchCount(p.byteLimit(), countDone)
+	grace := time.Duration(p.Time+p.Omit)*time.Second + testGrace
 	if p.Time > 0 {
 		// A client that vanishes without closing must not hold the slot
 		// for ever: iperf3 gives it 40 s of grace after the test time.
-		ctrl.SetReadDeadline(time.Now().Add(time.Duration(p.Time+p.Omit)*time.Second + 40*time.Second))
+		t.readDeadline(time.Now().Add(grace))
 	}
-	var m stateMsg
-	select {
-	case m = <-readStateAsync(ctrl):
-	case <-ctx.Done():
-		m = stateMsg{err: ctx.Err()}
+	if t.mt != nil {
+		s.meter.running(t.mt, func() int64 { return sess.total(true) + sess.total(false) })
 	}
+	m, pending, abort := t.wait()
 	sess.sendEnd = time.Now()
 	sess.stopTicker()
+	testEnd := abort == nil && m.err == nil && m.s == TestEnd
+	shutdown := abort == nil && !testEnd && ctx.Err() != nil
+	// Tell the client first, and let it close the control connection
+	// (iperf3's client then prints what it measured) before its streams
+	// fail.
+	told := true
+	switch {
+	case abort != nil:
+		t.refuse(abort.code, abort.err)
+	case shutdown:
+		t.terminate()
+	case isTimeout(m.err) && p.Time > 0:
+		t.refuse(iperfDurationExpired, errors.New("server test duration expired"))
+	default:
+		told = false
+	}
+	if told && pending != nil {
+		t.unwatch()
+		ctrl.SetReadDeadline(time.Now().Add(clientGoneWait))
+		<-pending
+	}
 	sess.stop(true)
 	res.CPU = cpu.read()
-	if m.err != nil || m.s != TestEnd {
+	if !testEnd {
 		sess.stop(false)
 		sess.finish(time.Now())
 		switch {
-		case ctx.Err() != nil:
-			WriteState(ctrl, ServerTerminate)
-			return errors.New("the server is shutting down")
+		case abort != nil:
+			return abort.err
+		case shutdown:
+			return ErrShutdown
 		case m.err == nil && m.s == ClientTerminate:
+			t.received(ClientTerminate)
 			return errors.New("the client has terminated the test")
 		case m.err != nil && (errors.Is(m.err, io.EOF) || errors.Is(m.err, syscall.ECONNRESET)):
 			return errors.New("the client is gone (it closed the control connection mid-test)")
+		case isTimeout(m.err) && p.Time > 0:
+			return fmt.Errorf("the client did not end its %d s test within %v (iperf3's server test duration expired)", p.Time+p.Omit, grace)
 		case m.err != nil:
 			return fmt.Errorf("control connection: %w", m.err)
 		}
 		return fmt.Errorf("unexpected %v from the client", m.s)
 	}
+	t.received(TestEnd)
+	t.results = true
+	// From here the results reach the client even if the server is
+	// shutting down.
+	t.unwatch()
 	sess.finish(sess.drain(20*time.Millisecond, time.Second))
 	sess.closeAll()
 	res.stopNIC(nic)
 
 	// Results.
 	ctrl.SetDeadline(time.Now().Add(30 * time.Second))
+	t.set(ExchangeResults)
 	if err := WriteState(ctrl, ExchangeResults); err != nil {
 		return fmt.Errorf("send EXCHANGE_RESULTS: %w", err)
 	}
-	b, err = ReadFrame(ctrl, MaxResultsJSON)
+	b, err := ReadFrame(ctrl, MaxResultsJSON)
 	if err != nil {
 		return fmt.Errorf("read the client's results: %w", err)
 	}
+	t.tracef("get_results: %s", b)
 	pr, err := decodeResults(b)
 	if err != nil {
 		return fmt.Errorf("the client's results: %w", err)
@@ -455,16 +713,73 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 			mine.ServerOutputText = TextString(res)
 		}
 	}
+	if s.cfg.Trace != nil {
+		if j, err := json.Marshal(mine); err == nil {
+			t.tracef("send_results: %s", j)
+		}
+	}
 	if err := WriteJSON(ctrl, mine); err != nil {
 		return fmt.Errorf("send results: %w", err)
 	}
+	t.set(DisplayResults)
 	if err := WriteState(ctrl, DisplayResults); err != nil {
 		return fmt.Errorf("send DISPLAY_RESULTS: %w", err)
 	}
 	// iperf3 clients answer IPERF_DONE; a missing answer is no failure.
 	ctrl.SetReadDeadline(time.Now().Add(5 * time.Second))
-	ReadState(ctrl)
+	if st, err := ReadState(ctrl); err == nil {
+		t.received(st)
+	}
 	return nil
+}
+
+// testGrace is how long after its time a client may take to end a test
+// (iperf3's server timer: 10 state changes of 4 s); clientGoneWait how
+// long a client told that the server ends the test may take to close.
+const (
+	testGrace      = 40 * time.Second
+	clientGoneWait = 2 * time.Second
+)
+
+// wait waits for the client's next state during the test, or for the
+// server to end the test: shutting down (the state zero), or an abort
+// (--server-bitrate-limit, or --rcv-timeout: the receiving streams got
+// nothing for that long). When the server ends it, the read of the
+// client's next state is still pending.
+func (t *serverTest) wait() (m stateMsg, pending <-chan stateMsg, abort *testAbort) {
+	ctrlMsg := readStateAsync(t.ctrl)
+	var aborts <-chan testAbort
+	if t.mt != nil {
+		aborts = t.mt.abort
+	}
+	var tick <-chan time.Time
+	hasRecv := false
+	t.sess.each(false, func(*stream) { hasRecv = true })
+	if hasRecv {
+		tk := time.NewTicker(min(t.s.cfg.RcvTimeout/2, time.Second))
+		defer tk.Stop()
+		tick = tk.C
+	}
+	last, lastAt := int64(0), time.Now()
+	for {
+		select {
+		case m := <-ctrlMsg:
+			return m, nil, nil
+		case <-t.ctx.Done():
+			return stateMsg{}, ctrlMsg, nil
+		case a := <-aborts:
+			return stateMsg{}, ctrlMsg, &a
+		case now := <-tick:
+			got := t.sess.total(false)
+			switch {
+			case got != last || !t.sess.recvEnd.load().IsZero():
+				last, lastAt = got, now
+			case now.Sub(lastAt) >= t.s.cfg.RcvTimeout:
+				return stateMsg{}, ctrlMsg, &testAbort{iperfNoMsg, fmt.Errorf("%w: nothing from the client for %v (--rcv-timeout %d ms): its sender stalled, or it is gone",
+					ErrNoData, now.Sub(lastAt).Round(time.Millisecond), t.s.cfg.RcvTimeout.Milliseconds())}
+			}
+		}
+	}
 }
 
 // tcpStreams lets the client open n TCP streams: they come in on the
@@ -527,7 +842,7 @@ func (s *Server) udpStreams(ctx context.Context, ctrl net.Conn, p *Params, host 
 	if s.udp == nil {
 		var g *udpGate
 		err := s.netns.Do(func() (err error) {
-			g, err = openUDPGate(nw, addr)
+			g, err = openUDPGate(nw, addr, engine.SockOpts{TOS: engine.NoTOS, Device: s.cfg.Device})
 			return err
 		})
 		if err != nil {
@@ -556,7 +871,9 @@ func (s *Server) udpStreams(ctx context.Context, ctrl net.Conn, p *Params, host 
 		}
 		var sock *engine.Socket
 		err := s.netns.Do(func() (err error) {
-			sock, err = engine.ListenUDP(ctx, nw, addr, dataSockOpts(p, !sends(i)))
+			so := dataSockOpts(p, !sends(i))
+			so.Device = s.cfg.Device
+			sock, err = engine.ListenUDP(ctx, nw, addr, so)
 			return err
 		})
 		if err != nil {
@@ -571,6 +888,29 @@ func (s *Server) udpStreams(ctx context.Context, ctrl net.Conn, p *Params, host 
 		}
 	}
 	return socks, nil
+}
+
+// applyPeerPayload takes what the client asked of the server's streams
+// beyond the socket options: iperf3's repeating payload on the streams it
+// sends, and the CPU its stream threads run on (-A n,m).
+func (s *Server) applyPeerPayload(sess *session, p *Params, res *Result) {
+	if p.RepeatingPayload != 0 {
+		sess.repeat = true // UDP: after each header
+		if !p.UDP {
+			for _, st := range sess.streams {
+				if st.sender {
+					st.source = repeatingSource{}
+				}
+			}
+		}
+	}
+	if p.ServerAffinity != nil {
+		if c := int(*p.ServerAffinity); cpuAllowed(c) {
+			sess.affinity = []int{c}
+		} else {
+			res.Notes = append(res.Notes, fmt.Sprintf("the client asked the server to run on CPU %d, which is not online or not allowed here; its streams ran unpinned", c))
+		}
+	}
 }
 
 // port is the port the server listens on (the one picked, with -p 0).

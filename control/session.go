@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -29,6 +30,11 @@ type stream struct {
 	facts engine.FactSample
 	// udp counts the datagrams of a UDP stream (nil on TCP).
 	udp *udpFraming
+	// source feeds a sending stream and sink takes what a receiving one
+	// gets (nil: blast's pattern, discarded): the client's -F file, or
+	// iperf3's repeating payload.
+	source io.Reader
+	sink   io.Writer
 
 	// Sampling state, guarded by session.mu.
 	base, last                     engine.Sample
@@ -79,6 +85,17 @@ type session struct {
 	// at a time.
 	rate  float64
 	burst int
+	// affinity pins every stream's thread to these CPUs (nil: not
+	// pinned); repeat fills UDP datagrams with iperf3's repeating
+	// payload.
+	affinity []int
+	repeat   bool
+	// endAtStop ends this side's measurement when it stopped sending
+	// (sendEnd), the moment the client ended the test: the last interval
+	// and every stream's time end there, and what still arrived after it
+	// is counted in them. Without it, the last interval ends when finish
+	// is called and receivers when they got the count (recvEnd).
+	endAtStop bool
 	// sendFor ends a time-limited test's senders on their own clock (0:
 	// when stopped), so that a sending server stops with the test and not
 	// a round trip after it, when the client's receivers have stopped
@@ -162,9 +179,11 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 	}
 	si := 0
 	for _, st := range s.streams {
-		st.spec = engine.Spec{Protocol: engine.TCP, BufLen: blockLen, Rate: s.rate, Burst: s.burst}
+		st.spec = engine.Spec{Protocol: engine.TCP, BufLen: blockLen, Rate: s.rate, Burst: s.burst,
+			Source: st.source, Sink: st.sink, Affinity: s.affinity}
 		if s.udp {
 			st.udp = newUDPFraming(s.udp64)
+			st.udp.repeat = s.repeat
 			st.spec.Protocol, st.spec.Framing = engine.UDP, st.udp
 		}
 		if st.sender {
@@ -316,8 +335,8 @@ func (s *session) endOmitLocked(now time.Time) {
 
 // sampleLocked closes the interval that ends at now. final is the
 // closing sample of the test, which iperf3 drops when it is very short and
-// moved nothing.
-func (s *session) sampleLocked(now time.Time, final bool) {
+// moved nothing; sampleLocked reports whether it kept the interval.
+func (s *session) sampleLocked(now time.Time, final bool) bool {
 	iv := &Interval{Omitted: s.omitting}
 	startSec := s.lastTick.Sub(s.start).Seconds()
 	endSec := now.Sub(s.start).Seconds()
@@ -363,12 +382,13 @@ func (s *session) sampleLocked(now time.Time, final bool) {
 	length := now.Sub(s.lastTick)
 	s.lastTick = now
 	if final && (s.interval == 0 || (length < s.interval/10 && !moved)) {
-		return
+		return false
 	}
 	s.res.Intervals = append(s.res.Intervals, iv)
 	if s.onInterval != nil {
 		s.onInterval(s.res, iv)
 	}
+	return true
 }
 
 // stopTicker stops interval reports (the test is ending).
@@ -500,12 +520,23 @@ func (s *session) finish(now time.Time) {
 	if s.t0.IsZero() { // never started
 		return
 	}
+	clamped := false
+	if s.endAtStop && !s.sendEnd.IsZero() && s.sendEnd.Before(now) {
+		// The counters are read now, the interval ends at the stop.
+		now = s.sendEnd
+		if now.Before(s.lastTick) {
+			now = s.lastTick
+		}
+		clamped = true
+	}
 	if s.omitting {
 		// The test ended inside the omit period: nothing was measured.
 		s.sampleLocked(now, true)
 		s.endOmitLocked(now)
-	} else {
-		s.sampleLocked(now, true)
+	} else if prev := s.lastTick; !s.sampleLocked(now, true) && clamped && len(s.res.Intervals) > 0 {
+		// The test stopped just after an interval closed and nothing
+		// moved since: the summary ends with that interval.
+		now = prev
 	}
 	secs := now.Sub(s.start).Seconds()
 	s.res.Streams = nil
@@ -513,10 +544,10 @@ func (s *session) finish(now time.Time) {
 		cur := st.stats.Snapshot()
 		d := cur.Sub(st.base)
 		ssecs := secs
-		if st.sender && !s.sendEnd.IsZero() && s.sendEnd.After(s.start) {
+		if st.sender && !clamped && !s.sendEnd.IsZero() && s.sendEnd.After(s.start) {
 			ssecs = s.sendEnd.Sub(s.start).Seconds()
 		}
-		if re := s.recvEnd.load(); !st.sender && !re.IsZero() && re.After(s.start) {
+		if re := s.recvEnd.load(); !st.sender && !clamped && !re.IsZero() && re.After(s.start) {
 			ssecs = re.Sub(s.start).Seconds()
 		}
 		sr := &StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender, Local: st.local, Remote: st.remote,

@@ -119,3 +119,9 @@ func systemInfo() string {
 	}
 	return fmt.Sprintf("%s %s %s %s %s", s(u.Sysname[:]), s(u.Nodename[:]), s(u.Release[:]), s(u.Version[:]), s(u.Machine[:]))
 }
+
+// cpuAllowed reports whether this process may run on CPU c.
+func cpuAllowed(c int) bool {
+	var set unix.CPUSet
+	return c >= 0 && c <= engine.MaxCPU && unix.SchedGetaffinity(0, &set) == nil && set.IsSet(c)
+}

@@ -24,3 +24,6 @@ func congestionOf(*engine.Socket) string { return "" }
 func mssOf(*engine.Socket) int           { return 0 }
 func ctrlMSS(net.Conn) int               { return 0 }
 func systemInfo() string                 { return runtime.GOOS + " " + runtime.GOARCH }
+
+// cpuAllowed: pinning threads is Linux only.
+func cpuAllowed(int) bool { return false }

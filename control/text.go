@@ -45,6 +45,78 @@ const (
 	udpZbuf           = "          "
 )
 
+// Text renders Results as iperf3's text output. The zero value writes
+// what iperf3 writes by default.
+type Text struct {
+	// Verbose is iperf3's -V: the lines iperf3 writes before the test
+	// (version, system, control connection MSS, time, cookie, MSS,
+	// target bitrate, "Starting Test"), "Test Complete. Summary
+	// Results:", the CPU utilization and the congestion controls where
+	// iperf3 writes them; and blast's lines after the summary: the
+	// backends, the socket buffers granted, the NICs.
+	Verbose bool
+	// Format is iperf3's -f, the unit of every Bitrate: k, m, g or t for
+	// 1000-based bits per second, K, M, G or T for 1024-based bytes per
+	// second; 0 (or 'a') picks a bit unit for each value, as iperf3 does.
+	// Transfer and Cwnd keep their own adaptive byte units, as in iperf3.
+	Format byte
+
+	// tail writes the CPU, congestion and blast lines at the end of the
+	// summary without Verbose: what the package-level functions write,
+	// the blast server's report.
+	tail bool
+}
+
+// serverText is what the package-level functions write: iperf3's default
+// lines, then after the summary the CPU and congestion lines and blast's
+// (the report a blast server keeps and sends for --get-server-output).
+var serverText = Text{tail: true}
+
+// bits renders a rate given in bytes per second in t's Format, as
+// iperf3's unit_snprintf does with -f (the caller adds "s/sec").
+func (t Text) bits(bytesPerSec float64) string {
+	if t.Format == 0 || t.Format == 'a' {
+		return report.IperfBits(bytesPerSec)
+	}
+	return unitFormat(bytesPerSec, t.Format)
+}
+
+// unitFormat is iperf3's unit_snprintf with a fixed unit: k, m, g, t
+// convert bytes to bits with 1000-based prefixes, K, M, G, T keep bytes
+// with 1024-based ones.
+func unitFormat(n float64, format byte) string {
+	labels, base := [...]string{"bit", "Kbit", "Mbit", "Gbit", "Tbit"}, 1000.0
+	if format >= 'A' && format <= 'Z' {
+		labels, base = [...]string{"Byte", "KByte", "MByte", "GByte", "TByte"}, 1024
+	} else {
+		n *= 8
+	}
+	conv := 0
+	switch format | 0x20 {
+	case 'k':
+		conv = 1
+	case 'm':
+		conv = 2
+	case 'g':
+		conv = 3
+	case 't':
+		conv = 4
+	}
+	for range conv {
+		n /= base
+	}
+	switch {
+	case n < 9.995:
+		return fmt.Sprintf("%4.2f %s", n, labels[conv])
+	case n < 99.95:
+		return fmt.Sprintf("%4.1f %s", n, labels[conv])
+	}
+	return fmt.Sprintf("%4.0f %s", n, labels[conv])
+}
+
+// ValidFormat reports whether f is one of iperf3's -f units (kmgtKMGT).
+func ValidFormat(f byte) bool { return strings.IndexByte("kmgtKMGT", f) >= 0 }
+
 func rate(bytes int64, secs float64) float64 {
 	if secs <= 0 {
 		return 0
@@ -93,9 +165,27 @@ func (r *Result) localSends() bool {
 	return r.Reverse() != (r.Role == "client")
 }
 
-// WriteStart writes what iperf3 prints before the first interval.
-func WriteStart(w io.Writer, r *Result) {
-	if r.Role == "client" {
+// WriteStart writes what iperf3 prints before the first interval, as the
+// blast server reports it (see Text for the client's options).
+func WriteStart(w io.Writer, r *Result) { serverText.WriteStart(w, r) }
+
+// WriteStart writes what iperf3 prints before the first interval: who
+// connected to whom and the streams; with Verbose also the version, the
+// system, the control connection's MSS, the time, the cookie, the MSS and
+// target bitrate, and the "Starting Test" line.
+func (t Text) WriteStart(w io.Writer, r *Result) {
+	client := r.Role == "client"
+	if t.Verbose && client {
+		fmt.Fprintf(w, "%s\n%s\n", r.Version, r.SystemInfo)
+		fmt.Fprintf(w, "Control connection MSS %d\n", r.TCPMSSDefault)
+		if r.UDP() && r.BlockLenAuto {
+			fmt.Fprintf(w, "Setting UDP block size to %d\n", r.Params.blockLen())
+		}
+	}
+	if t.Verbose {
+		fmt.Fprintf(w, "Time: %s\n", r.Time.UTC().Format(rfc1123GMT))
+	}
+	if client {
 		host := r.Host
 		if host == "" {
 			host = r.Peer.Addr().String()
@@ -107,10 +197,42 @@ func WriteStart(w io.Writer, r *Result) {
 	} else {
 		fmt.Fprintf(w, "Accepted connection from %s, port %d\n", r.Peer.Addr(), r.Peer.Port())
 	}
+	if t.Verbose {
+		fmt.Fprintf(w, "      Cookie: %s\n", r.Cookie)
+		if !r.UDP() {
+			if r.Params.MSS > 0 {
+				fmt.Fprintf(w, "      TCP MSS: %d\n", r.Params.MSS)
+			} else {
+				fmt.Fprintf(w, "      TCP MSS: %d (default)\n", r.TCPMSSDefault)
+			}
+		}
+		if r.Params.Bandwidth > 0 {
+			fmt.Fprintf(w, "      Target Bitrate: %d\n", r.Params.Bandwidth)
+		}
+	}
 	for _, st := range r.streamsConnected() {
 		fmt.Fprintf(w, "[%3d] local %s port %d connected to %s port %d\n", st.Socket, st.Local.Addr(), st.Local.Port(), st.Remote.Addr(), st.Remote.Port())
 	}
+	if t.Verbose {
+		proto := "TCP"
+		if r.UDP() {
+			proto = "UDP"
+		}
+		fmt.Fprintf(w, "Starting Test: protocol: %s, %d streams, %d byte blocks, omitting %d seconds, ", proto, r.NumStreams(), r.Params.blockLen(), r.Params.Omit)
+		switch {
+		case r.Params.Num > 0:
+			fmt.Fprintf(w, "%d bytes to send", r.Params.Num)
+		case r.Params.BlockCount > 0:
+			fmt.Fprintf(w, "%d blocks to send", r.Params.BlockCount)
+		default:
+			fmt.Fprintf(w, "%d second test", r.Params.Time)
+		}
+		fmt.Fprintf(w, ", tos %d\n", r.Params.TOS)
+	}
 }
+
+// rfc1123GMT is iperf3's strftime("%a, %d %b %Y %H:%M:%S %Z") of gmtime.
+const rfc1123GMT = "Mon, 02 Jan 2006 15:04:05 GMT"
 
 // streamsConnected are the streams known when the test starts (the
 // Result's Streams are filled only at the end; the session's are copied
@@ -119,10 +241,17 @@ func (r *Result) streamsConnected() []*StreamResult {
 	return r.Streams
 }
 
-// WriteInterval writes one interval as iperf3 does.
+// WriteInterval writes one interval as iperf3 does (first: the test's
+// first, which gets the column titles).
 func WriteInterval(w io.Writer, r *Result, iv *Interval, first bool) {
+	serverText.WriteInterval(w, r, iv, first)
+}
+
+// WriteInterval writes one interval as iperf3 does (first: the test's
+// first, which gets the column titles).
+func (t Text) WriteInterval(w io.Writer, r *Result, iv *Interval, first bool) {
 	if r.UDP() {
-		writeIntervalUDP(w, r, iv, first)
+		t.writeIntervalUDP(w, r, iv, first)
 		return
 	}
 	cwnd := r.HasRetransmits || r.localSendsTCP(iv)
@@ -159,7 +288,7 @@ func WriteInterval(w io.Writer, r *Result, iv *Interval, first bool) {
 			}
 			sum += si.Bytes
 			tr := report.IperfBytes(float64(si.Bytes))
-			bw := report.IperfBits(rate(si.Bytes, si.Seconds()))
+			bw := t.bits(rate(si.Bytes, si.Seconds()))
 			if si.Sender && si.TCP != nil {
 				retr += si.Retransmits
 				fmt.Fprintf(w, fmtBWRetransCwnd, si.Socket, r.role(si.Sender), si.Start, si.End, tr, bw, si.Retransmits, report.IperfBytes(float64(si.TCP.SndCwnd)), omitted)
@@ -171,7 +300,7 @@ func WriteInterval(w io.Writer, r *Result, iv *Interval, first bool) {
 			continue
 		}
 		tr := report.IperfBytes(float64(sum))
-		bw := report.IperfBits(rate(sum, st0.Seconds()))
+		bw := t.bits(rate(sum, st0.Seconds()))
 		if sender && st0.TCP != nil {
 			fmt.Fprintf(w, fmtSumBWRetrans, r.role(sender), st0.Start, st0.End, tr, bw, retr, omitted)
 		} else {
@@ -212,20 +341,92 @@ func (r *Result) groupHasRetransmits(sender bool) bool {
 	return r.RemoteHasRetransmits
 }
 
+// WriteSummary writes iperf3's closing summary, then the CPU, congestion
+// and blast's lines, as the blast server reports it.
+func WriteSummary(w io.Writer, r *Result) { serverText.WriteSummary(w, r) }
+
 // WriteSummary writes iperf3's closing summary, then blast's lines.
-func WriteSummary(w io.Writer, r *Result) {
+func (t Text) WriteSummary(w io.Writer, r *Result) {
 	io.WriteString(w, separator)
-	if r.UDP() {
-		writeSummaryUDP(w, r)
-	} else {
-		writeSummaryTCP(w, r)
+	if t.Verbose {
+		io.WriteString(w, "Test Complete. Summary Results:\n")
 	}
-	writeSummaryTail(w, r)
+	if r.UDP() {
+		t.writeSummaryUDP(w, r)
+	} else {
+		t.writeSummaryTCP(w, r)
+	}
+	t.writeSummaryTail(w, r)
+}
+
+// groupTail writes what iperf3 writes after the summary lines of one
+// direction (iperf_print_results): with -V, where that direction is this
+// side's sending one, the CPU utilization (twice in a bidirectional
+// test, once per role) and, on TCP, the congestion controls of every
+// direction; then, after the first direction, the server's output if the
+// client asked for it. (iperf3 leaves the CPU line out of a -R client's
+// report; so does this.) The package-level functions write all of it
+// after the summary instead (writeSummaryTail).
+func (t Text) groupTail(w io.Writer, r *Result, sender, first bool) {
+	if t.tail {
+		return
+	}
+	if t.Verbose && sender {
+		if r.Bidir() {
+			t.writeCPU(w, r, "sender", "receiver")
+			t.writeCPU(w, r, "receiver", "sender")
+		} else {
+			t.writeCPU(w, r, "sender", "receiver")
+		}
+	}
+	if t.Verbose && !r.UDP() {
+		snd, rcv := r.Congestion, r.RemoteCongestion
+		if !sender {
+			snd, rcv = rcv, snd
+		}
+		if snd != "" {
+			fmt.Fprintf(w, "snd_tcp_congestion %s\n", snd)
+		}
+		if rcv != "" {
+			fmt.Fprintf(w, "rcv_tcp_congestion %s\n", rcv)
+		}
+	}
+	if first {
+		writeServerOutput(w, r)
+	}
+}
+
+// writeCPU writes iperf3's CPU utilization line, or blast's when the
+// peer's results never came.
+func (t Text) writeCPU(w io.Writer, r *Result, local, remote string) {
+	if r.peerResults() {
+		fmt.Fprintf(w, fmtCPU, "local", local, r.CPU.Total, r.CPU.User, r.CPU.System, "remote", remote, r.RemoteCPU.Total, r.RemoteCPU.User, r.RemoteCPU.System)
+		return
+	}
+	fmt.Fprintf(w, "CPU Utilization: %s/%s %.1f%% (%.1f%%u/%.1f%%s), %s/%s unknown (no results from the peer)\n", "local", local, r.CPU.Total, r.CPU.User, r.CPU.System, "remote", remote)
+}
+
+// writeServerOutput writes the server's report a client asked for with
+// --get-server-output, JSON first, as iperf3 does; nothing if it did not
+// ask.
+func writeServerOutput(w io.Writer, r *Result) {
+	if r.Role != "client" || r.Params.GetServerOutput == 0 {
+		return
+	}
+	if len(r.ServerOutputJSON) > 0 {
+		var b bytes.Buffer
+		if jsonIndent(&b, r.ServerOutputJSON) == nil {
+			fmt.Fprintf(w, "\nServer JSON output:\n%s\n", b.String())
+		}
+	}
+	if r.ServerOutputText != "" {
+		fmt.Fprintf(w, "\nServer output:\n%s\n", r.ServerOutputText)
+	}
 }
 
 // writeSummaryTCP writes the header and the stream lines of a TCP test's
 // summary.
-func writeSummaryTCP(w io.Writer, r *Result) {
+func (t Text) writeSummaryTCP(w io.Writer, r *Result) {
 	client := r.Role == "client"
 	// Retr heads a column only where a sender line fills it: the server
 	// shows only its own senders (iperf3's server prints its summary
@@ -241,7 +442,7 @@ func writeSummaryTCP(w io.Writer, r *Result) {
 	default:
 		io.WriteString(w, hdrBW)
 	}
-	for _, sender := range r.groups() {
+	for gi, sender := range r.groups() {
 		retrOK := r.groupHasRetransmits(sender)
 		role := r.role(sender)
 		var sent, recv, retr int64
@@ -274,85 +475,104 @@ func writeSummaryTCP(w io.Writer, r *Result) {
 				if sb < 0 {
 					fmt.Fprintf(w, "[%3d]%s (sender statistics not available)\n", st.Socket, role)
 				} else if retrOK {
-					fmt.Fprintf(w, fmtBWRetrans, st.Socket, role, 0.0, ss, report.IperfBytes(float64(sb)), report.IperfBits(rate(sb, ss)), max(st.Retransmits, 0), "sender")
+					fmt.Fprintf(w, fmtBWRetrans, st.Socket, role, 0.0, ss, report.IperfBytes(float64(sb)), t.bits(rate(sb, ss)), max(st.Retransmits, 0), "sender")
 				} else {
-					fmt.Fprintf(w, fmtBW, st.Socket, role, 0.0, ss, report.IperfBytes(float64(sb)), report.IperfBits(rate(sb, ss)), "sender")
+					fmt.Fprintf(w, fmtBW, st.Socket, role, 0.0, ss, report.IperfBytes(float64(sb)), t.bits(rate(sb, ss)), "sender")
 				}
+			}
+			if r.File != nil {
+				moved := sb
+				if !sender {
+					moved = rb
+				}
+				writeDiskFile(w, r.File, moved)
 			}
 			if showRecv {
 				if rb < 0 {
 					fmt.Fprintf(w, "[%3d]%s (receiver statistics not available)\n", st.Socket, role)
 				} else {
-					fmt.Fprintf(w, fmtBW, st.Socket, role, 0.0, rs, report.IperfBytes(float64(rb)), report.IperfBits(rate(rb, rs)), "receiver")
+					fmt.Fprintf(w, fmtBW, st.Socket, role, 0.0, rs, report.IperfBytes(float64(rb)), t.bits(rate(rb, rs)), "receiver")
 				}
 			}
 		}
-		if n == 0 || r.NumStreams() < 2 {
-			continue
-		}
-		if (client || sender) && sentOK {
-			if retrOK {
-				fmt.Fprintf(w, fmtSumBWRetrans, role, 0.0, sentSecs, report.IperfBytes(float64(sent)), report.IperfBits(rate(sent, sentSecs)), retr, "sender")
-			} else {
-				fmt.Fprintf(w, fmtSumBW, role, 0.0, sentSecs, report.IperfBytes(float64(sent)), report.IperfBits(rate(sent, sentSecs)), "sender")
+		if n > 0 && r.NumStreams() > 1 {
+			if (client || sender) && sentOK {
+				if retrOK {
+					fmt.Fprintf(w, fmtSumBWRetrans, role, 0.0, sentSecs, report.IperfBytes(float64(sent)), t.bits(rate(sent, sentSecs)), retr, "sender")
+				} else {
+					fmt.Fprintf(w, fmtSumBW, role, 0.0, sentSecs, report.IperfBytes(float64(sent)), t.bits(rate(sent, sentSecs)), "sender")
+				}
+			}
+			if (client || !sender) && recvOK {
+				fmt.Fprintf(w, fmtSumBW, role, 0.0, recvSecs, report.IperfBytes(float64(recv)), t.bits(rate(recv, recvSecs)), "receiver")
 			}
 		}
-		if (client || !sender) && recvOK {
-			fmt.Fprintf(w, fmtSumBW, role, 0.0, recvSecs, report.IperfBytes(float64(recv)), report.IperfBits(rate(recv, recvSecs)), "receiver")
-		}
+		t.groupTail(w, r, sender, gi == 0)
 	}
 }
 
-// writeSummaryTail writes what follows the stream lines: the CPU line,
-// then blast's lines.
-func writeSummaryTail(w io.Writer, r *Result) {
-	local, remote := "receiver", "sender"
-	if r.localSends() {
-		local, remote = "sender", "receiver"
+// writeDiskFile writes iperf3's line for the -F file under a stream's
+// summary: the bytes the stream moved out of the file's size (what was
+// sent of it, or what was written to it), in percent.
+func writeDiskFile(w io.Writer, f *DiskFile, moved int64) {
+	pct := 100
+	if f.Size > 0 {
+		pct = int(float64(max(moved, 0)) / float64(f.Size) * 100)
 	}
-	if r.Bidir() {
-		local, remote = "sender+receiver", "sender+receiver"
-	}
-	peerKnown := r.peerResults()
-	if peerKnown {
-		fmt.Fprintf(w, fmtCPU, "local", local, r.CPU.Total, r.CPU.User, r.CPU.System, "remote", remote, r.RemoteCPU.Total, r.RemoteCPU.User, r.RemoteCPU.System)
-	} else {
-		fmt.Fprintf(w, "CPU Utilization: %s/%s %.1f%% (%.1f%%u/%.1f%%s), %s/%s unknown (no results from the peer)\n", "local", local, r.CPU.Total, r.CPU.User, r.CPU.System, "remote", remote)
-	}
-	// iperf3 prints the congestion control of TCP tests only.
-	if !r.UDP() && (r.Congestion != "" || r.RemoteCongestion != "") {
-		snd, rcv := r.Congestion, r.RemoteCongestion
-		if !r.localSends() {
-			snd, rcv = rcv, snd
+	fmt.Fprintf(w, "        Sent %s / %s (%d%%) of %s\n", report.IperfBytes(float64(max(moved, 0))), report.IperfBytes(float64(f.Size)), pct, f.Name)
+}
+
+// writeSummaryTail writes what follows the stream lines. The
+// package-level functions write the CPU line and the congestion controls
+// here, then blast's lines and the server's output; a Text writes blast's
+// lines with Verbose only, notes always.
+func (t Text) writeSummaryTail(w io.Writer, r *Result) {
+	if t.tail {
+		local, remote := "receiver", "sender"
+		if r.localSends() {
+			local, remote = "sender", "receiver"
 		}
-		if snd != "" {
-			fmt.Fprintf(w, "snd_tcp_congestion %s\n", snd)
+		if r.Bidir() {
+			local, remote = "sender+receiver", "sender+receiver"
 		}
-		if rcv != "" {
-			fmt.Fprintf(w, "rcv_tcp_congestion %s\n", rcv)
+		t.writeCPU(w, r, local, remote)
+		// iperf3 prints the congestion control of TCP tests only.
+		if !r.UDP() && (r.Congestion != "" || r.RemoteCongestion != "") {
+			snd, rcv := r.Congestion, r.RemoteCongestion
+			if !r.localSends() {
+				snd, rcv = rcv, snd
+			}
+			if snd != "" {
+				fmt.Fprintf(w, "snd_tcp_congestion %s\n", snd)
+			}
+			if rcv != "" {
+				fmt.Fprintf(w, "rcv_tcp_congestion %s\n", rcv)
+			}
 		}
 	}
-	remoteBackend := r.RemoteBackend
-	if remoteBackend == "" {
-		remoteBackend = "not blast (iperf3?)"
-		if !peerKnown {
-			remoteBackend = "unknown (no results from the peer)"
+	if t.tail || t.Verbose {
+		remoteBackend := r.RemoteBackend
+		if remoteBackend == "" {
+			remoteBackend = "not blast (iperf3?)"
+			if !r.peerResults() {
+				remoteBackend = "unknown (no results from the peer)"
+			}
 		}
-	}
-	fmt.Fprintf(w, "Backend: local %s, remote %s\n", r.Backend, remoteBackend)
-	if r.SockBufSize > 0 {
-		what := "TCP window"
-		if r.UDP() {
-			what = "UDP buffer"
+		fmt.Fprintf(w, "Backend: local %s, remote %s\n", r.Backend, remoteBackend)
+		if r.SockBufSize > 0 {
+			what := "TCP window"
+			if r.UDP() {
+				what = "UDP buffer"
+			}
+			fmt.Fprintf(w, "%s: requested %ss, kernel granted SO_SNDBUF %ss, SO_RCVBUF %ss (Linux doubles the request)\n", what,
+				report.IperfBytes(float64(r.SockBufSize)), report.IperfBytes(float64(r.SndBufActual)), report.IperfBytes(float64(r.RcvBufActual)))
 		}
-		fmt.Fprintf(w, "%s: requested %ss, kernel granted SO_SNDBUF %ss, SO_RCVBUF %ss (Linux doubles the request)\n", what,
-			report.IperfBytes(float64(r.SockBufSize)), report.IperfBytes(float64(r.SndBufActual)), report.IperfBytes(float64(r.RcvBufActual)))
-	}
-	if r.NIC != nil && r.NIC.Interface != nil {
-		nicinfo.WriteBrief(w, "local ", r.NIC)
-	}
-	if r.RemoteNIC != nil && r.RemoteNIC.Interface != nil {
-		nicinfo.WriteBrief(w, "remote ", r.RemoteNIC)
+		if r.NIC != nil && r.NIC.Interface != nil {
+			nicinfo.WriteBrief(w, "local ", r.NIC)
+		}
+		if r.RemoteNIC != nil && r.RemoteNIC.Interface != nil {
+			nicinfo.WriteBrief(w, "remote ", r.RemoteNIC)
+		}
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "Note: %s\n", n)
@@ -360,34 +580,35 @@ func writeSummaryTail(w io.Writer, r *Result) {
 	if r.UDP() {
 		writeDuplicates(w, r)
 	}
-	if r.ServerOutputText != "" {
-		fmt.Fprintf(w, "\nServer output:\n%s\n", r.ServerOutputText)
-	}
-	if len(r.ServerOutputJSON) > 0 {
-		var b bytes.Buffer
-		if jsonIndent(&b, r.ServerOutputJSON) == nil {
-			fmt.Fprintf(w, "\nServer JSON output:\n%s\n", b.String())
-		}
+	if t.tail {
+		writeServerOutput(w, r)
 	}
 }
 
+// WriteText writes a whole test as iperf3's text output, as the blast
+// server reports it.
+func WriteText(w io.Writer, r *Result) { serverText.WriteText(w, r) }
+
 // WriteText writes a whole test as iperf3's text output: start, every
-// interval, summary.
-func WriteText(w io.Writer, r *Result) {
-	WriteStart(w, r)
+// interval, summary, and the error that ended it, if one did.
+func (t Text) WriteText(w io.Writer, r *Result) {
+	t.WriteStart(w, r)
 	for i, iv := range r.Intervals {
-		WriteInterval(w, r, iv, i == 0)
+		t.WriteInterval(w, r, iv, i == 0)
 	}
-	WriteSummary(w, r)
+	t.WriteSummary(w, r)
 	if r.Err != nil {
 		fmt.Fprintf(w, "error: %v\n", r.Err)
 	}
 }
 
 // TextString is WriteText into a string.
-func TextString(r *Result) string {
+func TextString(r *Result) string { return serverText.String(r) }
+
+// String is WriteText into a string.
+func (t Text) String(r *Result) string {
 	var b strings.Builder
-	WriteText(&b, r)
+	t.WriteText(&b, r)
 	return b.String()
 }
 
@@ -430,7 +651,7 @@ func (s *StreamResult) udpSides() (snd, rcv *UDPStats) {
 // and print_interval_results in iperf_api.c): the sender's header on a
 // side that only sends, the receiver's otherwise, even in bidirectional
 // tests where the sending streams' lines leave Jitter and Lost blank.
-func writeIntervalUDP(w io.Writer, r *Result, iv *Interval, first bool) {
+func (t Text) writeIntervalUDP(w io.Writer, r *Result, iv *Interval, first bool) {
 	if first {
 		switch {
 		case r.Bidir():
@@ -470,7 +691,7 @@ func writeIntervalUDP(w io.Writer, r *Result, iv *Interval, first bool) {
 			lost += u.Lost
 			jitter += u.Jitter
 			tr := report.IperfBytes(float64(si.Bytes))
-			bw := report.IperfBits(rate(si.Bytes, si.Seconds()))
+			bw := t.bits(rate(si.Bytes, si.Seconds()))
 			if si.Sender {
 				fmt.Fprintf(w, fmtBWUDPSender, si.Socket, role, si.Start, si.End, tr, bw, zbuf, u.Packets, omitted)
 			} else {
@@ -481,7 +702,7 @@ func writeIntervalUDP(w io.Writer, r *Result, iv *Interval, first bool) {
 			continue
 		}
 		tr := report.IperfBytes(float64(bytes))
-		bw := report.IperfBits(rate(bytes, st0.Seconds()))
+		bw := t.bits(rate(bytes, st0.Seconds()))
 		if sender {
 			fmt.Fprintf(w, fmtSumBWUDPSender, role, st0.Start, st0.End, tr, bw, zbuf, packets, omitted)
 		} else {
@@ -500,14 +721,14 @@ func writeIntervalUDP(w io.Writer, r *Result, iv *Interval, first bool) {
 // one stream, comes between them, from this side's own count only (iperf3
 // does not exchange it). The server shows only its own side: iperf3's
 // server prints its summary before the client's results arrive.
-func writeSummaryUDP(w io.Writer, r *Result) {
+func (t Text) writeSummaryUDP(w io.Writer, r *Result) {
 	client := r.Role == "client"
 	if r.Bidir() {
 		io.WriteString(w, hdrUDPBidir)
 	} else {
 		io.WriteString(w, hdrUDP)
 	}
-	for _, sender := range r.groups() {
+	for gi, sender := range r.groups() {
 		role := r.role(sender)
 		var sent, recv int64
 		var sentSecs, recvSecs float64
@@ -555,7 +776,7 @@ func writeSummaryUDP(w io.Writer, r *Result) {
 				if sb < 0 {
 					fmt.Fprintf(w, "[%3d]%s (sender statistics not available)\n", st.Socket, role)
 				} else {
-					fmt.Fprintf(w, fmtBWUDP, st.Socket, role, 0.0, ss, report.IperfBytes(float64(sb)), report.IperfBits(rate(sb, ss)), 0.0, int64(0), su.Packets, 0.0, "sender")
+					fmt.Fprintf(w, fmtBWUDP, st.Socket, role, 0.0, ss, report.IperfBytes(float64(sb)), t.bits(rate(sb, ss)), 0.0, int64(0), su.Packets, 0.0, "sender")
 				}
 			}
 			if ooo := outOfOrder(st.UDP); !st.Sender && ooo > 0 {
@@ -571,22 +792,22 @@ func writeSummaryUDP(w io.Writer, r *Result) {
 				if rb < 0 {
 					fmt.Fprintf(w, "[%3d]%s (receiver statistics not available)\n", st.Socket, role)
 				} else {
-					fmt.Fprintf(w, fmtBWUDP, st.Socket, role, 0.0, rs, report.IperfBytes(float64(rb)), report.IperfBits(rate(rb, rs)), 1000*ru.Jitter, ru.Lost, ru.Packets, lostPercent(ru.Lost, ru.Packets), "receiver")
+					fmt.Fprintf(w, fmtBWUDP, st.Socket, role, 0.0, rs, report.IperfBytes(float64(rb)), t.bits(rate(rb, rs)), 1000*ru.Jitter, ru.Lost, ru.Packets, lostPercent(ru.Lost, ru.Packets), "receiver")
 				}
 			}
 		}
-		if n == 0 || r.NumStreams() < 2 {
-			continue
+		if n > 0 && r.NumStreams() > 1 {
+			if (client || sender) && sentOK {
+				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, sentSecs, report.IperfBytes(float64(sent)), t.bits(rate(sent, sentSecs)), 0.0, int64(0), sentPkts, 0.0, "sender")
+			}
+			if (client || !sender) && recvOK {
+				// As iperf3: the jitter averaged over -P, the loss as a
+				// share of the datagrams sent, printed over those received.
+				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, recvSecs, report.IperfBytes(float64(recv)), t.bits(rate(recv, recvSecs)),
+					1000*jitter/float64(r.NumStreams()), lost, recvPkts, lostPercent(lost, totalPkts), "receiver")
+			}
 		}
-		if (client || sender) && sentOK {
-			fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, sentSecs, report.IperfBytes(float64(sent)), report.IperfBits(rate(sent, sentSecs)), 0.0, int64(0), sentPkts, 0.0, "sender")
-		}
-		if (client || !sender) && recvOK {
-			// As iperf3: the jitter averaged over -P, the loss as a share
-			// of the datagrams sent, printed over those received.
-			fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, recvSecs, report.IperfBytes(float64(recv)), report.IperfBits(rate(recv, recvSecs)),
-				1000*jitter/float64(r.NumStreams()), lost, recvPkts, lostPercent(lost, totalPkts), "receiver")
-		}
+		t.groupTail(w, r, sender, gi == 0)
 	}
 }
 

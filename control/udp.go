@@ -110,6 +110,9 @@ const (
 // the fields themselves once the flow is over.
 type udpFraming struct {
 	wide bool // 64-bit sequence numbers
+	// repeat writes iperf3's repeating payload ('0' to '9' from the start
+	// of the datagram) after the header of every datagram sent.
+	repeat bool
 
 	seq int64 // sender: the last sequence number stamped
 
@@ -150,6 +153,11 @@ func (u *udpFraming) Stamp(p []byte, at time.Duration) {
 		return
 	}
 	u.seq++
+	if u.repeat {
+		for h := u.headerLen(); h < len(p); {
+			h += copy(p[h:], repeatingPayload[h%10:])
+		}
+	}
 	binary.BigEndian.PutUint32(p[0:], uint32(at/time.Second))
 	binary.BigEndian.PutUint32(p[4:], uint32(at%time.Second/time.Microsecond))
 	if u.wide {
@@ -323,9 +331,9 @@ type udpWaiter struct {
 	seen map[netip.AddrPort]bool
 }
 
-// openUDPGate binds the UDP port and starts reading hellos.
-func openUDPGate(nw, address string) (*udpGate, error) {
-	sock, err := engine.ListenUDP(context.Background(), nw, address, engine.SockOpts{TOS: engine.NoTOS})
+// openUDPGate binds the UDP port with opts and starts reading hellos.
+func openUDPGate(nw, address string, opts engine.SockOpts) (*udpGate, error) {
+	sock, err := engine.ListenUDP(context.Background(), nw, address, opts)
 	if err != nil {
 		return nil, err
 	}

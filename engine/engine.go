@@ -12,7 +12,10 @@
 // on a goroutine locked to an OS thread of its own, one per stream, so a
 // stream's system calls block that thread and nothing else, as iperf3
 // 3.16+ runs a thread per stream. The data path never touches the Go
-// runtime's network poller: data sockets are in blocking mode.
+// runtime's network poller: data sockets are in blocking mode. The thread
+// is the flow's alone (it exits with the flow), so Run may pin it to the
+// CPUs of Spec.Affinity and a backend may change its priority or timer
+// slack without touching any other goroutine.
 //
 // # Waiting
 //
@@ -122,7 +125,17 @@ type Spec struct {
 	// and reads it from every datagram received (iperf3's timestamp and
 	// sequence number). nil: datagrams carry the pattern only.
 	Framing Framing
+	// Affinity pins the flow's thread to these CPUs (sched_setaffinity,
+	// iperf3's -A); nil leaves it where the scheduler puts it. Run pins
+	// the thread it locks for the flow before Send or Recv starts, and
+	// that thread ends with the flow, so the pin never outlives it.
+	// Threads a backend starts of its own are not pinned.
+	Affinity []int
 }
+
+// MaxCPU bounds the CPU numbers of Spec.Affinity (the kernel's default
+// cpu_set_t holds 1024).
+const MaxCPU = 1023
 
 // Framing stamps and reads the header of each datagram of a UDP flow.
 //
@@ -190,6 +203,11 @@ func (s *Spec) Validate() error {
 		return fmt.Errorf("datagram framing on a %v flow: framing is for UDP", s.Protocol)
 	case s.Framing != nil && s.Source != nil:
 		return fmt.Errorf("datagram framing with a Source: the header would overwrite the source's bytes")
+	}
+	for _, c := range s.Affinity {
+		if c < 0 || c > MaxCPU {
+			return fmt.Errorf("CPU %d: must be 0 to %d", c, MaxCPU)
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"sync"
@@ -53,7 +54,9 @@ func (w *waker) close() {
 // Run runs b's Send (send true) or Recv on f, on a goroutine locked to an
 // OS thread of its own, and returns what it returned. The thread ends with
 // the flow (the goroutine exits locked), so nothing a backend changed on it
-// (priority, affinity, namespace) outlives the flow.
+// (priority, affinity, namespace) outlives the flow. With Spec.Affinity
+// the thread is pinned to those CPUs before the backend runs; a pin the
+// kernel refuses fails the flow before it moves a byte.
 //
 // When ctx is done Run cancels the flow: it shuts f.Sock down and wakes
 // Flow.Wait, and returns ctx's error once the backend has returned. A
@@ -82,6 +85,12 @@ func Run(ctx context.Context, b Backend, f *Flow, send bool) error {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread exits with us
+		if len(f.Spec.Affinity) > 0 {
+			if err := pin(f.Spec.Affinity); err != nil {
+				done <- err
+				return
+			}
+		}
 		if send && f.Spec.Rate > 0 {
 			// A paced sender sleeps between buffers: the default 50 µs
 			// timer slack would late every wakeup by up to that (a
@@ -171,4 +180,19 @@ func (f *Flow) Sleep(d time.Duration) error {
 			return nil
 		}
 	}
+}
+
+// pin restricts the calling thread to cpus.
+func pin(cpus []int) error {
+	var set unix.CPUSet
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		if errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("pin the flow's thread to CPU %v: none of them is online and allowed to this process (see nproc and taskset -p %d): %w", cpus, os.Getpid(), err)
+		}
+		return fmt.Errorf("pin the flow's thread to CPU %v: %w", cpus, os.NewSyscallError("sched_setaffinity", err))
+	}
+	return nil
 }

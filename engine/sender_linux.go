@@ -46,11 +46,15 @@ type Sender struct {
 	// the schedule forgives a stall); began is when the send began.
 	start, began time.Time
 	handed       int64 // bytes handed out, for pacing
-	src          io.Reader
-	framing      Framing
-	over         bool
-	noBufs       *atomic.Int64
-	syscalls     *atomic.Int64 // WriteAll's, taken at its first call
+	// lastBurst is when the last burst (buffer, without Spec.Burst) left,
+	// lastBurstBytes its size: the catch-up pace (release).
+	lastBurst      time.Time
+	lastBurstBytes int64
+	src            io.Reader
+	framing        Framing
+	over           bool
+	noBufs         *atomic.Int64
+	syscalls       *atomic.Int64 // WriteAll's, taken at its first call
 }
 
 // NewSender starts the iterator for f (the time limit runs from now).
@@ -154,7 +158,7 @@ func (s *Sender) grant(want int) (int, error) {
 	if s.src != nil {
 		return n, nil
 	}
-	if s.rate > 0 && !s.deadline.IsZero() && !s.start.Add(s.due(s.handed)).Before(s.deadline) {
+	if s.rate > 0 && !s.deadline.IsZero() && !s.release().Before(s.deadline) {
 		// Due only after the time limit: the send is over now.
 		s.over = true
 		return 0, nil
@@ -205,27 +209,58 @@ func (s *Sender) give(n int) {
 	}
 }
 
-// maxLag is how far a paced sender may fall behind its schedule and catch
-// up at full speed: 5% of any 10 ms.
-const maxLag = 500 * time.Microsecond
+// A paced sender that fell behind its schedule (its thread did not run,
+// the socket was full) catches up at catchUp times the rate, not in a
+// burst as long as the stall: any 10 ms stays within 5% over the rate,
+// and the average comes back. A debt of more than maxDebt is forgiven
+// rather than caught up for seconds.
+const (
+	catchUp = 1.05
+	maxDebt = 100 * time.Millisecond
+)
 
-// pace sleeps until n more bytes are due (due), and counts them.
+// release is when the next buffer may leave: when it is due on the
+// schedule, and, for the first buffer of a burst (every buffer without
+// Spec.Burst), no sooner after the previous burst left than that burst
+// takes at catchUp times the rate.
+func (s *Sender) release() time.Time {
+	r := s.start.Add(s.due(s.handed))
+	if s.burstStarts() && !s.lastBurst.IsZero() {
+		if c := s.lastBurst.Add(time.Duration(float64(s.lastBurstBytes) / (catchUp * s.rate) * float64(time.Second))); c.After(r) {
+			r = c
+		}
+	}
+	return r
+}
+
+// burstStarts reports whether the next buffer starts a burst.
+func (s *Sender) burstStarts() bool { return s.burst == 0 || s.handed%s.burst == 0 }
+
+// pace sleeps until the next n bytes may leave (release), and counts
+// them.
 func (s *Sender) pace(n int) error {
 	if s.rate <= 0 {
 		return nil
 	}
-	due := s.start.Add(s.due(s.handed))
-	s.handed += int64(n)
-	d := time.Until(due)
-	if d < -maxLag {
-		// Behind by more than maxLag (the thread did not run, the socket
-		// was full): the schedule forgives the rest, so that catching up
-		// is a burst of maxLag and not one as long as the stall.
-		s.start = s.start.Add(-d - maxLag)
-		return nil
+	now := time.Now()
+	if behind := now.Sub(s.start.Add(s.due(s.handed))); behind > maxDebt {
+		s.start = s.start.Add(behind - maxDebt)
 	}
+	rel := s.release()
+	if s.burstStarts() {
+		s.lastBurst = rel
+		if now.After(rel) {
+			s.lastBurst = now
+		}
+		s.lastBurstBytes = s.burst
+		if s.burst == 0 {
+			s.lastBurstBytes = int64(n)
+		}
+	}
+	s.handed += int64(n)
+	d := rel.Sub(now)
 	if d > 0 {
-		if !s.deadline.IsZero() && due.After(s.deadline) {
+		if !s.deadline.IsZero() && rel.After(s.deadline) {
 			d = time.Until(s.deadline)
 		}
 		return s.f.Sleep(d)
@@ -233,11 +268,6 @@ func (s *Sender) pace(n int) error {
 	return nil
 }
 
-// due is when, counted from the start, the bytes that follow the first
-// handed bytes may leave: once those are sent at the rate. With a burst,
-// every grant of a burst of s.burst bytes is due when its first is, so a
-// burst leaves back to back and the pacer waits between bursts; the
-// average rate is the same.
 func (s *Sender) due(handed int64) time.Duration {
 	if s.burst > 0 {
 		handed -= handed % s.burst
@@ -253,7 +283,7 @@ func (s *Sender) Ahead() time.Duration {
 	if s.rate <= 0 {
 		return 0
 	}
-	return max(time.Until(s.start.Add(s.due(s.handed))), 0)
+	return max(time.Until(s.release()), 0)
 }
 
 // Over reports whether the send has ended (limit, time or Source EOF).

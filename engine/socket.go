@@ -37,6 +37,14 @@ type SockOpts struct {
 	// Local binds a dialled socket to this address and port before it
 	// connects (zero: any).
 	Local netip.AddrPort
+	// FlowLabel is the IPv6 flow label, 1 to 0xfffff, that a dialled
+	// socket's packets carry (IPV6_FLOWLABEL_MGR, IPV6_FLOWINFO_SEND;
+	// iperf3's -L); 0 sets none. Dial refuses it for an IPv4 peer.
+	FlowLabel uint32
+	// MPTCP makes a TCP socket Multipath TCP (IPPROTO_MPTCP; iperf3's
+	// -m). Where the kernel has no MPTCP, or it is switched off, making
+	// the socket fails with an error wrapping ErrNotSupported.
+	MPTCP bool
 	// MaxPacingRate caps the socket's rate in the kernel, in bytes per
 	// second (SO_MAX_PACING_RATE: the fq qdisc, or TCP's internal pacing;
 	// iperf3's --fq-rate). 0 leaves it.
@@ -45,10 +53,16 @@ type SockOpts struct {
 	// larger than the path MTU (IP_PMTUDISC_DO; iperf3's
 	// --dont-fragment).
 	DontFragment bool
+	// Debug sets SO_DEBUG (ttcp's -d), which Linux grants only with
+	// CAP_NET_ADMIN. A listener's accepted sockets inherit it.
+	Debug bool
 }
 
 // NoTOS is the TOS value that leaves the socket's TOS alone.
 const NoTOS = -1
+
+// MaxFlowLabel is the largest IPv6 flow label (SockOpts.FlowLabel): 20 bits.
+const MaxFlowLabel = 0xfffff
 
 // Socket is a data socket the engine made and owns: a blocking file
 // descriptor that no runtime poller watches. One goroutine (the flow's

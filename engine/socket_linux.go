@@ -43,8 +43,15 @@ func sockType(p Protocol) int {
 
 // newSocket makes a blocking, close-on-exec socket with opts applied.
 func newSocket(family int, p Protocol, opts SockOpts) (int, error) {
-	fd, err := unix.Socket(family, sockType(p)|unix.SOCK_CLOEXEC, 0)
+	proto := 0
+	if p == TCP && opts.MPTCP {
+		proto = unix.IPPROTO_MPTCP
+	}
+	fd, err := unix.Socket(family, sockType(p)|unix.SOCK_CLOEXEC, proto)
 	if err != nil {
+		if proto == unix.IPPROTO_MPTCP {
+			return -1, mptcpError(err)
+		}
 		return -1, os.NewSyscallError("socket", err)
 	}
 	if err := opts.apply(fd, family, p); err != nil {
@@ -116,6 +123,16 @@ func (o SockOpts) apply(fd, family int, p Protocol) error {
 		}
 		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO); err != nil && !(family == unix.AF_INET6 && errors.Is(err, unix.ENOPROTOOPT)) {
 			return fmt.Errorf("set IP_MTU_DISCOVER (don't fragment): %w", err)
+		}
+	}
+	if o.Debug {
+		err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DEBUG, 1)
+		switch {
+		case err == nil:
+		case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+			return fmt.Errorf("set SO_DEBUG: needs CAP_NET_ADMIN; run as root")
+		default:
+			return fmt.Errorf("set SO_DEBUG: %w", err)
 		}
 	}
 	if o.Device != "" {
@@ -262,20 +279,27 @@ func dialOne(ctx context.Context, p Protocol, to netip.AddrPort, opts SockOpts) 
 			return nil, os.NewSyscallError("bind", err)
 		}
 	}
-	if err := connect(ctx, fd, sockaddr(to, family)); err != nil {
+	start := func() error { return unix.Connect(fd, sockaddr(to, family)) }
+	if opts.FlowLabel != 0 {
+		if start, err = flowLabelConnect(fd, family, to, opts.FlowLabel); err != nil {
+			return nil, err
+		}
+	}
+	if err := connect(ctx, fd, start); err != nil {
 		return nil, err
 	}
 	ok = true
 	return wrap(fd, p), nil
 }
 
-// connect connects fd without blocking past ctx: non-blocking connect,
-// then ppoll in short slices, then back to blocking mode.
-func connect(ctx context.Context, fd int, sa unix.Sockaddr) error {
+// connect connects fd without blocking past ctx: non-blocking connect
+// (start issues the connect(2)), then ppoll in short slices, then back to
+// blocking mode.
+func connect(ctx context.Context, fd int, start func() error) error {
 	if err := unix.SetNonblock(fd, true); err != nil {
 		return os.NewSyscallError("fcntl", err)
 	}
-	err := unix.Connect(fd, sa)
+	err := start()
 	if err == unix.EINPROGRESS {
 		for {
 			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
@@ -619,6 +643,10 @@ func (s *Socket) Connect(peer netip.AddrPort) error {
 			return os.NewSyscallError("connect", err)
 		}
 		s.remote = netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
+		// Bound to the wildcard, the socket has its own address only now.
+		if sa, err := unix.Getsockname(fd); err == nil {
+			s.local = addrPort(sa)
+		}
 		return nil
 	})
 }

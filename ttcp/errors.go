@@ -15,7 +15,8 @@ func dialError(c *Config, err error) error {
 	case errors.As(err, &dns):
 		return fmt.Errorf("unknown host %q: check the name, or give an address", c.Host)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("connect to %s port %d: connection refused: nothing listens there; start the receiver first (blast -r -p %d)", c.Host, c.Port, c.Port)
+		name, start := c.peer()
+		return fmt.Errorf("connect to %s port %d: connection refused: nothing listens there; start the %s first (%s)", c.Host, c.Port, name, start)
 	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
 		return fmt.Errorf("connect to %s port %d: no route to that host: check the address and 'blast nic --to %s'", c.Host, c.Port, c.Host)
 	case errors.Is(err, syscall.ETIMEDOUT):
@@ -40,12 +41,14 @@ func listenError(c *Config, err error) error {
 }
 
 // transferError names what went wrong while bytes were moving.
-func transferError(err error) error {
+func transferError(c *Config, err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, context.Canceled):
 		return errors.New("interrupted")
+	case !c.Transmit && errors.Is(err, syscall.ECONNRESET):
+		return errors.New("the transmitter reset the connection: the data may be incomplete")
 	case errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
 		return errors.New("the receiver closed the connection before all data was sent")
 	case errors.Is(err, syscall.ECONNREFUSED):

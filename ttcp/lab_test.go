@@ -2,6 +2,7 @@ package ttcp_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
@@ -115,6 +116,51 @@ func TestLabStdinToStdout(t *testing.T) {
 	}
 	if got := reported(t, tx.Stdout.String(), "blast-t"); got != int64(len(data)) {
 		t.Errorf("transmitter reports %d bytes, want %d", got, len(data))
+	}
+}
+
+// TestLabReverse runs -R across the lab, with the ttcp link: the
+// transmitter listens and sends its standard input, the receiver connects
+// out to it and writes what it gets in whole -B blocks. Each end prints
+// ttcp's progress lines for what it does (accept or connect), and the
+// receiver's header names the host it connects to.
+func TestLabReverse(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	data := make([]byte, 4<<20+100)
+	rand.Read(data)
+	ttcp := filepath.Join(filepath.Dir(blasttest.Bin), "ttcp")
+	tx := blasttest.Start(t, lab.B, data, ttcp, "-t", "-R", "-D")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := netlab.WaitPort(ctx, tx.Cmd.Process.Pid, "tcp", 5001); err != nil {
+		t.Fatalf("%v\nstderr: %s", err, tx.Stderr.String())
+	}
+	r := blasttest.Start(t, lab.A, nil, ttcp, "-r", "-R", "-B", "-l", "65536", "-D", lab.B.Addr4.String())
+	tx.Wait(t)
+	r.Wait(t)
+	if sha256.Sum256(r.Stdout.Bytes()) != sha256.Sum256(data) {
+		t.Fatalf("the receiver wrote %d bytes that differ from the %d the transmitter read", r.Stdout.Len(), len(data))
+	}
+	if got := reported(t, tx.Stdout.String(), "ttcp-t"); got != int64(len(data)) {
+		t.Errorf("transmitter reports %d bytes, want %d", got, len(data))
+	}
+	if got := reported(t, r.Stderr.String(), "ttcp-r"); got != int64(len(data)) {
+		t.Errorf("receiver reports %d bytes, want %d", got, len(data))
+	}
+	// The transmitter accepts: no nodelay line (ttcp prints it where it
+	// connects), and its header names no host.
+	if got, want := tx.Stderr.String(), "ttcp-t: socket\nttcp-t: accept from "+lab.A.Addr4.String()+"\n"; got != want {
+		t.Errorf("transmitter stderr:\n got %q\nwant %q", got, want)
+	}
+	if got, want := strings.SplitAfter(tx.Stdout.String(), "\n")[0], "ttcp-t: buflen=8192, nbuf=2048, align=16384/0, port=5001  tcp\n"; got != want {
+		t.Errorf("transmitter header:\n got %q\nwant %q", got, want)
+	}
+	// With data on its standard output, the receiver's lines are all on
+	// standard error: the header, then socket, nodelay, connect.
+	want := "ttcp-r: buflen=65536, nbuf=2048, align=16384/0, port=5001  tcp  -> " + lab.B.Addr4.String() + "\n" +
+		"ttcp-r: socket\nttcp-r: nodelay\nttcp-r: connect\n"
+	if got := r.Stderr.String(); !strings.HasPrefix(got, want) {
+		t.Errorf("receiver stderr:\n%s\nwant it to start with\n%s", got, want)
 	}
 }
 

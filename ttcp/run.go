@@ -7,9 +7,11 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/report"
@@ -32,6 +34,8 @@ type run struct {
 	ru0      syscall.Rusage
 	idleStop time.Time // a UDP receive that ended by silence stopped here
 	nic      *nicWatch
+	blocks   *blockWriter // -B: the Sink that writes whole blocks
+	bufAddr  uintptr      // the sentinels' buffer, for -v (UDP)
 }
 
 // Run performs the transfer c describes, printing ttcp's lines as it
@@ -49,9 +53,16 @@ func Run(ctx context.Context, c Config) (*report.TTCPResult, error) {
 	if c.dataOnStdout() {
 		r.out = c.Stderr
 	}
+	// ttcp's header names the host on the end that connects: the
+	// transmitter, or the receiver with -R (TTCPHeader's Transmit says
+	// "-> host").
+	host := ""
+	if c.connects() {
+		host = c.Host
+	}
 	report.WriteLines(r.out, report.TTCPHeader{
-		Prefix: c.prefix(), Transmit: c.Transmit, BufLen: c.BufLen, NBuf: c.NBuf,
-		Align: c.Align, Offset: c.Offset, Port: c.Port, SockBuf: c.SockBuf, UDP: c.UDP, Host: c.Host,
+		Prefix: c.prefix(), Transmit: c.connects(), BufLen: c.BufLen, NBuf: c.NBuf,
+		Align: c.Align, Offset: c.Offset, Port: c.Port, SockBuf: c.SockBuf, UDP: c.UDP, Host: host,
 	}.Line())
 	r.mes("socket")
 
@@ -72,6 +83,10 @@ func Run(ctx context.Context, c Config) (*report.TTCPResult, error) {
 		}
 	} else if !c.SinkMode {
 		spec.Sink = c.Stdout
+		if c.Blocks {
+			r.blocks = &blockWriter{w: c.Stdout, n: c.BufLen}
+			spec.Sink = r.blocks
+		}
 	}
 	r.flow = &engine.Flow{Spec: spec, Stats: &engine.Counters{}}
 
@@ -79,26 +94,53 @@ func Run(ctx context.Context, c Config) (*report.TTCPResult, error) {
 	switch {
 	case c.Transmit && c.UDP:
 		xerr = r.transmitUDP(ctx)
-	case c.Transmit:
-		xerr = r.transmitTCP(ctx)
 	case c.UDP:
 		xerr = r.receiveUDP(ctx)
 	default:
-		xerr = r.receiveTCP(ctx)
+		xerr = r.tcp(ctx)
+	}
+	if r.blocks != nil {
+		// ttcp writes the last, short block once the stream ends; so
+		// do we, also after a failure: every byte counted is written.
+		if err := r.blocks.Flush(); err != nil && xerr == nil {
+			xerr = fmt.Errorf("write received data: %w", err)
+		}
 	}
 	if r.start.IsZero() { // failed before any data could move
 		return nil, xerr
 	}
 	res := r.result(time.Now())
 	res.Notes = append(res.Notes, r.nic.lines("", float64(res.Bytes)*8/res.Real.Seconds())...)
-	report.WriteLines(r.out, res.Lines()...)
+	lines := res.Lines()
+	if c.Verbose {
+		// ttcp prints the buffer address after its rusage line.
+		at := slices.Index(lines, res.Prefix+": "+res.Rusage.Format(res.Real)) + 1
+		lines = slices.Insert(lines, at, r.bufferLine())
+	}
+	report.WriteLines(r.out, lines...)
 	return res, xerr
+}
+
+// bufferLine is ttcp's -v line "buffer address %#x", for the buffer ttcp
+// mode saw data move through: the data path's with -B, the sentinels'
+// with -u (ttcp uses one buffer for both). Otherwise the buffers are the
+// backend's own and never pass through ttcp mode, and the line says so
+// instead of showing an address that is not theirs.
+func (r *run) bufferLine() string {
+	addr := r.bufAddr
+	if r.blocks != nil {
+		addr = r.blocks.addr
+	}
+	if addr == 0 {
+		return fmt.Sprintf("%s: buffer address not shown: the %s backend's buffers stay inside it (-B and -u show one)", r.c.prefix(), r.backend.Name())
+	}
+	return fmt.Sprintf("%s: buffer address %#x", r.c.prefix(), addr)
 }
 
 func (r *run) mes(s string) { fmt.Fprintf(r.c.Stderr, "%s: %s\n", r.c.prefix(), s) }
 
 func (r *run) options() engine.SockOpts {
-	o := engine.SockOpts{TOS: r.c.TOS, Device: r.c.Device}
+	o := engine.SockOpts{TOS: r.c.TOS, Device: r.c.Device, Debug: r.c.Debug}
 	if r.c.Transmit {
 		o.SndBuf = r.c.SockBuf
 	} else {
@@ -133,7 +175,7 @@ func (r *run) startTimer(peer netip.AddrPort) {
 	r.start = time.Now()
 }
 
-// dial connects to the receiver and reports the socket buffer granted.
+// dial connects to the peer and reports the socket buffer granted.
 func (r *run) dial(ctx context.Context) (*engine.Socket, error) {
 	addr := net.JoinHostPort(r.c.Host, strconv.Itoa(r.c.Port))
 	sock, err := engine.Dial(ctx, r.c.network(), addr, r.options())
@@ -147,25 +189,74 @@ func (r *run) dial(ctx context.Context) (*engine.Socket, error) {
 	return sock, nil
 }
 
-func (r *run) transmitTCP(ctx context.Context) error {
-	sock, err := r.dial(ctx)
+// tcp is a TCP run: this end connects or accepts (-R swaps which end
+// does which), then sends or receives.
+func (r *run) tcp(ctx context.Context) error {
+	var sock *engine.Socket
+	var err error
+	if r.c.connects() {
+		sock, err = r.connect(ctx)
+	} else {
+		sock, err = r.accept(ctx)
+	}
 	if err != nil {
 		return err
 	}
 	defer sock.Close()
-	r.mes("connect")
-	if r.c.NoDelay {
-		r.mes("nodelay")
-	}
 	r.flow.Sock = sock
 	r.startTimer(sock.RemoteAddr())
+	if !r.c.Transmit {
+		return transferError(r.c, engine.Run(ctx, r.backend, r.flow, false))
+	}
 	err = engine.Run(ctx, r.backend, r.flow, true)
 	// ttcp closes before it stops the clock: the data still in the socket
 	// buffer is the kernel's to deliver.
 	if cerr := sock.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
-	return transferError(err)
+	return transferError(r.c, err)
+}
+
+// connect is ttcp's connecting end. Its lines come in ttcp's order:
+// socket, sndbuf or rcvbuf (with -b), nodelay (with -D), connect. ttcp
+// sets TCP_NODELAY and SO_DEBUG on this end before it connects, and so
+// does the engine (blast's TCP sockets always have TCP_NODELAY; -D only
+// prints the line).
+func (r *run) connect(ctx context.Context) (*engine.Socket, error) {
+	sock, err := r.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.c.NoDelay {
+		r.mes("nodelay")
+	}
+	r.mes("connect")
+	return sock, nil
+}
+
+// accept is ttcp's listening end: socket, sndbuf or rcvbuf (with -b),
+// then "accept from" once the one connection it takes has arrived. The
+// listener carries SO_DEBUG (-d), which the accepted socket inherits.
+func (r *run) accept(ctx context.Context) (*engine.Socket, error) {
+	ln, err := engine.Listen(ctx, r.c.network(), net.JoinHostPort("", strconv.Itoa(r.c.Port)), r.options())
+	if err != nil {
+		return nil, listenError(r.c, err)
+	}
+	defer ln.Close()
+	if err := r.reportBuf(ln); err != nil {
+		return nil, err
+	}
+	sock, err := ln.Accept(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			peer, _ := r.c.peer()
+			return nil, fmt.Errorf("interrupted while waiting for the %s: %w", peer, ctx.Err())
+		}
+		return nil, fmt.Errorf("accept: %w", err)
+	}
+	ln.Close() // ttcp takes exactly one connection
+	r.mes("accept from " + sock.RemoteAddr().Addr().String())
+	return sock, nil
 }
 
 func (r *run) transmitUDP(ctx context.Context) error {
@@ -176,6 +267,7 @@ func (r *run) transmitUDP(ctx context.Context) error {
 	defer sock.Close()
 	r.flow.Sock = sock
 	mark := engine.Buffer(r.flow.Spec)[:sentinel]
+	r.bufAddr = uintptr(unsafe.Pointer(&mark[0]))
 	r.sentinel(sock, mark) // start
 	r.startTimer(sock.RemoteAddr())
 	err = engine.Run(ctx, r.backend, r.flow, true)
@@ -187,36 +279,12 @@ func (r *run) transmitUDP(ctx context.Context) error {
 			r.sentinel(sock, mark)
 		}
 	}()
-	return transferError(err)
+	return transferError(r.c, err)
 }
 
 func (r *run) sentinel(sock *engine.Socket, mark []byte) {
 	sock.Write(mark)
 	r.extra++
-}
-
-func (r *run) receiveTCP(ctx context.Context) error {
-	ln, err := engine.Listen(ctx, r.c.network(), net.JoinHostPort("", strconv.Itoa(r.c.Port)), r.options())
-	if err != nil {
-		return listenError(r.c, err)
-	}
-	defer ln.Close()
-	if err := r.reportBuf(ln); err != nil {
-		return err
-	}
-	sock, err := ln.Accept(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted while waiting for the transmitter: %w", ctx.Err())
-		}
-		return fmt.Errorf("accept: %w", err)
-	}
-	ln.Close() // ttcp takes exactly one connection
-	defer sock.Close()
-	r.mes("accept from " + sock.RemoteAddr().Addr().String())
-	r.flow.Sock = sock
-	r.startTimer(sock.RemoteAddr())
-	return transferError(engine.Run(ctx, r.backend, r.flow, false))
 }
 
 func (r *run) receiveUDP(ctx context.Context) error {
@@ -239,7 +307,8 @@ func (r *run) receiveUDP(ctx context.Context) error {
 
 	// Wait for the start sentinel; a datagram of data first means the
 	// sentinel was lost, and the data counts from there.
-	buf := make([]byte, r.c.BufLen)
+	buf := engine.Buffer(r.flow.Spec)
+	r.bufAddr = uintptr(unsafe.Pointer(&buf[0]))
 	stop := context.AfterFunc(ctx, func() { sock.Shutdown() })
 	n, from, err := sock.ReadFrom(buf)
 	stopped := !stop()
@@ -294,7 +363,7 @@ func (r *run) receiveUDP(ctx context.Context) error {
 		r.idleStop = lastMove
 		return nil
 	}
-	return transferError(err)
+	return transferError(r.c, err)
 }
 
 func (r *run) result(stop time.Time) *report.TTCPResult {

@@ -5,8 +5,14 @@
 //
 // The transmitter sends a pattern (sink/source mode, -s) or its standard
 // input; the receiver discards or writes to its standard output, byte for
-// byte. When standard output carries data every report line goes to
-// standard error.
+// byte (with -B, in whole -l blocks only). When standard output carries
+// data every report line goes to standard error.
+//
+// The receiver listens and the transmitter connects, as in ttcp; with -R
+// (mcr/ttcp's reverse) the transmitter listens and the receiver connects.
+// Either way the progress lines come in ttcp's order: socket, sndbuf or
+// rcvbuf, then nodelay and connect on the side that connects, or
+// "accept from" on the side that listens.
 package ttcp
 
 import (
@@ -33,7 +39,7 @@ const (
 // Config is one ttcp run.
 type Config struct {
 	Transmit bool   // -t; false is -r
-	Host     string // the receiver, for -t
+	Host     string // the peer to connect to: the receiver for -t, the transmitter for -r -R
 	Port     int    // -p
 	UDP      bool   // -u
 	SinkMode bool   // -s: pattern out, discard in
@@ -43,6 +49,9 @@ type Config struct {
 	Offset   int    // -O
 	SockBuf  int    // -b: SO_SNDBUF (-t) or SO_RCVBUF (-r)
 	NoDelay  bool   // -D
+	Debug    bool   // -d: SO_DEBUG on the TCP socket
+	Blocks   bool   // -B: write only whole -l blocks to standard output
+	Reverse  bool   // -R: the receiver connects, the transmitter listens
 	Format   byte   // -f: k K m M g G
 	Touch    bool   // -T
 	Verbose  bool   // -v
@@ -87,11 +96,24 @@ func IsUsage(err error) bool {
 
 // Validate checks c before any socket is made.
 func (c *Config) Validate() error {
+	p := c.Prog
 	switch {
-	case c.Transmit && c.Host == "":
-		return usagef("-t needs the receiver's host: blast -t [options] HOST")
-	case !c.Transmit && c.Host != "":
-		return usagef("-r takes no host (got %q): the receiver listens on port %d; give the host to the transmitter (-t)", c.Host, c.Port)
+	case c.Transmit && !c.Reverse && c.Host == "":
+		return usagef("-t needs the receiver's host: %s -t [options] HOST", p)
+	case !c.Transmit && !c.Reverse && c.Host != "":
+		return usagef("-r takes no host (got %q): the receiver listens on port %d; give the host to the transmitter (-t), or add -R to connect to a transmitter that listens (%s -t -R)", c.Host, c.Port, p)
+	case c.Transmit && c.Reverse && c.Host != "":
+		return usagef("-t -R takes no host (got %q): the transmitter listens on port %d for the receiver; give the host to the receiver (%s -r -R HOST)", c.Host, c.Port, p)
+	case !c.Transmit && c.Reverse && c.Host == "":
+		return usagef("-r -R needs the transmitter's host: %s -r -R [options] HOST connects to a transmitter started with %s -t -R", p, p)
+	case c.Reverse && c.UDP:
+		return usagef("-R reverses who connects, and ttcp's UDP mode has no connection: drop -R or -u")
+	case c.Debug && c.UDP:
+		return usagef("-d sets SO_DEBUG on ttcp's TCP socket (ttcp never sets it on UDP): drop -d or -u")
+	case c.Blocks && c.Transmit:
+		return usagef("-B writes received data in whole -l blocks: it is for the receiver (-r), not the transmitter")
+	case c.Blocks && c.SinkMode:
+		return usagef("-B writes whole -l blocks to standard output, and -s discards the data: drop -B or -s")
 	case c.BufLen < 1:
 		return usagef("-l %d: the buffer length must be at least 1 byte", c.BufLen)
 	case c.UDP && c.BufLen > 65507:
@@ -195,6 +217,19 @@ func (c *Config) prefix() string {
 
 // dataOnStdout reports whether standard output carries received data.
 func (c *Config) dataOnStdout() bool { return !c.Transmit && !c.SinkMode }
+
+// connects reports whether this end connects (ttcp's "initiate"): the
+// transmitter, or with -R the receiver. UDP has no -R.
+func (c *Config) connects() bool { return c.Transmit != c.Reverse }
+
+// peer names the other end, and the command that starts it listening
+// on this port.
+func (c *Config) peer() (name, start string) {
+	if c.Transmit {
+		return "receiver", fmt.Sprintf("%s -r -p %d", c.Prog, c.Port)
+	}
+	return "transmitter", fmt.Sprintf("%s -t -R -p %d", c.Prog, c.Port)
+}
 
 func (c *Config) network() string {
 	n := "tcp"

@@ -74,6 +74,12 @@ func dispatch(e *env, args []string) int {
 		}
 		usage(e.stdout)
 		return exitOK
+	case "--version":
+		return commands["version"].run(e, args[1:])
+	case "-v":
+		if len(args) == 1 { // iperf3's -v; with more, ttcp's verbose flag
+			return commands["version"].run(e, nil)
+		}
 	}
 	if c, ok := commands[args[0]]; ok {
 		return c.run(e, args[1:])
@@ -109,7 +115,7 @@ func shortFlagMode(args []string) string {
 				server = true
 				continue
 			}
-			if !strings.ContainsRune("uDvT46", r) { // the rest is a value
+			if !strings.ContainsRune("uDvT46BdR", r) { // the rest is a value
 				break
 			}
 		}

@@ -1,8 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -19,22 +29,48 @@ Examples:
   blast server                     port 5201, up to 8 tests at once
   blast -s -p 5202 -1              one test on port 5202, then exit
   blast server -B ::1 --max-clients 32
-Any 'iperf3 -c' and any 'blast client' can test against it.
+  blast server -p 0                a free port, shown in "Server listening on"
+  blast server -D -I /run/blast.pid --logfile /var/log/blast.log
+                                   in the background, as iperf3 -s -D does
+  blast server --server-bitrate-limit 1G/10 --server-max-duration 60
+                                   refuse tests over 60 s, end those that average
+                                   over 1 Gbit/s for 10 s (each, and all together)
+Any 'iperf3 -c' and any 'blast client' can test against it. Each test prints as
+'iperf3 -s' prints it; the lines of tests that run at the same time start with
+the test's number ("#3: "). SIGINT or SIGTERM tells running tests the server
+is terminating (their clients print what they measured), lets tests that
+have ended deliver their results, and exits.
 `
+
+// daemonEnv names the descriptor through which a server that -D started
+// in the background tells its parent how starting went.
+const daemonEnv = "BLAST_DAEMON_READY_FD"
 
 func runServer(e *env, args []string) int {
 	fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	fs.BoolP("server", "s", true, "run as a server (implied)")
-	port := fs.IntP("port", "p", control.DefaultPort, "port to listen on")
+	port := fs.IntP("port", "p", control.DefaultPort, "port to listen on (0: a free one)")
 	bind := fs.StringP("bind", "B", "", "address to listen on (default: all)")
+	bindDev := fs.String("bind-dev", "", "bind the listener and every data socket to interface `DEV` (SO_BINDTODEVICE)")
 	oneOff := fs.BoolP("one-off", "1", false, "serve one test, then exit")
 	maxClients := fs.Int("max-clients", 8, "tests at the same time; more are told the server is busy")
 	backend := fs.String("backend", "", "how to send (see 'blast backends'; readwrite by default)")
 	rxBackend := fs.String("rx-backend", "", "how to receive (default: --backend, or readwrite if that only sends)")
-	interval := fs.Float64P("interval", "i", 1, "seconds between the server's interval reports (for --get-server-output)")
-	jsonOut := fs.BoolP("json", "J", false, "answer --get-server-output with JSON, and log one JSON result per test")
+	interval := fs.Float64P("interval", "i", 1, "seconds between interval lines (0: none); also what --get-server-output returns")
+	jsonOut := fs.BoolP("json", "J", false, "print each test's JSON document on one line when it ends (and answer --get-server-output with JSON)")
+	formatStr := fs.StringP("format", "f", "", "`UNIT` of the bitrates: k, m, g, t (bits/s) or K, M, G, T (bytes/s); default: adaptive bits")
+	verbose := fs.BoolP("verbose", "V", false, "more detail: iperf3's -V lines for each test, and blast's backend and CPU lines")
+	debug := fs.BoolP("debug", "d", false, "debug lines: each test's state changes and what its client sent")
+	daemon := fs.BoolP("daemon", "D", false, "run in the background (output to --logfile, or nowhere)")
+	pidfile := fs.StringP("pidfile", "I", "", "write the server's process id to `FILE` while it runs")
+	logfile := fs.String("logfile", "", "append all output to `FILE`")
+	fs.Bool("forceflush", false, "accepted for iperf3's sake: blast never holds output back")
+	idleStr := fs.String("idle-timeout", "", "with -1, exit if no client connects within `SECS`; without, restart the idle server (close its UDP port) after SECS without one")
+	rcvStr := fs.String("rcv-timeout", "", "end a test whose receiving streams get no data for `MS` milliseconds (default 120000)")
+	limitStr := fs.String("server-bitrate-limit", "", "refuse tests that ask for more than `RATE[/SECS]`, end tests that average more over SECS (5); each, and all together")
+	maxDurStr := fs.String("server-max-duration", "", "refuse tests longer than `SECS` (-t plus -O), and tests with no time limit (-n, -k)")
 	v4 := fs.BoolP("version4", "4", false, "IPv4 only")
 	v6 := fs.BoolP("version6", "6", false, "IPv6 only")
 	help := fs.BoolP("help", "h", false, "show this help")
@@ -56,7 +92,18 @@ func runServer(e *env, args []string) int {
 	if *interval < 0 || (*interval > 0 && *interval < 0.1) || *interval > 60 {
 		return usage("-i %g: must be 0 (off) or 0.1 to 60 seconds", *interval)
 	}
-	cfg := control.ServerConfig{Bind: *bind, Port: *port, OneOff: *oneOff, MaxClients: *maxClients,
+	var format byte
+	switch {
+	case *formatStr == "" || *formatStr == "a":
+	case len(*formatStr) == 1 && control.ValidFormat((*formatStr)[0]):
+		format = (*formatStr)[0]
+	default:
+		return usage("-f %q: use k, m, g or t for bits/s, K, M, G or T for bytes/s", *formatStr)
+	}
+	if *port < 0 || *port > 65535 {
+		return usage("-p %d: must be 1 to 65535, or 0 for a free port", *port)
+	}
+	cfg := control.ServerConfig{Bind: *bind, Port: *port, OneOff: *oneOff, MaxClients: *maxClients, Device: *bindDev,
 		Backend: *backend, RxBackend: *rxBackend, Interval: time.Duration(*interval * float64(time.Second)), JSONOutput: *jsonOut}
 	switch {
 	case *v4 && *v6:
@@ -66,26 +113,246 @@ func runServer(e *env, args []string) int {
 	case *v6:
 		cfg.Family = "6"
 	}
+	secs := func(flag, s string, min, max int) (time.Duration, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < min || n > max {
+			return 0, fmt.Errorf("%s %q: want whole seconds, %d to %d", flag, s, min, max)
+		}
+		return time.Duration(n) * time.Second, nil
+	}
+	var err error
+	if *idleStr != "" {
+		if cfg.IdleTimeout, err = secs("--idle-timeout", *idleStr, 1, control.MaxTime); err != nil {
+			return usage("%v", err)
+		}
+	}
+	if *maxDurStr != "" {
+		if cfg.MaxDuration, err = secs("--server-max-duration", *maxDurStr, 0, control.MaxTime); err != nil {
+			return usage("%v (0: no limit)", err)
+		}
+	}
+	if *rcvStr != "" {
+		ms, err := strconv.Atoi(*rcvStr)
+		if err != nil || ms < int(control.MinRcvTimeout.Milliseconds()) || ms > control.MaxTime*1000 {
+			return usage("--rcv-timeout %q: want milliseconds, %d to %d (iperf3's default is 120000)", *rcvStr, control.MinRcvTimeout.Milliseconds(), control.MaxTime*1000)
+		}
+		cfg.RcvTimeout = time.Duration(ms) * time.Millisecond
+	}
+	if *limitStr != "" {
+		if cfg.RateLimit, err = control.ParseRateLimit(*limitStr); err != nil {
+			return usage("%v", err)
+		}
+	}
+	if *bindDev != "" {
+		if _, err := net.InterfaceByName(*bindDev); err != nil {
+			return usage("--bind-dev %s: no such interface here (see 'ip link')", *bindDev)
+		}
+	}
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return usage("%v", err)
 	}
-	if *jsonOut {
-		cfg.OnResult = func(r *control.Result) { control.EncodeJSON(e.stdout, r) }
-	} else {
-		cfg.Log = e.stdout
+
+	child := os.Getenv(daemonEnv) != ""
+	if *daemon && !child {
+		return daemonize(e, args, *logfile, *jsonOut)
 	}
+	var ready *daemonChild
+	if child {
+		ready = openDaemonChild()
+		defer ready.close()
+	}
+
+	out, errOut := e.stdout, e.stderr
+	if *logfile != "" {
+		f, err := os.OpenFile(*logfile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			fmt.Fprintf(io.MultiWriter(errOut, ready), "blast server: --logfile: %v\n", err)
+			return exitFailure
+		}
+		defer f.Close()
+		out, errOut = f, f
+	}
+	if ready != nil {
+		errOut = io.MultiWriter(errOut, ready)
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(errOut, "blast server: "+format+"\n", a...)
+		return exitFailure
+	}
+	if *pidfile != "" {
+		if err := checkPidfile(*pidfile); err != nil {
+			return fail("%v", err)
+		}
+	}
+
+	console := control.NewConsole(out, control.ConsoleOptions{JSON: *jsonOut, Debug: *debug,
+		Text: control.Text{Verbose: *verbose, Format: format}, OneOff: *oneOff, MaxClients: cfg.MaxClients})
+	var interrupted atomic.Int64
+	cfg.OnResult = func(r *control.Result) {
+		if errors.Is(r.Err, control.ErrShutdown) {
+			interrupted.Add(1)
+		}
+	}
+	console.Attach(&cfg)
 	srv, err := control.Listen(cfg)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "blast server: %v\n", err)
-		return exitFailure
+		return fail("%v", err)
 	}
-	if !*jsonOut {
-		fmt.Fprintf(e.stdout, "Server listening on %v (up to %d tests at once)\n", srv.Addr(), cfg.MaxClients)
+	if *pidfile != "" {
+		if err := writePidfile(*pidfile); err != nil {
+			srv.Close()
+			return fail("%v", err)
+		}
+		defer removePidfile(*pidfile)
 	}
-	if err := srv.Serve(e.ctx); err != nil {
-		fmt.Fprintf(e.stderr, "blast server: %v\n", err)
-		return exitFailure
+	console.Listening(srv.Addr())
+	if ready != nil {
+		ready.ready(srv.Addr())
+	}
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	err = srv.Serve(e.ctx)
+	say := func(line string) {
+		if *jsonOut {
+			fmt.Fprintln(errOut, line)
+		} else {
+			console.Println(line)
+		}
+	}
+	switch {
+	case errors.Is(err, control.ErrIdle):
+		say(fmt.Sprintf("blast server: no client connected within %g s (--idle-timeout); exiting", cfg.IdleTimeout.Seconds()))
+		return exitOK
+	case err != nil:
+		return fail("%v", err)
+	case e.ctx.Err() != nil:
+		why := "interrupted"
+		select {
+		case s := <-sigs:
+			why = signalName(s)
+		default:
+		}
+		n := interrupted.Load()
+		tests := "tests"
+		if n == 1 {
+			tests = "test"
+		}
+		say(fmt.Sprintf("blast server: shutting down (%s), %d %s interrupted", why, n, tests))
 	}
 	return exitOK
+}
+
+func signalName(s os.Signal) string {
+	switch s {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
+// daemonize is -D: it starts the server again in the background, in a
+// session of its own with its output in the logfile (or nowhere), waits
+// until that server listens, and returns. The server says how starting
+// went through a pipe: "READY pid address", or its error.
+func daemonize(e *env, args []string, logfile string, jsonOut bool) int {
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(e.stderr, "blast server: -D: "+format+"\n", a...)
+		return exitFailure
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fail("cannot find this program to start it again: %v", err)
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer null.Close()
+	out := null
+	if logfile != "" {
+		if out, err = os.OpenFile(logfile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err != nil {
+			return fail("--logfile: %v", err)
+		}
+		defer out.Close()
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer r.Close()
+	cmd := exec.Command(exe, append([]string{"server"}, args...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, out, out
+	cmd.ExtraFiles = []*os.File{w} // descriptor 3
+	cmd.Env = append(os.Environ(), daemonEnv+"=3")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return fail("start %s: %v", exe, err)
+	}
+	r.SetReadDeadline(time.Now().Add(30 * time.Second))
+	msg, rerr := io.ReadAll(r)
+	if line, ok := bytes.CutPrefix(msg, []byte("READY ")); ok {
+		cmd.Process.Release()
+		pid, addr, _ := strings.Cut(strings.TrimSpace(string(line)), " ")
+		if !jsonOut {
+			fmt.Fprintf(e.stdout, "Server listening on %s (in the background, pid %s)\n", addr, pid)
+		}
+		return exitOK
+	}
+	if rerr != nil {
+		cmd.Process.Kill()
+	}
+	werr := cmd.Wait()
+	e.stderr.Write(msg)
+	var ee *exec.ExitError
+	switch {
+	case rerr != nil:
+		return fail("the background server did not start within 30 s (%v); see the logfile", rerr)
+	case errors.As(werr, &ee) && ee.ExitCode() > 0:
+		if len(msg) == 0 {
+			fail("the background server exited with status %d before it listened", ee.ExitCode())
+		}
+		return ee.ExitCode()
+	}
+	return fail("the background server ended before it listened (%v)", werr)
+}
+
+// daemonChild is the server -D started: before it listens, its errors go
+// to the parent too; once it listens, it tells the parent so.
+type daemonChild struct{ f *os.File }
+
+func openDaemonChild() *daemonChild {
+	fd, _ := strconv.Atoi(os.Getenv(daemonEnv))
+	os.Unsetenv(daemonEnv)
+	if fd < 3 {
+		return &daemonChild{}
+	}
+	return &daemonChild{f: os.NewFile(uintptr(fd), "daemon-ready")}
+}
+
+func (d *daemonChild) Write(b []byte) (int, error) {
+	if d == nil || d.f == nil {
+		return len(b), nil
+	}
+	return d.f.Write(b)
+}
+
+func (d *daemonChild) ready(addr net.Addr) {
+	if d.f != nil {
+		fmt.Fprintf(d.f, "READY %d %v\n", os.Getpid(), addr)
+	}
+	d.close()
+}
+
+func (d *daemonChild) close() {
+	if d.f != nil {
+		d.f.Close()
+		d.f = nil
+	}
 }

@@ -17,10 +17,13 @@ func init() {
 	register(command{name: "ttcp", summary: "classic ttcp mode (same as blast -t / blast -r)", run: runTTCP})
 }
 
-const ttcpHelp = `Usage: blast -t [options] HOST [< in]
-       blast -r [options] [> out]
-       (also: blast ttcp ..., or the binary invoked as ttcp)
-
+// ttcpHelp is the help text; {prog} is the name blast was invoked as
+// (blast or ttcp). Names of blast's other commands stay "blast": the
+// ttcp link runs ttcp mode only, so "ttcp backends" would not work.
+const ttcpHelp = `Usage: {prog} -t [options] HOST [< in]
+       {prog} -r [options] [> out]
+       {prog} -t -R [options] [< in]   and   {prog} -r -R [options] HOST [> out]
+{also}
 Classic ttcp: a plain TCP stream (or UDP with 4-byte sentinels) to port
 5001, no control channel; works against any ttcp.
 
@@ -32,7 +35,11 @@ Options:
   -b N      socket buffer size (SO_SNDBUF on -t, SO_RCVBUF on -r)
   -D        TCP_NODELAY              -f X      rate unit: k K m M g G
   -A N      buffer alignment         -O N      buffer offset
-  -v        verbose (CPU seconds)    -T        touch each byte received
+  -v        verbose (CPU seconds, buffer address)
+  -T        touch each byte received -d        set SO_DEBUG (needs root)
+  -B        -r: write only whole -l blocks to standard output (for tar)
+  -R        reverse: the receiver connects (-r -R HOST) and the
+            transmitter listens (-t -R), e.g. out of a NAT; TCP only
   -S TOS    IP TOS byte (0x10 ...)   -4 / -6   IPv4 or IPv6 only
   --backend NAME[:OPTS]
                    data path (see 'blast backends'; default readwrite), with
@@ -56,15 +63,26 @@ Options:
   ends (blast compare).
 
 Examples:
-  blast -r -s                       # sink on port 5001
-  blast -t -s -n 100000 198.18.0.2  # send 800 MiB of pattern
-  tar cf - dir | blast -t 198.18.0.2    and    blast -r | tar xf -
-  blast -r -s -u --backend mmsg:batch=64,gro
-  blast -t -s -u -l 64 -n 1000000 --backend mmsg:batch=64,gso 198.18.0.2
-  blast -t --backend sendfile -F big.iso 198.18.0.2
-  blast -r -s -u -I veth1 --backend afxdp
-  blast -t -s -u -l 18 -n 1000000 --backend afxdp:queues=2 198.18.0.2
+  {prog} -r -s                       # sink on port 5001
+  {prog} -t -s -n 100000 198.18.0.2  # send 800 MiB of pattern
+  tar cf - dir | {prog} -t 198.18.0.2    and    {prog} -r -B | tar xf -
+  {prog} -t -R -s                    # behind a NAT: wait for the receiver,
+  {prog} -r -R -s 198.18.0.1         # which connects out to the transmitter
+  {prog} -r -s -u --backend mmsg:batch=64,gro
+  {prog} -t -s -u -l 64 -n 1000000 --backend mmsg:batch=64,gso 198.18.0.2
+  {prog} -t --backend sendfile -F big.iso 198.18.0.2
+  {prog} -r -s -u -I veth1 --backend afxdp
+  {prog} -t -s -u -l 18 -n 1000000 --backend afxdp:queues=2 198.18.0.2
 `
+
+// helpFor renders ttcpHelp for the name blast was invoked as.
+func helpFor(prog string) string {
+	also := "       (also: blast ttcp ..., or the binary invoked as ttcp)\n"
+	if prog == "ttcp" {
+		also = ""
+	}
+	return strings.NewReplacer("{prog}", prog, "{also}", also).Replace(ttcpHelp)
+}
 
 func runTTCP(e *env, args []string) int {
 	prog := "blast"
@@ -73,7 +91,7 @@ func runTTCP(e *env, args []string) int {
 	}
 	cfg, err := parseTTCP(args, prog)
 	if errors.Is(err, pflag.ErrHelp) {
-		io.WriteString(e.stdout, ttcpHelp)
+		io.WriteString(e.stdout, helpFor(prog))
 		return exitOK
 	}
 	if err != nil {
@@ -117,6 +135,9 @@ func parseTTCP(args []string, prog string) (ttcp.Config, error) {
 	fs.StringVarP(&port, "port", "p", strconv.Itoa(cfg.Port), "")
 	fs.IntVarP(&cfg.SockBuf, "sockbuf", "b", 0, "")
 	fs.BoolVarP(&cfg.NoDelay, "nodelay", "D", false, "")
+	fs.BoolVarP(&cfg.Debug, "debug", "d", false, "")
+	fs.BoolVarP(&cfg.Blocks, "blocks", "B", false, "")
+	fs.BoolVarP(&cfg.Reverse, "reverse", "R", false, "")
 	fs.StringVarP(&format, "format", "f", "K", "")
 	fs.IntVarP(&cfg.Align, "align", "A", cfg.Align, "")
 	fs.IntVarP(&cfg.Offset, "offset", "O", 0, "")
@@ -147,7 +168,7 @@ func parseTTCP(args []string, prog string) (ttcp.Config, error) {
 		return cfg, errors.New("-4 and -6 conflict: choose one address family, or neither for both")
 	}
 	if fs.Changed("rx-backend") {
-		return cfg, fmt.Errorf("--rx-backend %s: in ttcp mode each end is its own process: give the receiver --backend %s (blast -r --backend %s); --rx-backend is for blast compare, where one process runs both ends", rxBackend, rxBackend, rxBackend)
+		return cfg, fmt.Errorf("--rx-backend %s: in ttcp mode each end is its own process: give the receiver --backend %s (%s -r --backend %s); --rx-backend is for blast compare, where one process runs both ends", rxBackend, rxBackend, prog, rxBackend)
 	}
 	name, opts, hasOpts := strings.Cut(backend, ":")
 	cfg.Backend = name

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/blastnet/blast/internal/golden"
 	"github.com/blastnet/blast/ttcp"
 )
 
@@ -62,6 +63,13 @@ func TestTTCPFlags(t *testing.T) {
 			c.Transmit, c.SinkMode, c.UDP, c.Host = true, true, true, "h"
 			c.Backend, c.BackendOpts = "afxdp", "dstmac=02:aa:00:00:00:01,zc"
 		}},
+		{[]string{"-r", "-B", "-l", "10240"}, func(c *ttcp.Config) { c.Blocks, c.BufLen = true, 10240 }},
+		{[]string{"-rB"}, func(c *ttcp.Config) { c.Blocks = true }},
+		{[]string{"-t", "-s", "-d", "h"}, func(c *ttcp.Config) { c.Transmit, c.SinkMode, c.Debug, c.Host = true, true, true, "h" }},
+		{[]string{"-rsd"}, func(c *ttcp.Config) { c.SinkMode, c.Debug = true, true }},
+		{[]string{"-t", "-R", "-s"}, func(c *ttcp.Config) { c.Transmit, c.Reverse, c.SinkMode = true, true, true }},
+		{[]string{"-rR", "-B", "h"}, func(c *ttcp.Config) { c.Reverse, c.Blocks, c.Host = true, true, "h" }},
+		{[]string{"-r", "-R", "-D", "-b", "65536", "h"}, func(c *ttcp.Config) { c.Reverse, c.NoDelay, c.SockBuf, c.Host = true, true, 65536, "h" }},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			got, err := parseTTCP(tc.args, "blast")
@@ -96,7 +104,14 @@ func TestTTCPUsageErrors(t *testing.T) {
 		{[]string{"-r", "-S", "300"}, "blast: -S 300: the TOS byte is a number from 0 to 255 (0x10, 16, 020)\n"},
 		{[]string{"-t", "-s", "--rate", "fast", "h"}, "blast: --rate fast: a rate is bits per second, a number with an optional K, M or G (e.g. 100M)\n"},
 		{[]string{"-t", "-s", "--backend", "nope", "h"}, "blast: --backend: unknown backend \"nope\": choose one of "},
-		{[]string{"-r", "host"}, "blast: -r takes no host (got \"host\"): the receiver listens on port 5001; give the host to the transmitter (-t)\n"},
+		{[]string{"-r", "host"}, "blast: -r takes no host (got \"host\"): the receiver listens on port 5001; give the host to the transmitter (-t), or add -R to connect to a transmitter that listens (blast -t -R)\n"},
+		{[]string{"-t", "-s", "-R", "h"}, "blast: -t -R takes no host (got \"h\"): the transmitter listens on port 5001 for the receiver; give the host to the receiver (blast -r -R HOST)\n"},
+		{[]string{"-r", "-R"}, "blast: -r -R needs the transmitter's host: blast -r -R [options] HOST connects to a transmitter started with blast -t -R\n"},
+		{[]string{"-t", "-s", "-u", "-R"}, "blast: -R reverses who connects, and ttcp's UDP mode has no connection: drop -R or -u\n"},
+		{[]string{"-r", "-s", "-u", "-d"}, "blast: -d sets SO_DEBUG on ttcp's TCP socket (ttcp never sets it on UDP): drop -d or -u\n"},
+		{[]string{"-t", "-B", "h"}, "blast: -B writes received data in whole -l blocks: it is for the receiver (-r), not the transmitter\n"},
+		{[]string{"-r", "-s", "-B"}, "blast: -B writes whole -l blocks to standard output, and -s discards the data: drop -B or -s\n"},
+		{[]string{"-r", "-B", "-l", "0"}, "blast: -l 0: the buffer length must be at least 1 byte\n"},
 		{[]string{"-t", "-s", "a", "b"}, "blast: too many arguments: \"a b\": give one host\n"},
 		{[]string{"-t", "-4", "-6", "h"}, "blast: -4 and -6 conflict: choose one address family, or neither for both\n"},
 		{[]string{"-t", "-l", "70000", "-u", "-s", "h"}, "blast: -l 70000: a UDP datagram carries at most 65507 bytes\n"},
@@ -166,21 +181,65 @@ func TestTTCPHelpNamesTheNewFlags(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit status %d", code)
 	}
-	for _, want := range []string{"--backend NAME[:OPTS]", "batch=N", "-F FILE", "--rx-backend"} {
+	for _, want := range []string{"--backend NAME[:OPTS]", "batch=N", "-F FILE", "--rx-backend", "-B ", "-d ", "-R "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help does not mention %q", want)
 		}
 	}
 }
 
-func TestTTCPInvokedAsTTCP(t *testing.T) {
-	code, _, errs := runArgs(t, "ttcp", "-r", "-l", "0")
-	if code != exitUsage || errs != "ttcp: -l 0: the buffer length must be at least 1 byte\n" {
-		t.Errorf("as ttcp: status %d, stderr %q", code, errs)
+// TestTTCPHelpGolden keeps the help text, as blast and as ttcp: invoked as
+// ttcp, the usage names ttcp, and only blast's other commands (blast
+// backends, blast compare), which the ttcp link cannot run, keep their
+// name.
+func TestTTCPHelpGolden(t *testing.T) {
+	for _, tc := range []struct {
+		argv0  string
+		args   []string
+		golden string
+	}{
+		{"blast", []string{"ttcp", "-h"}, "ttcp-help.txt"},
+		{"blast", []string{"-t", "--help"}, "ttcp-help.txt"},
+		{"ttcp", []string{"-h"}, "ttcp-help-as-ttcp.txt"},
+	} {
+		t.Run(tc.argv0+" "+strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errs := runArgs(t, tc.argv0, tc.args...)
+			if code != exitOK || errs != "" {
+				t.Fatalf("exit status %d, stderr %q", code, errs)
+			}
+			golden.Check(t, "testdata/"+tc.golden, out)
+			if tc.argv0 != "ttcp" {
+				return
+			}
+			for _, l := range strings.Split(out, "\n") {
+				if strings.Contains(strings.ReplaceAll(strings.ReplaceAll(l, "'blast backends'", ""), "(blast compare)", ""), "blast") {
+					t.Errorf("as ttcp, the help names blast: %q", l)
+				}
+			}
+		})
 	}
-	code, _, errs = runArgs(t, "ttcp")
-	if code != exitUsage || !strings.HasPrefix(errs, "ttcp: say -t HOST to transmit or -r to receive") {
-		t.Errorf("ttcp with no flags: status %d, stderr %q", code, errs)
+}
+
+func TestTTCPInvokedAsTTCP(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-r", "-l", "0"}, "ttcp: -l 0: the buffer length must be at least 1 byte\n"},
+		{nil, "ttcp: say -t HOST to transmit or -r to receive: run 'ttcp -h' for the options\n"},
+		{[]string{"-t", "-s"}, "ttcp: -t needs the receiver's host: ttcp -t [options] HOST\n"},
+		{[]string{"-r", "-R"}, "ttcp: -r -R needs the transmitter's host: ttcp -r -R [options] HOST connects to a transmitter started with ttcp -t -R\n"},
+		{[]string{"-r", "h"}, "ttcp: -r takes no host (got \"h\"): the receiver listens on port 5001; give the host to the transmitter (-t), or add -R to connect to a transmitter that listens (ttcp -t -R)\n"},
+		{[]string{"-t", "-R", "h"}, "ttcp: -t -R takes no host (got \"h\"): the transmitter listens on port 5001 for the receiver; give the host to the receiver (ttcp -r -R HOST)\n"},
+		{[]string{"-r", "-x"}, "ttcp: unknown shorthand flag: 'x' in -x: run 'ttcp -h' for the options\n"},
+		{[]string{"-r", "-s", "--rx-backend", "mmsg"}, "ttcp: --rx-backend mmsg: in ttcp mode each end is its own process: give the receiver --backend mmsg (ttcp -r --backend mmsg); --rx-backend is for blast compare, where one process runs both ends\n"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errs := runArgs(t, "ttcp", tc.args...)
+			if code != exitUsage || out != "" || errs != tc.want {
+				t.Errorf("status %d, stdout %q, stderr:\n got %q\nwant %q", code, out, errs, tc.want)
+			}
+		})
 	}
 }
 
@@ -201,17 +260,24 @@ func TestTTCPRunTimeErrors(t *testing.T) {
 	busyPort := strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)
 
 	for _, tc := range []struct {
-		args []string
-		want string
+		argv0 string
+		args  []string
+		want  string
 	}{
-		{[]string{"-t", "-s", "-p", port, "127.0.0.1"},
+		{"blast", []string{"-t", "-s", "-p", port, "127.0.0.1"},
 			"blast-t: connect to 127.0.0.1 port " + port + ": connection refused: nothing listens there; start the receiver first (blast -r -p " + port + ")\n"},
-		{[]string{"-t", "-s", "nosuchhost.invalid"}, "blast-t: unknown host \"nosuchhost.invalid\": check the name, or give an address\n"},
-		{[]string{"-r", "-s", "-p", busyPort},
+		{"ttcp", []string{"-t", "-s", "-p", port, "127.0.0.1"},
+			"ttcp-t: connect to 127.0.0.1 port " + port + ": connection refused: nothing listens there; start the receiver first (ttcp -r -p " + port + ")\n"},
+		{"blast", []string{"-r", "-R", "-s", "-p", port, "127.0.0.1"},
+			"blast-r: connect to 127.0.0.1 port " + port + ": connection refused: nothing listens there; start the transmitter first (blast -t -R -p " + port + ")\n"},
+		{"blast", []string{"-t", "-s", "nosuchhost.invalid"}, "blast-t: unknown host \"nosuchhost.invalid\": check the name, or give an address\n"},
+		{"blast", []string{"-r", "-s", "-p", busyPort},
 			"blast-r: port " + busyPort + " is in use by another program: stop it, or choose another port with -p on both ends\n"},
+		{"ttcp", []string{"-t", "-R", "-s", "-p", busyPort},
+			"ttcp-t: port " + busyPort + " is in use by another program: stop it, or choose another port with -p on both ends\n"},
 	} {
-		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			code, _, errs := runArgs(t, "blast", tc.args...)
+		t.Run(tc.argv0+" "+strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, errs := runArgs(t, tc.argv0, tc.args...)
 			if code != exitFailure {
 				t.Errorf("exit status %d, want %d", code, exitFailure)
 			}
