@@ -46,15 +46,14 @@ type Sender struct {
 	// the schedule forgives a stall); began is when the send began.
 	start, began time.Time
 	handed       int64 // bytes handed out, for pacing
-	// lastBurst is when the last burst (buffer, without Spec.Burst) left,
-	// lastBurstBytes its size: the catch-up pace (release).
-	lastBurst      time.Time
-	lastBurstBytes int64
-	src            io.Reader
-	framing        Framing
-	over           bool
-	noBufs         *atomic.Int64
-	syscalls       *atomic.Int64 // WriteAll's, taken at its first call
+	// owed is how far the schedule moved on after a stall, taken back a
+	// little with every buffer (pace).
+	owed     time.Duration
+	src      io.Reader
+	framing  Framing
+	over     bool
+	noBufs   *atomic.Int64
+	syscalls *atomic.Int64 // WriteAll's, taken at its first call
 }
 
 // NewSender starts the iterator for f (the time limit runs from now).
@@ -209,57 +208,41 @@ func (s *Sender) give(n int) {
 	}
 }
 
-// A paced sender that fell behind its schedule (its thread did not run,
-// the socket was full) catches up at catchUp times the rate, not in a
-// burst as long as the stall: any 10 ms stays within 5% over the rate,
-// and the average comes back. A debt of more than maxDebt is forgiven
-// rather than caught up for seconds.
+// A paced sender that fell behind its schedule by more than lagSlack (its
+// thread did not run, the socket was full) does not catch up in a burst
+// as long as the stall: the schedule moves on by the excess at once, and
+// takes it back a little with every buffer after, so that the sender runs
+// at catchUp times the rate until the average is whole again. Any 10 ms
+// then stays within 4% over the rate. A debt of more than maxDebt is
+// forgiven rather than caught up for seconds.
 const (
-	catchUp = 1.05
-	maxDebt = 100 * time.Millisecond
+	lagSlack = 100 * time.Microsecond
+	catchUp  = 1.03
+	maxDebt  = 100 * time.Millisecond
 )
 
-// release is when the next buffer may leave: when it is due on the
-// schedule, and, for the first buffer of a burst (every buffer without
-// Spec.Burst), no sooner after the previous burst left than that burst
-// takes at catchUp times the rate.
-func (s *Sender) release() time.Time {
-	r := s.start.Add(s.due(s.handed))
-	if s.burstStarts() && !s.lastBurst.IsZero() {
-		if c := s.lastBurst.Add(time.Duration(float64(s.lastBurstBytes) / (catchUp * s.rate) * float64(time.Second))); c.After(r) {
-			r = c
-		}
-	}
-	return r
-}
+// release is when the next buffer may leave.
+func (s *Sender) release() time.Time { return s.start.Add(s.due(s.handed)) }
 
-// burstStarts reports whether the next buffer starts a burst.
-func (s *Sender) burstStarts() bool { return s.burst == 0 || s.handed%s.burst == 0 }
-
-// pace sleeps until the next n bytes may leave (release), and counts
-// them.
+// pace sleeps until the next n bytes are due, and counts them.
 func (s *Sender) pace(n int) error {
 	if s.rate <= 0 {
 		return nil
 	}
-	now := time.Now()
-	if behind := now.Sub(s.start.Add(s.due(s.handed))); behind > maxDebt {
-		s.start = s.start.Add(behind - maxDebt)
-	}
 	rel := s.release()
-	if s.burstStarts() {
-		s.lastBurst = rel
-		if now.After(rel) {
-			s.lastBurst = now
-		}
-		s.lastBurstBytes = s.burst
-		if s.burst == 0 {
-			s.lastBurstBytes = int64(n)
-		}
+	if late := time.Since(rel); late > lagSlack {
+		excess := late - lagSlack
+		s.start = s.start.Add(excess)
+		rel = rel.Add(excess)
+		s.owed = min(s.owed+excess, maxDebt)
 	}
 	s.handed += int64(n)
-	d := rel.Sub(now)
-	if d > 0 {
+	if s.owed > 0 {
+		pay := min(s.owed, time.Duration((catchUp-1)*float64(n)/s.rate*float64(time.Second)))
+		s.start = s.start.Add(-pay)
+		s.owed -= pay
+	}
+	if d := time.Until(rel); d > 0 {
 		if !s.deadline.IsZero() && rel.After(s.deadline) {
 			d = time.Until(s.deadline)
 		}
