@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
 )
 
 // What a server does as a service (iperf3's -D, --idle-timeout,
@@ -35,7 +34,6 @@ const (
 	iperfNoMsg           = 144 // IENOMSG
 	iperfDurationExpired = 160 // IESERVERTESTDURATIONEXPIRED
 )
-
 
 // checkDuration refuses a test longer than MaxDuration, or without a time
 // limit, as iperf3's --server-max-duration does.
@@ -97,7 +95,6 @@ func (s *Server) trace(format string, args ...any) {
 		s.cfg.Trace(nil, fmt.Sprintf(format, args...))
 	}
 }
-
 
 // ConsoleOptions say what a Console prints.
 type ConsoleOptions struct {
