@@ -34,6 +34,11 @@ type Config struct {
 
 	// UDP (-u) runs UDP streams with iperf3's datagram header.
 	UDP bool
+	// Sys (--sys) adds the host's load to every interval and the summary:
+	// CPU user, system and idle, interrupts and context switches per
+	// second, the interface's packets per second; the server's too when
+	// it is blast.
+	Sys bool
 	// Rate is -b, bits per second per stream; with RateSet false iperf3's
 	// default applies (1 Mbit/s for UDP, unlimited for TCP), and 0 with
 	// RateSet is unlimited. Burst is -b's /BURST: buffers sent back to
@@ -247,7 +252,7 @@ func (c *Config) params() Params {
 		Title:         c.Title,
 		Congestion:    c.Congestion,
 		ClientVersion: "3.12",
-		Blast: &BlastParams{Version: Version, Backend: c.Backend, RxBackend: c.RxBackend,
+		Blast: &BlastParams{Version: Version, Sys: c.Sys, Backend: c.Backend, RxBackend: c.RxBackend,
 			BackendOptions: c.BackendOptions, RxBackendOptions: c.RxBackendOptions},
 	}
 	if c.Bytes > 0 || c.Blocks > 0 {
@@ -410,6 +415,7 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 	cl.sess = &session{res: res, backend: cl.backend, rxBackend: cl.rxBackend, rxAuto: cfg.RxBackend == "", interval: cfg.Interval, omit: cfg.Omit, onInterval: cfg.OnInterval,
 		udp: cfg.UDP, udp64: cfg.UDP64, rate: cfg.Rate, burst: cfg.Burst,
 		affinity: cfg.Affinity, repeat: cfg.RepeatingPayload && cfg.File == "", endAtStop: true}
+	cl.sess.sys = cfg.Sys
 	defer cl.sess.closeAll() // the data streams, on every path (closing twice is harmless)
 	if _, err := ctrl.Write(cl.cookie[:]); err != nil {
 		return nil, fmt.Errorf("send cookie to %s: %w", addr, err)
@@ -422,6 +428,9 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 		}
 		cl.nic = w
 		defer w.close()
+		if w != nil {
+			cl.sess.iface = w.iface
+		}
 	}
 
 	for {

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/hostload"
 	"github.com/blastnet/blast/nicinfo"
 )
 
@@ -81,6 +82,13 @@ type jsonInterval struct {
 	Streams         []jsonIntervalStream `json:"streams"`
 	Sum             *jsonSum             `json:"sum,omitempty"`
 	SumBidirReverse *jsonSum             `json:"sum_bidir_reverse,omitempty"`
+	Blast           *jsonIntervalBlast   `json:"blast,omitempty"`
+}
+
+// jsonIntervalBlast is blast's addition to an interval: the host's load
+// (--sys).
+type jsonIntervalBlast struct {
+	Host *hostload.Load `json:"host"`
 }
 
 type jsonIntervalStream struct {
@@ -220,6 +228,11 @@ type jsonEndBlast struct {
 	RemoteNIC     *nicinfo.Result  `json:"remote_nic,omitempty"`
 	RemoteErrors  []string         `json:"remote_errors,omitempty"`
 	Streams       []jsonEndStreamB `json:"streams"`
+	// Host is this side's host load over the test (--sys), RemoteHost
+	// and RemoteHostIntervals the peer's.
+	Host                *hostload.Load  `json:"host,omitempty"`
+	RemoteHost          *hostload.Load  `json:"remote_host,omitempty"`
+	RemoteHostIntervals []hostload.Load `json:"remote_host_intervals,omitempty"`
 }
 
 type jsonEndStreamB struct {
@@ -304,6 +317,9 @@ func jsonStartOf(r *Result) *jsonStart {
 // jsonIntervalOf is one element of the "intervals" array.
 func jsonIntervalOf(r *Result, iv *Interval) jsonInterval {
 	ji := jsonInterval{Streams: []jsonIntervalStream{}}
+	if iv.Load != nil {
+		ji.Blast = &jsonIntervalBlast{Host: iv.Load}
+	}
 	for _, sender := range r.groups() {
 		var sum jsonSum
 		var retr, packets, lost int64
@@ -386,7 +402,8 @@ func jsonEndOf(r *Result) *jsonEnd {
 	if !r.UDP() {
 		e.SenderTCPCongestion, e.ReceiverTCPCongestion = snd, rcv
 	}
-	e.Blast = jsonEndBlast{Backend: r.Backend, RemoteBackend: r.RemoteBackend, RemoteVersion: r.RemoteVersion, RemoteErrors: r.RemoteErrors, Notes: r.Notes, NIC: r.NIC, RemoteNIC: r.RemoteNIC, Streams: []jsonEndStreamB{}}
+	e.Blast = jsonEndBlast{Backend: r.Backend, RemoteBackend: r.RemoteBackend, RemoteVersion: r.RemoteVersion, RemoteErrors: r.RemoteErrors, Notes: r.Notes, NIC: r.NIC, RemoteNIC: r.RemoteNIC, Streams: []jsonEndStreamB{},
+		Host: r.Load, RemoteHost: r.RemoteLoad, RemoteHostIntervals: r.RemoteLoadIntervals}
 	for _, st := range r.Streams {
 		jb := jsonEndStreamB{ID: st.ID, Socket: st.Socket, Sender: st.Sender, IO: st.IO, PeerIO: st.PeerIO, PeerFacts: st.PeerFacts, UDP: st.UDP, PeerUDP: st.PeerUDP}
 		if len(st.Facts.Counts) > 0 || len(st.Facts.Notes) > 0 {

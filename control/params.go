@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/hostload"
 	"github.com/blastnet/blast/nicinfo"
 )
 
@@ -115,6 +116,9 @@ type Params struct {
 // BlastParams are the blast-only parameters; iperf3 ignores them.
 type BlastParams struct {
 	Version string `json:"version"`
+	// Sys asks the server for its host load (--sys), per interval and
+	// over the test.
+	Sys bool `json:"sys,omitempty"`
 	// Backend is what the client asks the server to move bytes with
 	// ("" = the server's default).
 	Backend string `json:"backend,omitempty"`
@@ -228,6 +232,10 @@ type BlastResults struct {
 	NIC *nicinfo.Result `json:"nic,omitempty"`
 	// CPU is this side's process CPU time over the test, in seconds.
 	CPU *CPUSeconds `json:"cpu_seconds,omitempty"`
+	// Host is this side's host load over the test, HostIntervals per
+	// interval (--sys).
+	Host          *hostload.Load  `json:"host,omitempty"`
+	HostIntervals []hostload.Load `json:"host_intervals,omitempty"`
 	// Errors are the failures of this side's data streams (a backend
 	// that stopped early), which the control exchange alone would not
 	// show: the peer only sees the stream end.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/hostload"
 	"github.com/blastnet/blast/nicinfo"
 )
 
@@ -51,6 +52,11 @@ type Result struct {
 	// RemoteErrors are the peer's data stream failures, if it is blast.
 	RemoteErrors []string
 	Notes        []string
+
+	// Load is this side's host load over the measured test (--sys);
+	// RemoteLoad and RemoteLoadIntervals the peer's, if it is blast.
+	Load, RemoteLoad    *hostload.Load
+	RemoteLoadIntervals []hostload.Load
 
 	// NIC is the interface that carried the traffic on this side (state,
 	// counter deltas, findings); RemoteNIC the peer's, if it is blast.
@@ -160,6 +166,8 @@ func (s *StreamResult) ReceivedBytes() (int64, float64) {
 type Interval struct {
 	Streams []StreamInterval
 	Omitted bool
+	// Load is this side's host load over the interval (--sys).
+	Load *hostload.Load
 }
 
 // StreamInterval is one stream during one interval. Start and End are

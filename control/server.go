@@ -610,7 +610,11 @@ func (t *serverTest) run() error {
 			res.Notes = append(res.Notes, "no NIC report: "+err.Error())
 		}
 		defer nic.close()
+		if nic != nil {
+			sess.iface = nic.iface
+		}
 	}
+	sess.sys = p.Blast != nil && p.Blast.Sys
 	dataCtx, cancelData := context.WithCancel(context.Background())
 	defer cancelData()
 	sess.run(dataCtx, p.blockLen(), p.byteLimit())

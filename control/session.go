@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/hostload"
 )
 
 // stream is one data connection of a running test.
@@ -48,6 +49,33 @@ type stream struct {
 func newStream(id int, c *engine.Socket, sender bool) *stream {
 	return &stream{id: id, sock: c, fd: c.FD(), sender: sender, done: make(chan struct{}),
 		local: c.LocalAddr(), remote: c.RemoteAddr()}
+}
+
+// sampleHost reads the host's counters (--sys) and returns the load since
+// the last reading (nil: --sys is off, the first reading, or /proc could
+// not be read, which the Result's notes say once). Call it with s.mu held.
+func (s *session) sampleHost(first bool) *hostload.Load {
+	if !s.sys || s.hostErr != nil {
+		return nil
+	}
+	cur, err := hostload.Read(s.iface)
+	if err != nil && s.iface != "" {
+		s.iface = "" // the interface went away: CPU and counters still
+		cur, err = hostload.Read("")
+	}
+	if err != nil {
+		s.hostErr = err
+		s.res.Notes = append(s.res.Notes, "no host load (--sys): "+err.Error())
+		return nil
+	}
+	prev := s.hostLast
+	s.hostLast = cur
+	if first {
+		s.hostStart = cur
+		return nil
+	}
+	l := hostload.Between(prev, cur)
+	return &l
 }
 
 // udpStats are the stream's datagram counts: what the sender's backend
@@ -96,6 +124,13 @@ type session struct {
 	// is counted in them. Without it, the last interval ends when finish
 	// is called and receivers when they got the count (recvEnd).
 	endAtStop bool
+	// sys samples the host's load (--sys) at every interval, with the
+	// packets of iface; hostStart is the reading at the start of the
+	// measured period, hostLast the latest.
+	sys                 bool
+	iface               string
+	hostStart, hostLast hostload.Sample
+	hostErr             error
 	// sendFor ends a time-limited test's senders on their own clock (0:
 	// when stopped), so that a sending server stops with the test and not
 	// a round trip after it, when the client's receivers have stopped
@@ -169,6 +204,7 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 	s.mu.Lock()
 	s.t0, s.start, s.lastTick = now, now, now
 	s.omitting = s.omit > 0
+	s.sampleHost(true)
 	s.mu.Unlock()
 
 	senders := 0
@@ -318,6 +354,7 @@ func (s *session) endOmitLocked(now time.Time) {
 	s.omitting = false
 	s.start = now
 	s.lastTick = now
+	s.hostStart = s.hostLast
 	for _, st := range s.streams {
 		st.base = st.stats.Snapshot()
 		st.last = st.base
@@ -379,6 +416,7 @@ func (s *session) sampleLocked(now time.Time, final bool) bool {
 		}
 		iv.Streams = append(iv.Streams, si)
 	}
+	iv.Load = s.sampleHost(false)
 	length := now.Sub(s.lastTick)
 	s.lastTick = now
 	if final && (s.interval == 0 || (length < s.interval/10 && !moved)) {
@@ -538,6 +576,10 @@ func (s *session) finish(now time.Time) {
 		// moved since: the summary ends with that interval.
 		now = prev
 	}
+	if s.sys && s.hostErr == nil {
+		l := hostload.Between(s.hostStart, s.hostLast)
+		s.res.Load = &l
+	}
 	secs := now.Sub(s.start).Seconds()
 	s.res.Streams = nil
 	for _, st := range s.streams {
@@ -694,7 +736,12 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 		CongestionUsed: congestion,
 		Streams:        []StreamResults{},
 		Blast: &BlastResults{Version: Version, Backend: backend, NIC: s.res.NIC,
-			CPU: &CPUSeconds{User: cpu.UserSeconds, System: cpu.SystemSeconds}},
+			CPU: &CPUSeconds{User: cpu.UserSeconds, System: cpu.SystemSeconds}, Host: s.res.Load},
+	}
+	for _, iv := range s.res.Intervals {
+		if iv.Load != nil {
+			r.Blast.HostIntervals = append(r.Blast.HostIntervals, *iv.Load)
+		}
 	}
 	hasSender := false
 	for _, st := range s.streams {
@@ -753,6 +800,7 @@ func (s *session) merge(pr *Results) error {
 	r.ServerOutputJSON = pr.ServerOutputJSON
 	if pr.Blast != nil {
 		r.RemoteNIC = pr.Blast.NIC
+		r.RemoteLoad, r.RemoteLoadIntervals = pr.Blast.Host, pr.Blast.HostIntervals
 		r.RemoteBackend = pr.Blast.Backend
 		r.RemoteVersion = pr.Blast.Version
 		r.RemoteErrors = pr.Blast.Errors

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/blastnet/blast/internal/hostload"
 	"github.com/blastnet/blast/nicinfo"
 )
 
@@ -252,8 +253,16 @@ func WriteInterval(w io.Writer, r *Result, iv *Interval, first bool) {
 func (t Text) WriteInterval(w io.Writer, r *Result, iv *Interval, first bool) {
 	if r.UDP() {
 		t.writeIntervalUDP(w, r, iv, first)
-		return
+	} else {
+		t.writeIntervalTCP(w, r, iv, first)
 	}
+	if iv.Load != nil && len(iv.Streams) > 0 {
+		writeLoad(w, iv.Streams[0].Start, iv.Streams[0].End, iv.Load, "")
+	}
+}
+
+// writeIntervalTCP writes a TCP test's interval lines.
+func (t Text) writeIntervalTCP(w io.Writer, r *Result, iv *Interval, first bool) {
 	cwnd := r.HasRetransmits || r.localSendsTCP(iv)
 	if first {
 		switch {
@@ -574,6 +583,7 @@ func (t Text) writeSummaryTail(w io.Writer, r *Result) {
 			nicinfo.WriteBrief(w, "remote ", r.RemoteNIC)
 		}
 	}
+	writeLoads(w, r)
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "Note: %s\n", n)
 	}
@@ -831,4 +841,50 @@ func writeDuplicates(w io.Writer, r *Result) {
 				st.Socket, r.role(sender), rcv.Duplicates, where, rcv.OutOfOrder)
 		}
 	}
+}
+
+// fmtLoad is blast's host-load line (--sys), lmbench's and vmstat's
+// columns: CPU user, system and idle, interrupts and context switches per
+// second, and the packets per second of the interface of the test.
+const fmtLoad = "[SYS] %6.2f-%-6.2f sec  cpu %5.1f%% us %5.1f%% sy %5.1f%% id  %6s intr/s  %6s cs/s%s%s\n"
+
+// writeLoad writes one host-load line; who is "", "  local" or
+// "  remote".
+func writeLoad(w io.Writer, start, end float64, l *hostload.Load, who string) {
+	pkts := ""
+	if l.Iface != "" {
+		pkts = fmt.Sprintf("  %s %s/%s pkt/s in/out", l.Iface, count(l.RxPackets), count(l.TxPackets))
+	}
+	fmt.Fprintf(w, fmtLoad, start, end, l.User, l.System, l.Idle, count(l.Interrupts), count(l.ContextSwitches), pkts, who)
+}
+
+// writeLoads writes the host load over the test here and at the peer, and
+// the peer's per interval (its own lines were on its console).
+func writeLoads(w io.Writer, r *Result) {
+	if r.Load == nil && r.RemoteLoad == nil {
+		return
+	}
+	if r.Load != nil {
+		writeLoad(w, 0, r.Load.Seconds, r.Load, "  local")
+	}
+	if r.RemoteLoad != nil {
+		at := 0.0
+		for i := range r.RemoteLoadIntervals {
+			l := &r.RemoteLoadIntervals[i]
+			writeLoad(w, at, at+l.Seconds, l, "  remote")
+			at += l.Seconds
+		}
+		writeLoad(w, 0, r.RemoteLoad.Seconds, r.RemoteLoad, "  remote")
+	}
+}
+
+// count writes a rate with 3 significant digits and a k or M suffix.
+func count(x float64) string {
+	switch {
+	case x >= 1e6:
+		return fmt.Sprintf("%.3gM", x/1e6)
+	case x >= 1e3:
+		return fmt.Sprintf("%.3gk", x/1e3)
+	}
+	return fmt.Sprintf("%.0f", x)
 }

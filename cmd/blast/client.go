@@ -46,7 +46,7 @@ type clientFlags struct {
 	debug                                                                       int
 	interval                                                                    float64
 
-	reverse, bidir, nodelay, udp, dontFrag, udp64, zerocopy, v4, v6, json bool
+	reverse, bidir, nodelay, udp, dontFrag, udp64, zerocopy, v4, v6, json, sys bool
 	serverOut, help, verbose, version, jsonStream, jsonStreamFull         bool
 	forceflush, repeating, skipRxCopy, gsro, mptcp, noFQPacing            bool
 
@@ -149,6 +149,7 @@ func newClientFlags() *clientFlags {
 	fs.BoolVar(&f.gsro, "gsro", false, "UDP GSO and GRO on both ends (blast's UDP default, mmsg:gso,gro; also asks an iperf3 3.21 server)")
 	fs.BoolVar(&f.repeating, "repeating-payload", false, "send iperf3's repeating '0'..'9' payload instead of blast's pattern, on both ends")
 	fs.BoolVar(&f.dontFrag, "dont-fragment", false, "set the IP don't-fragment bit (UDP)")
+	fs.BoolVar(&f.sys, "sys", false, "add the host's load to every interval and the summary: CPU us/sy/id, interrupts/s, context switches/s, the interface's packets/s (the server's too, if it is blast)")
 	fs.StringVar(&f.backend, "backend", "", "how to send, NAME[:OPTIONS] (see 'blast backends'; readwrite by default); the server sends with it too")
 	fs.StringVar(&f.rxBackend, "rx-backend", "", "how to receive (default: --backend, or readwrite if that only sends)")
 	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
@@ -296,7 +297,7 @@ func (f *clientFlags) config(ctx context.Context) (control.Config, *clientRun, e
 		}
 		cfg.BlockLen = int(l)
 	}
-	cfg.UDP, cfg.DontFragment, cfg.UDP64 = f.udp, f.dontFrag, f.udp64
+	cfg.UDP, cfg.DontFragment, cfg.UDP64, cfg.Sys = f.udp, f.dontFrag, f.udp64, f.sys
 	if f.rate != "" {
 		if cfg.Rate, cfg.Burst, err = control.ParseRate(f.rate); err != nil {
 			return fail("%v", err)
