@@ -47,8 +47,8 @@ type clientFlags struct {
 	interval                                                                    float64
 
 	reverse, bidir, nodelay, udp, dontFrag, udp64, zerocopy, v4, v6, json, sys bool
-	serverOut, help, verbose, version, jsonStream, jsonStreamFull         bool
-	forceflush, repeating, skipRxCopy, gsro, mptcp, noFQPacing            bool
+	serverOut, help, verbose, version, jsonStream, jsonStreamFull              bool
+	forceflush, repeating, skipRxCopy, gsro, mptcp, noFQPacing                 bool
 
 	// refused are iperf3's flags blast does not take, with the reason.
 	refused []refusedFlag
