@@ -187,6 +187,48 @@ func (c *Config) Validate() error {
 	return c.validateClientOptions()
 }
 
+// CheckBackends opens the backends c asks for and makes sure they can move
+// its streams the way it sends and receives, before anything connects: a
+// wrong choice is the command line's (an unknown backend, afxdp asked to
+// send iperf3's UDP headers). Call it after Defaults.
+func (c *Config) CheckBackends() error {
+	tx, _, err := engine.Open(c.Backend, c.BackendOptions)
+	if err != nil {
+		return err
+	}
+	rx := tx
+	if c.RxBackend != "" || c.RxBackendOptions != "" {
+		name := c.RxBackend
+		if name == "" {
+			name = c.Backend
+		}
+		if rx, _, err = engine.Open(name, c.RxBackendOptions); err != nil {
+			return err
+		}
+	}
+	return c.checkBackends(tx, rx)
+}
+
+// checkBackends asks the backends whether they can send and receive the
+// test's streams (engine.Check).
+func (c *Config) checkBackends(tx, rx engine.Backend) error {
+	spec := &engine.Spec{Protocol: engine.TCP}
+	if c.UDP {
+		spec = &engine.Spec{Protocol: engine.UDP, Framing: newUDPFraming(c.UDP64)}
+	}
+	if !c.Reverse || c.Bidir {
+		if err := engine.Check(tx, spec, true); err != nil {
+			return fmt.Errorf("--backend %s: %w", tx.Name(), err)
+		}
+	}
+	if c.Reverse || c.Bidir {
+		if err := engine.Check(rx, spec, false); err != nil {
+			return fmt.Errorf("--rx-backend %s: %w", rx.Name(), err)
+		}
+	}
+	return nil
+}
+
 // Defaults fills in iperf3's defaults for unset fields.
 func (c *Config) Defaults() {
 	if c.Port == 0 {
@@ -334,6 +376,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if cl.rxBackend, _, err = engine.Open(rx, cfg.RxBackendOptions); err != nil {
 			return nil, err
 		}
+	}
+	if err := cfg.checkBackends(cl.backend, cl.rxBackend); err != nil {
+		return nil, err
 	}
 	if cfg.MPTCP && !cfg.UDP {
 		if err := engine.ProbeMPTCP(); err != nil {

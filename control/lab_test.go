@@ -111,6 +111,9 @@ func TestLabUDPBlastToBlast(t *testing.T) {
 			Backend: "mmsg", BackendOptions: "gso,gro"}, 1, 0, 0, true, "mmsg"},
 		{"bidir bytes 64-bit", lab.B.Addr4, Config{Rate: 300e6, Bytes: 20_000_000, Bidir: true, BlockLen: 1000, UDP64: true}, 2, 20_000_000, 20_000_000, true, "mmsg"},
 		{"unlimited 64 B mmsg", lab.B.Addr4, Config{RateSet: true, Duration: time.Second, BlockLen: 64, Backend: "mmsg", BackendOptions: "gso,gro"}, 1, 0, 0, false, "mmsg"},
+		// afxdp receives iperf3's datagrams; asked to send them, the
+		// server says it cannot and sends with mmsg.
+		{"reverse afxdp", lab.B.Addr4, Config{Rate: 200e6, Duration: time.Second, Reverse: true, BlockLen: 1400, Backend: "afxdp"}, 1, 0, 0, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
@@ -128,8 +131,12 @@ func TestLabUDPBlastToBlast(t *testing.T) {
 			if s.Err != nil {
 				t.Fatalf("server: %v", s.Err)
 			}
-			if !strings.Contains(r.Backend, tc.backend) || !strings.Contains(r.RemoteBackend, tc.backend) {
+			switch {
+			case tc.backend != "" && (!strings.Contains(r.Backend, tc.backend) || !strings.Contains(r.RemoteBackend, tc.backend)):
 				t.Errorf("backends: local %q, remote %q; want %s on both", r.Backend, r.RemoteBackend, tc.backend)
+			case tc.backend == "" && (r.Backend != "afxdp" || r.RemoteBackend != "mmsg" ||
+				len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "the server cannot send with afxdp (afxdp cannot send iperf3's datagram headers")):
+				t.Errorf("backends: local %q, remote %q, server notes %q", r.Backend, r.RemoteBackend, s.Notes)
 			}
 			if tc.lossless {
 				checkBlastPair(t, r, s, tc.streams, tc.up, tc.down)

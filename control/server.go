@@ -526,6 +526,22 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 	if p.Blast != nil {
 		backend, rxBackend = peerOptions(backend, rxBackend, p.Blast, res)
 	}
+	if p.Reverse || p.Bidirectional {
+		spec := &engine.Spec{Protocol: engine.TCP}
+		if p.UDP {
+			spec = &engine.Spec{Protocol: engine.UDP, Framing: newUDPFraming(p.UDPCounters64 != 0)}
+		}
+		if err := engine.Check(backend, spec, true); err != nil {
+			fallback, _, ferr := engine.Open(engine.DefaultBackend, "")
+			if p.UDP {
+				fallback, _, ferr = engine.Open(udpDefaultBackend())
+			}
+			if ferr == nil {
+				res.Notes = append(res.Notes, fmt.Sprintf("the server cannot send with %s (%v); it sent with %s", backend.Name(), err, fallback.Name()))
+				backend = fallback
+			}
+		}
+	}
 	res.Backend = backend.Name()
 	res.SockBufSize = int(p.Window)
 

@@ -247,6 +247,24 @@ type Backend interface {
 	Recv(ctx context.Context, f *Flow) error
 }
 
+// Checker is a Backend that cannot run every Spec: Check says, before any
+// socket is made, why it cannot move spec in that direction (an error
+// wrapping ErrNotSupported), or nil. Send and Recv refuse the same specs
+// all the same.
+type Checker interface {
+	Backend
+	Check(spec *Spec, send bool) error
+}
+
+// Check asks b whether it can run spec in that direction: nil for a
+// backend that is no Checker.
+func Check(b Backend, spec *Spec, send bool) error {
+	if c, ok := b.(Checker); ok {
+		return c.Check(spec, send)
+	}
+	return nil
+}
+
 // Preparer is a Backend whose receive must be set up before the
 // transmitter starts, so that nothing the transmitter sends slips past it
 // (afxdp: its XDP program steers datagrams away from the socket only once

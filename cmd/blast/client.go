@@ -348,6 +348,9 @@ func (f *clientFlags) config(ctx context.Context) (control.Config, *clientRun, e
 	if err := cfg.Validate(); err != nil {
 		return fail("%v", err)
 	}
+	if err := cfg.CheckBackends(); err != nil {
+		return fail("%v", err)
+	}
 	return cfg, run, nil
 }
 

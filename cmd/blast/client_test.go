@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/testkit"
 	"net"
 	"os"
@@ -518,5 +519,22 @@ func TestClientAliasesAndDeprecated(t *testing.T) {
 	}
 	if p := res[0].Params; p.Bandwidth != 200e6 || p.Congestion != "reno" || p.FQRate != 0 {
 		t.Errorf("the server got bandwidth %d, congestion %q, fqrate %d", p.Bandwidth, p.Congestion, p.FQRate)
+	}
+}
+
+// A backend that cannot move the test's streams is the command line's
+// mistake: one line, exit status 2, before any connection.
+func TestClientBackendRefused(t *testing.T) {
+	code, _, stderr := runArgs(t, "blast", "client", "198.18.0.2", "--backend", "nosuch")
+	if code != exitUsage || !strings.HasPrefix(stderr, "blast client: unknown backend \"nosuch\": choose one of ") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("unknown backend: exit %d, %q", code, stderr)
+	}
+	if _, err := engine.Usable("afxdp"); err != nil {
+		t.Skipf("afxdp is not usable here (%v): the refusal to send iperf3's UDP headers with it is not tested", err)
+	}
+	code, _, stderr = runArgs(t, "blast", "client", "198.18.0.2", "-u", "--backend", "afxdp")
+	want := "blast client: --backend afxdp: afxdp cannot send iperf3's datagram headers (its frames are built ahead, outside the send loop): send with mmsg, receive with afxdp (--rx-backend afxdp): not supported\n"
+	if code != exitUsage || stderr != want {
+		t.Errorf("afxdp sending UDP: exit %d, %q", code, stderr)
 	}
 }

@@ -173,6 +173,20 @@ func udpAddrs(f *engine.Flow) (local, remote netip.AddrPort, err error) {
 	return f.Sock.LocalAddr(), f.Sock.RemoteAddr(), nil
 }
 
+// Check implements engine.Checker: afxdp sends generated datagrams, and
+// cannot stamp a header into each (its threads patch prebuilt frames, with
+// their checksums, outside the Sender, with no place to call Stamp in send
+// order); it receives any UDP flow.
+func (Backend) Check(spec *engine.Spec, send bool) error {
+	switch {
+	case send && spec.Source != nil:
+		return fmt.Errorf("afxdp sends generated datagrams only, not a data stream (use -s, or --backend mmsg): %w", engine.ErrNotSupported)
+	case send && spec.Framing != nil:
+		return fmt.Errorf("afxdp cannot send iperf3's datagram headers (its frames are built ahead, outside the send loop): send with mmsg, receive with afxdp (--rx-backend afxdp): %w", engine.ErrNotSupported)
+	}
+	return nil
+}
+
 // Send implements engine.Backend. f.Sock is a connected UDP socket: its
 // addresses and ports are those of the frames; it carries nothing itself.
 // The setup runs in the socket's network namespace (inSockNetns); the
@@ -183,13 +197,8 @@ func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 	if err != nil {
 		return err
 	}
-	if f.Spec.Source != nil {
-		return fmt.Errorf("afxdp sends generated datagrams only, not a data stream (use -s, or --backend mmsg): %w", engine.ErrNotSupported)
-	}
-	if f.Spec.Framing != nil {
-		// Its threads patch prebuilt frames, with their checksums,
-		// outside the Sender: it has no place to call Stamp in send order.
-		return fmt.Errorf("afxdp cannot stamp iperf3 datagram headers: use mmsg: %w", engine.ErrNotSupported)
+	if err := b.Check(f.Spec, true); err != nil {
+		return err
 	}
 	if !remote.IsValid() {
 		return errors.New("afxdp: the flow's socket is not connected")
