@@ -592,6 +592,7 @@ func (cl *client) connectStreams(ctx context.Context, addr string) error {
 		}
 	}
 	cl.sess.announce()
+	cl.sess.prepare(ctx, cl.res.Params.blockLen())
 	if testHookConnected != nil {
 		testHookConnected(cl)
 	}

@@ -161,8 +161,11 @@ func TestLabUDPBlastToBlast(t *testing.T) {
 				if got := (rb + int64(cfg.BlockLen) - 1) / int64(cfg.BlockLen); rcv.OutOfOrder == 0 && got != rcv.Packets-rcv.Lost {
 					t.Errorf("stream %d: %d bytes received are %d datagrams; counts say %d packets, %d lost", c.ID, rb, got, rcv.Packets, rcv.Lost)
 				}
-				if tc.lossless && (rcv.Lost != 0 || rcv.Packets != snd.Packets || rcv.Duplicates != 0) {
-					t.Errorf("stream %d: sent %d, received up to %d, %d lost, %d duplicates", c.ID, snd.Packets, rcv.Packets, rcv.Lost, rcv.Duplicates)
+				// On one veth nothing is reordered, but for afxdp: it takes
+				// the datagrams from every RX queue, and the veth puts them
+				// on the queue of the CPU the sender ran on.
+				if tc.lossless && (rcv.Lost != 0 || rcv.Packets != snd.Packets || rcv.Duplicates != 0 || (rcv.OutOfOrder != 0 && tc.backend != "")) {
+					t.Errorf("stream %d: sent %d, received up to %d, %d lost, %d duplicates, %d out of order", c.ID, snd.Packets, rcv.Packets, rcv.Lost, rcv.Duplicates, rcv.OutOfOrder)
 				}
 			}
 		})

@@ -602,6 +602,7 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 	stopWatch()
 
 	// Run.
+	sess.prepare(ctx, p.blockLen())
 	t.set(TestStart)
 	if err := WriteState(ctrl, TestStart); err != nil {
 		return fmt.Errorf("send TEST_START: %w", err)

@@ -23,6 +23,10 @@ type stream struct {
 	local, remote netip.AddrPort
 	stats         engine.Counters
 	spec          engine.Spec
+	// flow is the receiving flow prepare set up before the peer started
+	// sending (an afxdp receiver), and release undoes that.
+	flow    *engine.Flow
+	release func() error
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -215,12 +219,8 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 	}
 	si := 0
 	for _, st := range s.streams {
-		st.spec = engine.Spec{Protocol: engine.TCP, BufLen: blockLen, Rate: s.rate, Burst: s.burst,
-			Source: st.source, Sink: st.sink, Affinity: s.affinity}
-		if s.udp {
-			st.udp = newUDPFraming(s.udp64)
-			st.udp.repeat = s.repeat
-			st.spec.Protocol, st.spec.Framing = engine.UDP, st.udp
+		if st.flow == nil {
+			s.setSpec(st, blockLen)
 		}
 		if st.sender {
 			st.spec.Duration = s.sendFor
@@ -235,12 +235,20 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 		st.cancel = cancel
 		go func(st *stream) {
 			defer close(st.done)
-			f := &engine.Flow{Sock: st.sock, Spec: &st.spec, Stats: &st.stats}
+			f := st.flow
+			if f == nil {
+				f = &engine.Flow{Sock: st.sock, Spec: &st.spec, Stats: &st.stats}
+			}
 			var err error
 			if st.sender {
 				err = engine.Run(sctx, s.backend, f, true)
 			} else {
 				err = s.recv(sctx, f)
+			}
+			if st.release != nil {
+				if rerr := st.release(); rerr != nil && err == nil {
+					err = rerr
+				}
 			}
 			if sctx.Err() != nil && (errors.Is(err, context.Canceled) || isTimeout(err)) {
 				err = nil // we stopped it
@@ -253,6 +261,47 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 	s.tickStop = make(chan struct{})
 	s.tickDone = make(chan struct{})
 	go s.ticker()
+}
+
+// setSpec sets what a stream moves: blockLen bytes per call, at the
+// session's rate, with iperf3's datagram header on UDP.
+func (s *session) setSpec(st *stream, blockLen int) {
+	st.spec = engine.Spec{Protocol: engine.TCP, BufLen: blockLen, Rate: s.rate, Burst: s.burst,
+		Source: st.source, Sink: st.sink, Affinity: s.affinity}
+	if s.udp {
+		st.udp = newUDPFraming(s.udp64)
+		st.udp.repeat = s.repeat
+		st.spec.Protocol, st.spec.Framing = engine.UDP, st.udp
+	}
+}
+
+// prepare sets up the receiving streams whose backend must be ready
+// before the peer sends (engine.Preparer: afxdp attaches its XDP program),
+// so that no datagram slips past it to the socket. Call it once the
+// streams are connected and before the peer is told to start; run uses
+// the prepared flows. A backend that cannot prepare is noted, and its
+// stream runs unprepared.
+func (s *session) prepare(ctx context.Context, blockLen int) {
+	b := s.rxBackend
+	if b == nil {
+		b = s.backend
+	}
+	if _, ok := b.(engine.Preparer); !ok {
+		return
+	}
+	for _, st := range s.streams {
+		if st.sender {
+			continue
+		}
+		s.setSpec(st, blockLen)
+		f := &engine.Flow{Sock: st.sock, Spec: &st.spec, Stats: &st.stats}
+		release, err := engine.Prepare(ctx, b, f)
+		if err != nil {
+			s.res.Notes = append(s.res.Notes, fmt.Sprintf("stream %d: %s could not be set up before the peer sent (%v)", st.id, b.Name(), err))
+			continue
+		}
+		st.flow, st.release = f, release
+	}
 }
 
 // recv receives with the receive backend, falling back to readwrite when
@@ -718,6 +767,9 @@ func (s *session) byID(id int) *stream {
 // closeAll closes every data connection.
 func (s *session) closeAll() {
 	for _, st := range s.streams {
+		if st.release != nil {
+			st.release() // a prepared flow that never ran (safe twice)
+		}
 		st.sock.Close()
 	}
 }
