@@ -459,7 +459,7 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 	cl.res = res
 	cl.sess = &session{res: res, backend: cl.backend, rxBackend: cl.rxBackend, rxAuto: cfg.RxBackend == "", interval: cfg.Interval, omit: cfg.Omit, onInterval: cfg.OnInterval,
 		udp: cfg.UDP, udp64: cfg.UDP64, rate: cfg.Rate, burst: cfg.Burst,
-		affinity: cfg.Affinity, repeat: cfg.RepeatingPayload && cfg.File == "", endAtStop: true}
+		affinity: cfg.Affinity, endAtStop: true}
 	cl.sess.sys = cfg.Sys
 	defer cl.sess.closeAll() // the data streams, on every path (closing twice is harmless)
 	if _, err := ctrl.Write(cl.cookie[:]); err != nil {
@@ -584,12 +584,8 @@ func (cl *client) connectStreams(ctx context.Context, addr string) error {
 	cl.res.Congestion = congestionOf(first)
 	if cl.files != nil {
 		cl.files.attach(cl.sess.streams)
-	} else if cfg.RepeatingPayload && !cfg.UDP {
-		for _, st := range cl.sess.streams {
-			if st.sender {
-				st.source = repeatingSource{}
-			}
-		}
+	} else if cfg.RepeatingPayload {
+		cl.sess.repeatPayload()
 	}
 	cl.sess.announce()
 	cl.sess.prepare(ctx, cl.res.Params.blockLen())

@@ -13,28 +13,33 @@ import (
 	"github.com/blastnet/blast/internal/netlab/labtest"
 )
 
-// blast client in one namespace, blast server in another, over a veth
-// pair: the path is a real interface, not loopback.
-func TestLabBlastToBlast(t *testing.T) {
-	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+// labServer serves blast in the lab's host B until the test ends, on a
+// free port, its results in rl. It listens on the wildcard inside B: the
+// sockets it accepts and makes live in B whichever goroutine handles
+// them. The NIC watch would run in the server's goroutines, outside B:
+// off here.
+func labServer(t *testing.T, lab *netlab.Lab) (port int, rl *resultLog) {
+	t.Helper()
 	var srv *Server
-	rl := &resultLog{}
-	err := lab.B.Do(func() error {
-		var err error
-		// Listening on the wildcard inside B: the accepted sockets live in
-		// B whichever goroutine accepts them. The NIC watch would run in
-		// the server's goroutines, outside B: off here.
-		srv, err = Listen(ServerConfig{Port: testkit.FreePort(t), Interval: 0, NoNIC: true, OnResult: rl.add})
+	rl = &resultLog{}
+	if err := lab.B.Do(func() (err error) {
+		srv, err = Listen(ServerConfig{Port: testkit.FreePort(t), NoNIC: true, OnResult: rl.add})
 		return err
-	})
-	if err != nil {
+	}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() { srv.Serve(ctx); close(served) }()
 	t.Cleanup(func() { cancel(); <-served })
-	port := srv.Addr().(*net.TCPAddr).Port
+	return srv.Addr().(*net.TCPAddr).Port, rl
+}
+
+// blast client in one namespace, blast server in another, over a veth
+// pair: the path is a real interface, not loopback.
+func TestLabBlastToBlast(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	port, rl := labServer(t, lab)
 
 	n := 0
 	for _, tc := range []struct {
@@ -81,19 +86,7 @@ func TestLabBlastToBlast(t *testing.T) {
 // default backend (mmsg with GSO and GRO) and with readwrite.
 func TestLabUDPBlastToBlast(t *testing.T) {
 	lab := labtest.New(t, netlab.Direct, netlab.Options{})
-	var srv *Server
-	rl := &resultLog{}
-	if err := lab.B.Do(func() (err error) {
-		srv, err = Listen(ServerConfig{Port: testkit.FreePort(t), NoNIC: true, OnResult: rl.add})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() { srv.Serve(ctx); close(served) }()
-	t.Cleanup(func() { cancel(); <-served })
-	port := srv.Addr().(*net.TCPAddr).Port
+	port, rl := labServer(t, lab)
 
 	n := 0
 	for _, tc := range []struct {

@@ -916,14 +916,7 @@ func (s *Server) udpStreams(ctx context.Context, ctrl net.Conn, p *Params, host 
 // sends, and the CPU its stream threads run on (-A n,m).
 func (s *Server) applyPeerPayload(sess *session, p *Params, res *Result) {
 	if p.RepeatingPayload != 0 {
-		sess.repeat = true // UDP: after each header
-		if !p.UDP {
-			for _, st := range sess.streams {
-				if st.sender {
-					st.source = repeatingSource{}
-				}
-			}
-		}
+		sess.repeatPayload()
 	}
 	if p.ServerAffinity != nil {
 		if c := int(*p.ServerAffinity); cpuAllowed(c) {

@@ -263,6 +263,15 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 	go s.ticker()
 }
 
+// repeatPayload sends iperf3's repeating payload, '0' to '9' over and
+// over: after each UDP header, or as the source of the TCP senders.
+func (s *session) repeatPayload() {
+	s.repeat = true
+	if !s.udp {
+		s.each(true, func(st *stream) { st.source = repeatingSource{} })
+	}
+}
+
 // setSpec sets what a stream moves: blockLen bytes per call, at the
 // session's rate, with iperf3's datagram header on UDP.
 func (s *session) setSpec(st *stream, blockLen int) {
