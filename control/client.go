@@ -129,6 +129,9 @@ type Config struct {
 
 	// NoNIC skips watching the interface that carries the test.
 	NoNIC bool
+	// Auth are the credentials sent to a server that asks for them
+	// (--username, --rsa-public-key-path; nil: none).
+	Auth *ClientAuth
 
 	// OnStart is called once the streams are connected; OnInterval after
 	// every interval. Both run on the test's goroutines: keep them quick.
@@ -156,7 +159,7 @@ func (c *Config) Validate() error {
 	case c.Bytes > 0 && c.Blocks > 0:
 		return errors.New("-n and -k both given: choose one end condition")
 	case c.Parallel < 1 || c.Parallel > MaxStreams:
-		return fmt.Errorf("-P %d: must be 1 to %d", c.Parallel, MaxStreams)
+		return fmt.Errorf("-P %d: invalid number of parallel streams (min = 1, max = %d)", c.Parallel, MaxStreams)
 	case c.Reverse && c.Bidir:
 		return errors.New("-R and --bidir both given: --bidir already sends both ways")
 	case c.Interval < 0 || (c.Interval > 0 && c.Interval < 100*time.Millisecond) || c.Interval > 60*time.Second:
@@ -164,7 +167,7 @@ func (c *Config) Validate() error {
 	case c.Window < 0 || c.Window > 512<<20:
 		return fmt.Errorf("-w %d: must be at most 512M", c.Window)
 	case c.MSS < 0 || c.MSS > MaxMSS:
-		return fmt.Errorf("-M %d: must be at most %d", c.MSS, MaxMSS)
+		return fmt.Errorf("-M %d: must be 0 (the system's) to %d", c.MSS, MaxMSS)
 	case c.TOS < 0 || c.TOS > 255:
 		return fmt.Errorf("TOS %d: must be 0 to 255", c.TOS)
 	case !c.UDP && (c.BlockLen < 1 || c.BlockLen > 1<<20):
@@ -330,6 +333,10 @@ func readStateAsync(c net.Conn) <-chan stateMsg {
 		s, err := ReadState(c)
 		if err == nil && s == ServerError {
 			err = readServerError(c)
+			if se, ok := err.(ServerErrorCode); ok {
+				se.Reason = readReason(c, time.Second)
+				err = se
+			}
 		}
 		ch <- stateMsg{s, err}
 	}()
@@ -444,6 +451,9 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	params := cfg.params()
+	if params.AuthToken, err = cfg.Auth.Token(time.Now()); err != nil {
+		return nil, err
+	}
 	res := &Result{Role: "client", Version: Version, SystemInfo: systemInfo(), Time: time.Now(),
 		Host: cfg.Host, Cookie: cookieString(cl.cookie), Params: params, SockBufSize: cfg.Window,
 		Backend: cl.backend.Name(), TCPMSSDefault: mss, BlockLenAuto: blockAuto}

@@ -68,6 +68,8 @@ func (c *Config) validateClientOptions() error {
 		return errors.New("--rcv-timeout: client receive timeout is valid only in receiving mode (-R or --bidir)")
 	case c.RcvTimeout != 0 && (c.RcvTimeout < MinRcvTimeout || c.RcvTimeout > MaxTime*time.Second):
 		return fmt.Errorf("--rcv-timeout %d: receive timeout value is incorrect or not in range (%d to %d ms)", c.RcvTimeout.Milliseconds(), MinRcvTimeout.Milliseconds(), MaxTime*1000)
+	case c.ConnectTimeout < 0 || c.ConnectTimeout > MaxTime*time.Second:
+		return fmt.Errorf("--connect-timeout %d: must be 0 (the system's) to %d ms", c.ConnectTimeout.Milliseconds(), MaxTime*1000)
 	case c.SndTimeout < 0 || c.SndTimeout > MaxTime*time.Second:
 		return fmt.Errorf("--snd-timeout %d: send timeout value is incorrect or not in range (0 to %d ms)", c.SndTimeout.Milliseconds(), MaxTime*1000)
 	case c.KeepAlive != nil && c.KeepAlive.Idle > 0 && c.KeepAlive.Count > 0 && c.KeepAlive.Interval > 0 &&

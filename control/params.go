@@ -38,9 +38,11 @@ func (n *Int) UnmarshalJSON(b []byte) error {
 		*n = Int(int64(u))
 		return nil
 	}
+	// int64 holds [-2^63, 2^63): a float outside converts differently
+	// on each platform.
 	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil || math.IsNaN(f) || math.Abs(f) > math.MaxInt64 {
-		return fmt.Errorf("not an integer: %.40s", b)
+	if err != nil || math.IsNaN(f) || f >= 0x1p63 || f < -0x1p63 {
+		return fmt.Errorf("not an integer: %.40q", b)
 	}
 	*n = Int(f)
 	return nil
@@ -183,7 +185,8 @@ func (p *Params) byteLimit() int64 {
 		return int64(p.Num)
 	}
 	if p.BlockCount > 0 {
-		return int64(p.BlockCount) * int64(p.blockLen())
+		// Saturated: blocks past 8 EiB are a test without a count's end.
+		return int64(min(p.BlockCount, Int(math.MaxInt64/p.blockLen()))) * int64(p.blockLen())
 	}
 	return 0
 }

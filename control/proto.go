@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // State is one control message: a signed byte on the control connection.
@@ -149,15 +152,31 @@ func ReadFrame(r io.Reader, limit int) ([]byte, error) {
 	if uint64(n) > uint64(limit) {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, n, limit)
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+	// The body is held as it arrives, in a buffer that doubles up to n:
+	// a header alone (4 bytes from a peer) costs frameChunk, not n.
+	size := int(n) // at most limit, an int
+	b := make([]byte, min(size, frameChunk))
+	got := 0
+	for {
+		m, err := io.ReadFull(r, b[got:])
+		got += m
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
 		}
-		return nil, err
+		if got == size {
+			return b, nil
+		}
+		more := make([]byte, min(2*len(b), size))
+		copy(more, b)
+		b = more
 	}
-	return b, nil
 }
+
+// frameChunk is what ReadFrame holds before a frame's bytes arrive.
+const frameChunk = 64 << 10
 
 // ReadJSON reads one framed JSON message of at most limit bytes into v.
 func ReadJSON(r io.Reader, limit int, v any) error {
@@ -176,6 +195,10 @@ func ReadJSON(r io.Reader, limit int, v any) error {
 type ServerErrorCode struct {
 	Ierrno int32
 	Errno  int32
+	// Reason is why, in words, from a blast server (which follows the
+	// numbers with a frame of JSON {"reason": ...} for a blast client);
+	// empty from iperf3.
+	Reason string
 }
 
 var ierrnoText = map[int32]string{
@@ -201,17 +224,57 @@ func (e ServerErrorCode) Error() string {
 		what = "iperf3 error " + strconv.Itoa(int(e.Ierrno))
 	}
 	if e.Errno != 0 {
-		return fmt.Sprintf("server error: %s (errno %d)", what, e.Errno)
+		what = fmt.Sprintf("%s (errno %d)", what, e.Errno)
+	}
+	if e.Reason != "" {
+		what += ": " + e.Reason
 	}
 	return "server error: " + what
 }
 
+// maxReasonJSON bounds the reason frame after SERVER_ERROR.
+const maxReasonJSON = 4096
+
+type serverReason struct {
+	Reason string `json:"reason"`
+}
+
+// writeReason follows SERVER_ERROR with why, for a blast client.
+func writeReason(w io.Writer, why string) error {
+	if len(why) > maxReasonJSON/2 {
+		why = why[:maxReasonJSON/2]
+	}
+	return WriteJSON(w, serverReason{why})
+}
+
+// readReason reads the reason a blast server sends after SERVER_ERROR,
+// waiting at most wait; "" when none comes (iperf3 sends none, and
+// closes). Control characters are dropped: it goes to a terminal.
+func readReason(c net.Conn, wait time.Duration) string {
+	c.SetReadDeadline(time.Now().Add(wait))
+	var r serverReason
+	if err := ReadJSON(c, maxReasonJSON, &r); err != nil {
+		return ""
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return -1
+		}
+		return r
+	}, r.Reason)
+}
+
 func readServerError(r io.Reader) error {
 	var b [8]byte
-	if _, err := io.ReadFull(r, b[:]); err != nil {
+	if n, err := io.ReadFull(r, b[:]); err != nil {
+		if n >= 4 && errors.Is(err, io.ErrUnexpectedEOF) && binary.BigEndian.Uint32(b[:4]) == iperfAuthTest {
+			// iperf3 before 3.17 sends IEAUTHTEST without an errno,
+			// and closes.
+			return ServerErrorCode{Ierrno: iperfAuthTest}
+		}
 		return fmt.Errorf("server error (details unreadable: %v)", err)
 	}
-	return ServerErrorCode{int32(binary.BigEndian.Uint32(b[:4])), int32(binary.BigEndian.Uint32(b[4:]))}
+	return ServerErrorCode{Ierrno: int32(binary.BigEndian.Uint32(b[:4])), Errno: int32(binary.BigEndian.Uint32(b[4:]))}
 }
 
 func writeServerError(w io.Writer, ierrno, errno int32) error {

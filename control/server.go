@@ -26,7 +26,33 @@ type ServerConfig struct {
 	Port       int
 	Family     string // "", "4" or "6"
 	OneOff     bool   // -1: serve one test, then return
-	MaxClients int    // tests at the same time (8); more are told ACCESS_DENIED
+	// MaxClients bounds the tests running at the same time
+	// (DefaultMaxClients); more are told ACCESS_DENIED. MaxPerHost bounds
+	// those from one address (DefaultMaxPerHost).
+	MaxClients int
+	MaxPerHost int
+	// MaxStreams bounds a test's -P (MaxStreams); MaxBytes its -n or -k
+	// (0: any).
+	MaxStreams int
+	MaxBytes   int64
+	// MaxTestMemory bounds the buffers of one test (engine.Footprint of
+	// its streams: streams × block size × backend batch), MaxMemory those
+	// of all tests together (DefaultMaxTestMemory, DefaultMaxMemory).
+	MaxTestMemory int64
+	MaxMemory     int64
+	// MaxUnidentified and MaxUnidentifiedPerHost cap the connections that
+	// have not sent their cookie and, for a control connection, their
+	// parameters (DefaultMaxUnidentified, DefaultMaxUnidentifiedPerHost);
+	// more are closed unanswered.
+	MaxUnidentified        int
+	MaxUnidentifiedPerHost int
+	// Allow admits connections only from these prefixes (--allow; nil:
+	// from anywhere).
+	Allow []netip.Prefix
+	// AnyStreamSource accepts a test's data streams from any address that
+	// knows its cookie; by default they must come from the address of its
+	// control connection (relax it when NAT gives them other addresses).
+	AnyStreamSource bool
 	Backend    string // the backend to send with (readwrite)
 	// RxBackend receives ("" = Backend, or readwrite if that only sends).
 	RxBackend string
@@ -60,6 +86,9 @@ type ServerConfig struct {
 	// it closes its UDP port, which the next UDP test opens again (a
 	// blast server has no other state shared between tests to reset).
 	IdleTimeout time.Duration
+	// Auth refuses tests whose client's credentials do not pass, with
+	// iperf3's IEAUTHTEST (nil: no authentication; tokens are ignored).
+	Auth *ServerAuth
 
 	// Log gets one line per test; nil discards them.
 	Log io.Writer
@@ -82,7 +111,25 @@ type ServerConfig struct {
 // Defaults fills in unset fields.
 func (c *ServerConfig) Defaults() {
 	if c.MaxClients == 0 {
-		c.MaxClients = 8
+		c.MaxClients = DefaultMaxClients
+	}
+	if c.MaxPerHost == 0 {
+		c.MaxPerHost = DefaultMaxPerHost
+	}
+	if c.MaxStreams == 0 {
+		c.MaxStreams = MaxStreams
+	}
+	if c.MaxTestMemory == 0 {
+		c.MaxTestMemory = DefaultMaxTestMemory
+	}
+	if c.MaxMemory == 0 {
+		c.MaxMemory = DefaultMaxMemory
+	}
+	if c.MaxUnidentified == 0 {
+		c.MaxUnidentified = DefaultMaxUnidentified
+	}
+	if c.MaxUnidentifiedPerHost == 0 {
+		c.MaxUnidentifiedPerHost = DefaultMaxUnidentifiedPerHost
 	}
 	if c.Backend == "" {
 		c.Backend = engine.DefaultBackend
@@ -105,6 +152,16 @@ func (c *ServerConfig) Validate() error {
 		return fmt.Errorf("port %d: must be 1 to 65535 (0 picks a free one)", c.Port)
 	case c.MaxClients < 1:
 		return fmt.Errorf("--max-clients %d: must be at least 1", c.MaxClients)
+	case c.MaxPerHost < 1:
+		return fmt.Errorf("--max-per-host %d: must be at least 1", c.MaxPerHost)
+	case c.MaxStreams < 1 || c.MaxStreams > MaxStreams:
+		return fmt.Errorf("--max-streams %d: must be 1 to %d", c.MaxStreams, MaxStreams)
+	case c.MaxBytes < 0:
+		return fmt.Errorf("--max-bytes %d: must be 0 (any) or more", c.MaxBytes)
+	case c.MaxTestMemory < 1<<20 || c.MaxMemory < c.MaxTestMemory:
+		return fmt.Errorf("--max-test-memory %d, --max-memory %d: the budget of a test must be at least 1 MiB, and the total at least a test's", c.MaxTestMemory, c.MaxMemory)
+	case c.MaxUnidentified < 1 || c.MaxUnidentifiedPerHost < 1:
+		return fmt.Errorf("the caps on unidentified connections (%d, %d per address) must be at least 1", c.MaxUnidentified, c.MaxUnidentifiedPerHost)
 	case c.Family != "" && c.Family != "4" && c.Family != "6":
 		return fmt.Errorf("address family %q: use -4 or -6", c.Family)
 	case c.RcvTimeout != 0 && (c.RcvTimeout < MinRcvTimeout || c.RcvTimeout > MaxTime*time.Second):
@@ -113,6 +170,10 @@ func (c *ServerConfig) Validate() error {
 		return fmt.Errorf("--server-max-duration %v: must be 0 (no limit) to %d s", c.MaxDuration.Seconds(), MaxTime)
 	case c.IdleTimeout < 0 || c.IdleTimeout > MaxTime*time.Second:
 		return fmt.Errorf("--idle-timeout %v: must be 1 to %d s", c.IdleTimeout.Seconds(), MaxTime)
+	case c.Interval < 0 || (c.Interval > 0 && c.Interval < 100*time.Millisecond) || c.Interval > time.Minute:
+		return fmt.Errorf("-i %g: must be 0 (off) or 0.1 to 60 seconds", c.Interval.Seconds())
+	case c.StreamTimeout < 0:
+		return fmt.Errorf("stream timeout %v: must be 0 (10 s) or more", c.StreamTimeout)
 	}
 	return c.RateLimit.validate()
 }
@@ -137,10 +198,18 @@ type Server struct {
 	// meter enforces RateLimit (nil: no limit).
 	meter *rateMeter
 
-	mu      sync.Mutex
-	active  int
-	started int // tests accepted so far
-	waiting map[[CookieSize]byte]chan<- dataConn
+	mu       sync.Mutex
+	active   int                // tests admitted and not ended
+	activeBy map[netip.Addr]int // of them, by client address
+	memory   int64              // their buffers' budget
+	started  int                // tests admitted so far
+	// pending counts the connections that have not identified themselves
+	// (pendingBy by address); shed those dropped since shedLogged.
+	pending    int
+	pendingBy  map[netip.Addr]int
+	shed       int
+	shedLogged time.Time
+	waiting    map[[CookieSize]byte]streamWait
 	// lastConn is when the last connection came in, or a test ended
 	// (IdleTimeout counts from it).
 	lastConn time.Time
@@ -152,6 +221,12 @@ type Server struct {
 type dataConn struct {
 	c   net.Conn
 	seq uint64 // accept order
+}
+
+// streamWait is a test waiting for its data streams, from host.
+type streamWait struct {
+	ch   chan<- dataConn
+	host netip.Addr
 }
 
 // Listen opens the server's port.
@@ -192,7 +267,7 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, ln: ln, netns: ns, udpAuto: udpAuto, backend: b, rxBackend: rb,
-		waiting: map[[CookieSize]byte]chan<- dataConn{}, oneDone: make(chan struct{}), idleDone: make(chan struct{}),
+		waiting: map[[CookieSize]byte]streamWait{}, activeBy: map[netip.Addr]int{}, pendingBy: map[netip.Addr]int{}, oneDone: make(chan struct{}), idleDone: make(chan struct{}),
 		lastConn: time.Now()}
 	if cfg.RateLimit.Bits > 0 {
 		s.meter = newRateMeter(cfg.RateLimit, cfg.Trace)
@@ -230,14 +305,27 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	var seq uint64
 	var err error
+	var backoff time.Duration
 	for {
 		var c net.Conn
 		c, err = s.ln.Accept()
 		if err != nil {
+			// Out of descriptors (or memory) is weather, not the end:
+			// wait, and accept again once tests have freed some.
+			var ok bool
+			if backoff, ok = acceptBackoff(err, backoff); ok && ctx.Err() == nil {
+				s.shedf("accept: %v: waiting %v", err, backoff)
+				select {
+				case <-time.After(backoff):
+				case <-ctx.Done():
+				}
+				continue
+			}
 			break
 		}
+		backoff = 0
 		seq++
-		s.touch(0)
+		s.touch()
 		s.wg.Add(1)
 		go func(c net.Conn, seq uint64) {
 			defer s.wg.Done()
@@ -275,18 +363,30 @@ func (s *Server) closeUDP() {
 	}
 }
 
-// touch notes a connection (or, with delta -1, the end of a test) for
-// IdleTimeout, and counts the tests running.
-func (s *Server) touch(delta int) {
+// touch notes a connection, for IdleTimeout.
+func (s *Server) touch() {
 	s.mu.Lock()
 	s.lastConn = time.Now()
-	s.active += delta
 	s.mu.Unlock()
 }
 
 // route reads the cookie every connection opens with: a data stream of a
 // test being set up goes to that test, anything else starts a test.
 func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
+	host := peerAddr(c)
+	if !s.allowed(host) {
+		s.shedf("%s: refused: not in --allow", c.RemoteAddr())
+		c.Close()
+		return
+	}
+	identified, ok := s.unidentified(host)
+	if !ok {
+		s.shedf("%s: refused: too many connections that have not sent their cookie and parameters (%d at most, %d from one address)",
+			c.RemoteAddr(), s.cfg.MaxUnidentified, s.cfg.MaxUnidentifiedPerHost)
+		c.Close()
+		return
+	}
+	defer identified()
 	var cookie [CookieSize]byte
 	c.SetReadDeadline(time.Now().Add(s.cfg.StreamTimeout))
 	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Unix(1, 0)) })
@@ -297,46 +397,40 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 	}
 	c.SetReadDeadline(time.Time{})
 	s.mu.Lock()
-	if ch, ok := s.waiting[cookie]; ok {
+	if w, ok := s.waiting[cookie]; ok {
+		if w.host != host && !s.cfg.AnyStreamSource {
+			s.mu.Unlock()
+			s.logf("%s: refused: a data stream for the test of %v from another address (--any-stream-source accepts them, behind NAT)", c.RemoteAddr(), w.host)
+			c.Close()
+			return
+		}
 		// Sent under the lock, so nothing arrives after the test stops
 		// waiting; a stream beyond what the test asked for is closed.
 		select {
-		case ch <- dataConn{c, seq}:
+		case w.ch <- dataConn{c, seq}:
 		default:
 			c.Close()
 		}
 		s.mu.Unlock()
 		return
 	}
-	if s.active >= s.cfg.MaxClients || (s.cfg.OneOff && s.started > 0) {
-		running := s.active
-		s.mu.Unlock()
-		WriteState(c, AccessDenied)
+	full := s.active >= s.cfg.MaxClients || (s.cfg.OneOff && s.started > 0)
+	running := s.active
+	s.mu.Unlock()
+	if full {
+		// iperf3 answers a full server right after the cookie.
 		why := fmt.Sprintf("busy (%d tests running, --max-clients %d)", running, s.cfg.MaxClients)
 		if s.cfg.OneOff {
 			why = "busy (-1: this server runs one test)"
 		}
-		s.logf("%s: refused: %s", c.RemoteAddr(), why)
-		if s.cfg.OnRefused != nil {
-			var peer netip.AddrPort
-			if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-				peer = unmap(a.AddrPort())
-			}
-			s.cfg.OnRefused(peer, why)
-		}
+		s.refused(c, why)
 		c.Close()
 		return
 	}
-	s.active++
-	s.started++
-	s.mu.Unlock()
-	defer func() {
-		s.touch(-1)
-		if s.cfg.OneOff {
-			close(s.oneDone)
-		}
-	}()
-	res := s.serveTest(ctx, c, cookie)
+	res := s.serveTest(ctx, c, cookie, identified)
+	if errors.Is(res.Err, errNotAdmitted) {
+		return
+	}
 	s.logResult(res)
 	if s.cfg.OnResult != nil {
 		s.cfg.OnResult(res)
@@ -350,7 +444,7 @@ func (s *Server) logf(format string, args ...any) {
 }
 
 // serveTest runs one test on its control connection.
-func (s *Server) serveTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte) *Result {
+func (s *Server) serveTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, identified func()) *Result {
 	defer ctrl.Close()
 	if tc, ok := ctrl.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
@@ -360,7 +454,7 @@ func (s *Server) serveTest(ctx context.Context, ctrl net.Conn, cookie [CookieSiz
 	if a, ok := ctrl.RemoteAddr().(*net.TCPAddr); ok {
 		res.Peer = unmap(a.AddrPort())
 	}
-	res.Err = s.runTest(ctx, ctrl, cookie, res)
+	res.Err = s.runTest(ctx, ctrl, cookie, res, identified)
 	return res
 }
 
@@ -422,7 +516,10 @@ func (t *serverTest) refuse(code int32, err error) error {
 	t.set(ServerError)
 	t.tracef("error %d sent: %v", code, err)
 	t.ctrl.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	writeServerError(t.ctrl, code, 0)
+	writeServerError(t.ctrl, code, errnoOf(code))
+	if t.p.Blast != nil {
+		writeReason(t.ctrl, err.Error())
+	}
 	return err
 }
 
@@ -444,7 +541,7 @@ func (t *serverTest) readDeadline(d time.Time) {
 	}
 }
 
-func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, res *Result) (err error) {
+func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, res *Result, identified func()) (err error) {
 	t := &serverTest{s: s, ctx: ctx, ctrl: ctrl, res: res, state: IperfStart, watching: true}
 	// Shutting down wakes a blocked read; writes still reach the client,
 	// which is told SERVER_TERMINATE.
@@ -485,6 +582,9 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 	res.Params = *p
 	if code, err := p.Validate(); err != nil {
 		return t.refuse(code, fmt.Errorf("parameters refused: %w", err))
+	}
+	if err := s.cfg.Auth.Check(p.AuthToken, time.Now()); err != nil {
+		return t.refuse(iperfAuthTest, err)
 	}
 	if err := s.checkDuration(p); err != nil {
 		return t.refuse(iperfMaxDuration, err)
@@ -542,16 +642,6 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 			}
 		}
 	}
-	res.Backend = backend.Name()
-	res.SockBufSize = int(p.Window)
-
-	sess := &session{res: res, backend: backend, rxBackend: rxBackend, rxAuto: rxBackend == nil, interval: s.cfg.Interval, omit: time.Duration(p.Omit) * time.Second,
-		udp: bool(p.UDP), udp64: p.UDPCounters64 != 0, rate: float64(p.Bandwidth), burst: int(p.Burst), onInterval: s.cfg.OnInterval}
-	if p.byteLimit() == 0 && p.Time > 0 {
-		sess.sendFor = time.Duration(p.Time+p.Omit) * time.Second
-	}
-	t.sess = sess
-	defer sess.closeAll()
 	// The client's senders come first (--bidir).
 	sends := func(i int) bool {
 		if p.Bidirectional {
@@ -563,6 +653,29 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 	if p.Bidirectional {
 		n *= 2
 	}
+	// The parameters are valid: the test may take a slot.
+	identified()
+	adm, code, err := s.admit(res.Peer.Addr(), p, footprint(p, backend, rxBackend, sends, n))
+	var busy busyError
+	switch {
+	case errors.As(err, &busy):
+		t.told = true
+		s.refused(ctrl, string(busy))
+		return fmt.Errorf("%w: %v", errNotAdmitted, err)
+	case err != nil:
+		return t.refuse(code, err)
+	}
+	defer adm.release()
+	res.Backend = backend.Name()
+	res.SockBufSize = int(p.Window)
+
+	sess := &session{res: res, backend: backend, rxBackend: rxBackend, rxAuto: rxBackend == nil, interval: s.cfg.Interval, omit: time.Duration(p.Omit) * time.Second,
+		udp: bool(p.UDP), udp64: p.UDPCounters64 != 0, rate: float64(p.Bandwidth), burst: int(p.Burst), onInterval: s.cfg.OnInterval}
+	if p.byteLimit() == 0 && p.Time > 0 {
+		sess.sendFor = time.Duration(p.Time+p.Omit) * time.Second
+	}
+	t.sess = sess
+	defer sess.closeAll()
 	var socks []*engine.Socket
 	t.set(CreateStreams)
 	if p.UDP {
@@ -708,7 +821,7 @@ func (t *serverTest) run() error {
 	if err := WriteState(ctrl, ExchangeResults); err != nil {
 		return fmt.Errorf("send EXCHANGE_RESULTS: %w", err)
 	}
-	b, err := ReadFrame(ctrl, MaxResultsJSON)
+	b, err := ReadFrame(ctrl, MaxPeerResultsJSON)
 	if err != nil {
 		return fmt.Errorf("read the client's results: %w", err)
 	}
@@ -773,15 +886,18 @@ func (t *serverTest) wait() (m stateMsg, pending <-chan stateMsg, abort *testAbo
 	if t.mt != nil {
 		aborts = t.mt.abort
 	}
-	var tick <-chan time.Time
+	tk := time.NewTicker(min(t.s.cfg.RcvTimeout/2, time.Second))
+	defer tk.Stop()
 	hasRecv := false
 	t.sess.each(false, func(*stream) { hasRecv = true })
-	if hasRecv {
-		tk := time.NewTicker(min(t.s.cfg.RcvTimeout/2, time.Second))
-		defer tk.Stop()
-		tick = tk.C
+	// A paced sender may wait for its next buffer longer than
+	// RcvTimeout (-b 1k with 128 KiB blocks).
+	stall := t.s.cfg.RcvTimeout
+	if t.p.Bandwidth > 0 {
+		stall = max(stall, 2*time.Duration(float64(t.p.blockLen())*8/float64(t.p.Bandwidth)*float64(time.Second)))
 	}
-	last, lastAt := int64(0), time.Now()
+	got, gotAt := t.sess.total(false), time.Now()
+	moved, movedAt := got+t.sess.total(true), gotAt
 	for {
 		select {
 		case m := <-ctrlMsg:
@@ -790,14 +906,26 @@ func (t *serverTest) wait() (m stateMsg, pending <-chan stateMsg, abort *testAbo
 			return stateMsg{}, ctrlMsg, nil
 		case a := <-aborts:
 			return stateMsg{}, ctrlMsg, &a
-		case now := <-tick:
-			got := t.sess.total(false)
+		case now := <-tk.C:
+			recv := t.sess.total(false)
+			if recv != got || !t.sess.recvEnd.load().IsZero() {
+				got, gotAt = recv, now
+			}
+			if m := recv + t.sess.total(true); m != moved {
+				moved, movedAt = m, now
+			}
+			limit := t.s.cfg.RcvTimeout.Milliseconds()
 			switch {
-			case got != last || !t.sess.recvEnd.load().IsZero():
-				last, lastAt = got, now
-			case now.Sub(lastAt) >= t.s.cfg.RcvTimeout:
+			case hasRecv && now.Sub(gotAt) >= t.s.cfg.RcvTimeout:
 				return stateMsg{}, ctrlMsg, &testAbort{iperfNoMsg, fmt.Errorf("%w: nothing from the client for %v (--rcv-timeout %d ms): its sender stalled, or it is gone",
-					ErrNoData, now.Sub(lastAt).Round(time.Millisecond), t.s.cfg.RcvTimeout.Milliseconds())}
+					ErrNoData, now.Sub(gotAt).Round(time.Millisecond), limit)}
+			case now.Sub(movedAt) >= stall:
+				// No byte moved either way, and no word from the client:
+				// it stopped reading (a test without a time limit would
+				// hold its slot for ever), or it finished and never said
+				// TEST_END.
+				return stateMsg{}, ctrlMsg, &testAbort{iperfNoMsg, fmt.Errorf("%w: the client neither took data nor ended the test for %v (--rcv-timeout %d ms): it stalled, or it is gone",
+					ErrNoData, now.Sub(movedAt).Round(time.Millisecond), limit)}
 			}
 		}
 	}
@@ -808,7 +936,7 @@ func (t *serverTest) wait() (m stateMsg, pending <-chan stateMsg, abort *testAbo
 func (s *Server) tcpStreams(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, n int) ([]*engine.Socket, error) {
 	ch := make(chan dataConn, n)
 	s.mu.Lock()
-	s.waiting[cookie] = ch
+	s.waiting[cookie] = streamWait{ch, peerAddr(ctrl)}
 	s.mu.Unlock()
 	unregister := func() {
 		s.mu.Lock()

@@ -1,14 +1,25 @@
 package control
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 )
 
+// MaxSize is the largest size ParseSize returns: what an int64 holds,
+// 8 EiB less one byte.
+const MaxSize = math.MaxInt64
+
+// ErrSizeRange is a size larger than MaxSize: ParseSize's error wraps it,
+// and says "too large (at most 9223372036854775807)".
+var ErrSizeRange = fmt.Errorf("too large (at most %d)", int64(MaxSize))
+
 // ParseSize reads a size as iperf3 does (unit_atoi): a number with an
-// optional K, M, G or T suffix, 1024-based. "1.5M" is 1572864.
+// optional K, M, G or T suffix, 1024-based. "1.5M" is 1572864. A size
+// that does not fit an int64 is refused with an error wrapping
+// ErrSizeRange, never wrapped around to a negative one.
 func ParseSize(s string) (int64, error) {
 	if s == "" {
 		return 0, fmt.Errorf("empty size")
@@ -27,12 +38,32 @@ func ParseSize(s string) (int64, error) {
 	num := s
 	if mult != 1 {
 		num = s[:len(s)-1]
+	} else if n, err := strconv.ParseInt(num, 10, 64); err == nil && n >= 0 {
+		return n, nil // a whole number of bytes, exactly (a float has 53 bits)
 	}
 	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+	switch {
+	case errors.Is(err, strconv.ErrRange) && f > 0, err == nil && !math.IsInf(f, 0) && f*mult >= 0x1p63:
+		return 0, fmt.Errorf("size %q: %w", s, ErrSizeRange)
+	case err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0):
 		return 0, fmt.Errorf("size %q: want a number with an optional K, M, G or T suffix", s)
 	}
 	return int64(f * mult), nil
+}
+
+// ParseSizeFlag is ParseSize for a command-line flag: its errors name
+// the flag and its value, and what to give instead ("want" such as "a
+// byte count such as 100M or 1G"). A size of 0 is refused unless zero
+// is true.
+func ParseSizeFlag(flag, s, want string, zero bool) (int64, error) {
+	n, err := ParseSize(s)
+	switch {
+	case errors.Is(err, ErrSizeRange):
+		return 0, fmt.Errorf("%s %s: %w", flag, s, ErrSizeRange)
+	case err != nil || (n == 0 && !zero):
+		return 0, fmt.Errorf("%s %q: want %s", flag, s, want)
+	}
+	return n, nil
 }
 
 // dscpNames are the DiffServ code point names iperf3's --dscp accepts.

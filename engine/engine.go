@@ -295,6 +295,25 @@ func Prepare(ctx context.Context, b Backend, f *Flow) (release func() error, err
 	return release, nil
 }
 
+// Footprinter is a Backend whose flows hold more user memory than the one
+// Spec.BufLen buffer a plain backend allocates (batches, rings, UMEM):
+// Footprint says how many bytes a flow of spec holds in that direction,
+// at most. A server sums it over a test's streams before it admits the
+// test, so a peer cannot ask it for gigabytes.
+type Footprinter interface {
+	Backend
+	Footprint(spec *Spec, send bool) int64
+}
+
+// Footprint is the user memory a flow of spec holds on b: what b says as
+// a Footprinter, else one buffer of BufLen.
+func Footprint(b Backend, spec *Spec, send bool) int64 {
+	if f, ok := b.(Footprinter); ok {
+		return f.Footprint(spec, send)
+	}
+	return int64(max(spec.BufLen, 0))
+}
+
 // Unsupported is a backend that cannot run on this system: its probe, Send
 // and Recv all return why, wrapping ErrNotSupported. Platforms register it
 // under the names of the backends they lack, so every name exists in every

@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // OptionKind is the type of a backend option's value.
@@ -56,7 +57,8 @@ type Options struct {
 // ParseOptions reads options written as comma-separated words,
 // "batch=64,gso,gro" or "file=/tmp/a,b.dat", against the backend's
 // declarations. backend names the backend in errors. A comma inside a Text
-// value may also be written as "\,".
+// value may also be written as "\,", and a backslash as "\\" (as one that
+// ends a value must be, when an option follows).
 func ParseOptions(backend string, decls []Option, s string) (Options, error) {
 	o := Options{decls: decls}
 	known := func(w string) (Option, bool) {
@@ -89,7 +91,7 @@ func ParseOptions(backend string, decls []Option, s string) (Options, error) {
 		d, ok := known(w)
 		if !ok {
 			if len(decls) == 0 {
-				return Options{}, fmt.Errorf("backend %s takes no options (given: %s)", backend, w)
+				return Options{}, fmt.Errorf("backend %s takes no options (given: %s)", backend, printable(w))
 			}
 			return Options{}, fmt.Errorf("backend %s has no option %q: it takes %s (see 'blast backends')", backend, w, usages(decls))
 		}
@@ -109,14 +111,15 @@ func ParseOptions(backend string, decls []Option, s string) (Options, error) {
 	return o, nil
 }
 
-// splitEscaped splits s at commas that are not written as "\,".
+// splitEscaped splits s at commas that are not written as "\,"; "\\" is
+// one backslash (any other backslash is itself).
 func splitEscaped(s string) []string {
 	var out []string
 	var cur strings.Builder
 	for i := 0; i < len(s); i++ {
 		switch {
-		case s[i] == '\\' && i+1 < len(s) && s[i+1] == ',':
-			cur.WriteByte(',')
+		case s[i] == '\\' && i+1 < len(s) && (s[i+1] == ',' || s[i+1] == '\\'):
+			cur.WriteByte(s[i+1])
 			i++
 		case s[i] == ',':
 			out = append(out, cur.String())
@@ -143,6 +146,11 @@ func (d Option) check(v string, hasV bool) error {
 		if v == "" {
 			return fmt.Errorf("%s takes a path", d.Name)
 		}
+		// Control characters would reach the errors that name the
+		// value (a file that is not there) and break them over lines.
+		if strings.ContainsFunc(v, unicode.IsControl) {
+			return fmt.Errorf("%s takes a path without control characters", d.Name)
+		}
 	case MAC:
 		mac, err := net.ParseMAC(v)
 		if err != nil || len(mac) != 6 {
@@ -150,6 +158,17 @@ func (d Option) check(v string, hasV bool) error {
 		}
 	}
 	return nil
+}
+
+// printable is s, quoted if it holds anything that does not print as
+// itself (a newline would break an error over lines).
+func printable(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 func usages(decls []Option) string {
@@ -182,7 +201,7 @@ func (o Options) Count(name string, def int) int {
 func (o Options) Text(name string) string { return o.vals[name] }
 
 // String renders o in the form ParseOptions reads, in declaration order,
-// commas in values escaped.
+// commas and backslashes in values escaped.
 func (o Options) String() string {
 	var s []string
 	for _, d := range o.decls {
@@ -192,11 +211,14 @@ func (o Options) String() string {
 		case d.Kind == Flag:
 			s = append(s, d.Name)
 		default:
-			s = append(s, d.Name+"="+strings.ReplaceAll(v, ",", `\,`))
+			s = append(s, d.Name+"="+optEscaper.Replace(v))
 		}
 	}
 	return strings.Join(s, ",")
 }
+
+// optEscaper writes a value so that splitEscaped reads it back.
+var optEscaper = strings.NewReplacer(`\`, `\\`, ",", `\,`)
 
 // Configurable is a Backend with options.
 type Configurable interface {

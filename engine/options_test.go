@@ -24,6 +24,8 @@ func TestParseOptions(t *testing.T) {
 		{in: "file=/tmp/a,b.dat", want: `file=/tmp/a\,b.dat`},
 		{in: "file=/tmp/a,b.dat,gso", want: `gso,file=/tmp/a\,b.dat`},
 		{in: `file=/tmp/x\,gso`, want: `file=/tmp/x\,gso`},
+		{in: `dstmac=02:00:00:00:00:01,file=a\`, want: `file=a\\,dstmac=02:00:00:00:00:01`},
+		{in: `file=a\b\\,gso`, want: `gso,file=a\\b\\`},
 		{in: "dstmac=02:AA:00:00:00:01", want: "dstmac=02:aa:00:00:00:01"},
 		{in: "batch=0", err: `backend t option "batch=0": batch takes a count from 1 to 1048576`},
 		{in: "gso=1", err: `backend t option "gso=1": gso takes no value`},
@@ -68,7 +70,7 @@ func TestOptionsValues(t *testing.T) {
 // panics, and what it accepts renders to a string that parses back to
 // the same options.
 func FuzzParseOptions(f *testing.F) {
-	for _, s := range []string{"", "batch=8,gso", "file=/a,b,gso", `file=x\,y`, "dstmac=02:00:00:00:00:01", ",,", "batch=99999999999999999999", "=", "file=\\"} {
+	for _, s := range []string{"", "batch=8,gso", "file=/a,b,gso", `file=x\,y`, "dstmac=02:00:00:00:00:01", ",,", "batch=99999999999999999999", "=", "file=\\", `dstmac=02:00:00:00:00:01,file=a\`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -85,6 +87,11 @@ func FuzzParseOptions(f *testing.F) {
 		}
 		if back.String() != o.String() {
 			t.Errorf("%q: rendered %q, then %q", s, o.String(), back.String())
+		}
+		for _, d := range testDecls {
+			if back.Has(d.Name) != o.Has(d.Name) || back.Text(d.Name) != o.Text(d.Name) {
+				t.Errorf("%q: %s is %q, rendered as %q it reads back as %q", s, d.Name, o.Text(d.Name), o.String(), back.Text(d.Name))
+			}
 		}
 	})
 }

@@ -25,6 +25,10 @@ const (
 	MaxTCPSize = 64 << 20
 )
 
+// MaxSeconds bounds the times of a run (-t, -i, --timeout): 1e6 s, some
+// eleven days.
+const MaxSeconds = 1e6 * time.Second
+
 // Config is one latency run: a client (Host set) or a server (Server).
 type Config struct {
 	Server bool   // serve (blast lat -s) instead of measuring
@@ -103,15 +107,19 @@ func (c Config) Validate() error {
 	case c.Count < 0:
 		return usagef("-n %d: give a positive number of round trips", c.Count)
 	case c.Count == 0 && c.Duration <= 0:
-		return usagef("-t %s: give a positive number of seconds", c.Duration)
+		return usagef("-t %s: give a positive number of seconds, at most %d", c.Duration, MaxSeconds/time.Second)
+	case c.Duration < 0 || c.Duration > MaxSeconds:
+		return usagef("-t %s: give a positive number of seconds, at most %d", c.Duration, MaxSeconds/time.Second)
 	case c.Warmup < 0:
 		return usagef("--warmup %d: give 0 or more round trips", c.Warmup)
-	case c.Interval < 0:
-		return usagef("-i %s: give 0 (no interval reports) or a positive number of seconds", c.Interval)
+	case c.Interval < 0 || c.Interval > MaxSeconds:
+		return usagef("-i %s: give 0 (no interval reports) or 0.01 to %d seconds", c.Interval, MaxSeconds/time.Second)
 	case c.Interval > 0 && c.Interval < 10*time.Millisecond:
 		return usagef("-i %s: intervals are at least 0.01 s", c.Interval)
-	case c.Timeout <= 0:
-		return usagef("--timeout %s: give a positive number of seconds", c.Timeout)
+	case c.Timeout <= 0 || c.Timeout > MaxSeconds:
+		return usagef("--timeout %s: give a positive number of seconds, at most %d", c.Timeout, MaxSeconds/time.Second)
+	case c.Sock.TOS < engine.NoTOS || c.Sock.TOS > 255:
+		return usagef("-S %d: the TOS byte is 0 to 255", c.Sock.TOS)
 	}
 	return nil
 }

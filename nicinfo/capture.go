@@ -254,12 +254,12 @@ func writeJSON(p string, v any) error {
 // Load opens a tree written by Capture (or a fixture in the same layout) for
 // analysis. It works on every platform.
 func Load(dir string) (*Source, error) {
-	sys, err := dirFS(filepath.Join(dir, "sys"))
+	sys, err := subtreeFS(dir, "sys") // nothing under it resolves outside dir
 	if err != nil {
 		return nil, fmt.Errorf("nicinfo: load %s: %w", dir, err)
 	}
 	s := &Source{sys: sys, desc: "capture " + dir, drv: &capturedDriver{dir: filepath.Join(dir, "ethtool")}}
-	if udev, err := dirFS(filepath.Join(dir, "udev")); err == nil {
+	if udev, err := subtreeFS(dir, "udev"); err == nil {
 		s.udev = udev
 	}
 	if m, err := ReadManifest(dir); err == nil {
@@ -270,7 +270,7 @@ func Load(dir string) (*Source, error) {
 
 // ReadManifest reads the manifest of a captured tree.
 func ReadManifest(dir string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, manifestName))
+	b, err := readTreeFile(dir, manifestName, maxJSONSize)
 	if err != nil {
 		return nil, fmt.Errorf("nicinfo: read manifest: %w", err)
 	}
@@ -285,7 +285,7 @@ func ReadManifest(dir string) (*Manifest, error) {
 type capturedDriver struct{ dir string }
 
 func (c *capturedDriver) read(name string) (*DriverData, error) {
-	b, err := os.ReadFile(filepath.Join(c.dir, name+".json"))
+	b, err := readTreeFile(filepath.Dir(c.dir), filepath.Base(c.dir)+"/"+name+".json", maxJSONSize)
 	if err != nil {
 		return nil, err
 	}

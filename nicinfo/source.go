@@ -3,12 +3,15 @@ package nicinfo
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -351,7 +354,7 @@ func (s *Source) Snapshot(name string) (*Snapshot, error) {
 }
 
 func readAttr(fsys fs.FS, p string) (string, error) {
-	b, err := fs.ReadFile(fsys, p)
+	b, err := readFile(fsys, p, MaxAttrSize)
 	if err != nil {
 		return "", err
 	}
@@ -392,7 +395,7 @@ func readStats(fsys fs.FS, dir string) (map[string]uint64, error) {
 
 // readUdev reads the E: properties of /run/udev/data/n<ifindex>.
 func readUdev(fsys fs.FS, index int) (map[string]string, error) {
-	b, err := fs.ReadFile(fsys, "n"+strconv.Itoa(index))
+	b, err := readFile(fsys, "n"+strconv.Itoa(index), MaxAttrSize)
 	if err != nil {
 		return nil, err
 	}
@@ -515,8 +518,15 @@ var keyOffloads = []string{
 	"rx-lro", "rx-hashing", "rx-vlan-hw-parse", "tx-vlan-hw-insert",
 }
 
-// open is the shared part of Load and Open.
+// dirFS is the tree at dir, for Open: a treeFS rooted there.
 func dirFS(dir string) (fs.FS, error) {
+	return subtreeFS(dir, ".")
+}
+
+// subtreeFS is the directory sub of the tree at dir (a captured tree's
+// "sys"), as a treeFS rooted at dir: sub, and every name and symlink under
+// it, must resolve inside dir.
+func subtreeFS(dir, sub string) (fs.FS, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
@@ -524,5 +534,181 @@ func dirFS(dir string) (fs.FS, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory", dir)
 	}
-	return os.DirFS(dir), nil
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs // a later chdir does not move the tree
+	}
+	t := treeFS{dir: dir, sub: sub}
+	if st, err := t.Stat("."); err != nil {
+		return nil, err
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", filepath.Join(dir, sub))
+	}
+	return t, nil
+}
+
+// MaxAttrSize bounds what is read of one file of a tree: a sysfs attribute
+// is at most a page, a udev database entry a few KiB. Of a larger file only
+// the first MaxAttrSize bytes are read, and the read fails with an error
+// naming the file and wrapping ErrTooLarge.
+const MaxAttrSize = 64 << 10
+
+// maxJSONSize bounds a JSON file of a captured tree (the ethtool answers
+// of a NIC with thousands of counters, the manifest).
+const maxJSONSize = 16 << 20
+
+var (
+	// ErrTooLarge is a file of a tree larger than its bound (MaxAttrSize).
+	ErrTooLarge = errors.New("file too large")
+	// ErrNotRegular is a file of a tree that is no regular file: a named
+	// pipe (which would block a read forever), a device or a socket.
+	ErrNotRegular = errors.New("not a regular file")
+)
+
+// treeFS is a directory tree as an fs.FS, opened with os.OpenRoot for each
+// operation (so it holds no descriptor and needs no Close): no name,
+// symlink or ".." resolves outside dir, while a captured tree's relative
+// links that stay inside it (class/net/eth0 -> ../../devices/...) work as
+// in sysfs. Files are opened non-blocking and must be regular files or
+// directories, so a named pipe fails at once instead of hanging the read;
+// ReadFile reads at most MaxAttrSize bytes. Names are relative to sub.
+type treeFS struct {
+	dir, sub string
+}
+
+// name is the name under the root for fs name n.
+func (t treeFS) name(op, n string) (string, error) {
+	if !fs.ValidPath(n) {
+		return "", &fs.PathError{Op: op, Path: n, Err: fs.ErrInvalid}
+	}
+	return path.Join(t.sub, n), nil
+}
+
+// do runs f on the tree's root and the name under it.
+func do[T any](t treeFS, op, n string, f func(r *os.Root, name string) (T, error)) (T, error) {
+	var zero T
+	name, err := t.name(op, n)
+	if err != nil {
+		return zero, err
+	}
+	r, err := os.OpenRoot(t.dir)
+	if err != nil {
+		return zero, err
+	}
+	defer r.Close()
+	return f(r, name)
+}
+
+// Open implements fs.FS: a regular file or a directory, opened with
+// O_NONBLOCK and checked with fstat before anything reads it.
+func (t treeFS) Open(n string) (fs.File, error) {
+	return do(t, "open", n, func(r *os.Root, name string) (fs.File, error) {
+		f, err := r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return nil, err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		if m := st.Mode(); !m.IsRegular() && !m.IsDir() {
+			f.Close()
+			return nil, notRegular(n, m)
+		}
+		return f, nil
+	})
+}
+
+// ReadFile implements fs.ReadFileFS, bounded by MaxAttrSize.
+func (t treeFS) ReadFile(n string) ([]byte, error) {
+	b, err := readFile(t, n, MaxAttrSize)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// ReadDir implements fs.ReadDirFS: the entries sorted by name.
+func (t treeFS) ReadDir(n string) ([]fs.DirEntry, error) {
+	f, err := t.Open(n)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	d, ok := f.(fs.ReadDirFile)
+	if !ok {
+		return nil, &fs.PathError{Op: "readdir", Path: n, Err: errors.New("not implemented")}
+	}
+	ents, err := d.ReadDir(-1)
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	return ents, err
+}
+
+// Stat implements fs.StatFS (following symlinks inside the tree).
+func (t treeFS) Stat(n string) (fs.FileInfo, error) {
+	return do(t, "stat", n, func(r *os.Root, name string) (fs.FileInfo, error) { return r.Stat(name) })
+}
+
+// Lstat and ReadLink implement fs.ReadLinkFS.
+func (t treeFS) Lstat(n string) (fs.FileInfo, error) {
+	return do(t, "lstat", n, func(r *os.Root, name string) (fs.FileInfo, error) { return r.Lstat(name) })
+}
+
+func (t treeFS) ReadLink(n string) (string, error) {
+	return do(t, "readlink", n, func(r *os.Root, name string) (string, error) { return r.Readlink(name) })
+}
+
+var _ interface {
+	fs.ReadFileFS
+	fs.ReadDirFS
+	fs.StatFS
+	fs.ReadLinkFS
+} = treeFS{}
+
+// readFile reads the regular file name of fsys, at most limit bytes. A
+// larger file yields its first limit bytes and an error naming it that
+// wraps ErrTooLarge; a named pipe, device or socket an error wrapping
+// ErrNotRegular (through a treeFS, without ever blocking on it).
+func readFile(fsys fs.FS, name string, limit int) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, notRegular(name, st.Mode())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
+		return b[:limit], &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)}
+	}
+	return b, nil
+}
+
+// readTreeFile reads name (slash-separated) of the tree at dir, at most
+// limit bytes, as readFile does, resolving nothing outside dir.
+func readTreeFile(dir, name string, limit int) ([]byte, error) {
+	return readFile(treeFS{dir: dir, sub: "."}, name, limit)
+}
+
+func notRegular(name string, m fs.FileMode) error {
+	what := "a " + m.Type().String()
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m&fs.ModeDevice != 0:
+		what = "a device"
+	case m.IsDir():
+		what = "a directory"
+	}
+	return &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w: %s", ErrNotRegular, what)}
 }

@@ -35,6 +35,7 @@ type run struct {
 	idleStop time.Time // a UDP receive that ended by silence stopped here
 	nic      *nicWatch
 	blocks   *blockWriter // -B: the Sink that writes whole blocks
+	verify   *verifier    // --verify: the blocks' Source or Sink
 	bufAddr  uintptr      // the sentinels' buffer, for -v (UDP)
 }
 
@@ -88,6 +89,11 @@ func Run(ctx context.Context, c Config) (*report.TTCPResult, error) {
 			spec.Sink = r.blocks
 		}
 	}
+	if c.Verify {
+		if r.verify, err = newVerifier(&c, spec); err != nil {
+			return nil, err
+		}
+	}
 	r.flow = &engine.Flow{Spec: spec, Stats: &engine.Counters{}}
 
 	var xerr error
@@ -106,10 +112,12 @@ func Run(ctx context.Context, c Config) (*report.TTCPResult, error) {
 			xerr = fmt.Errorf("write received data: %w", err)
 		}
 	}
+	xerr = r.verify.end(xerr)
 	if r.start.IsZero() { // failed before any data could move
 		return nil, xerr
 	}
 	res := r.result(time.Now())
+	res.Notes = append(r.verify.lines(), res.Notes...)
 	res.Notes = append(res.Notes, r.nic.lines("", float64(res.Bytes)*8/res.Real.Seconds())...)
 	lines := res.Lines()
 	if c.Verbose {

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -34,6 +35,28 @@ const (
 	// sentinel is the size of UDP start/end datagrams: anything this
 	// small or smaller is a sentinel, never data.
 	sentinel = 4
+)
+
+// Bounds on the numbers of the command line, so that a mistyped one fails
+// in words before anything is allocated (ttcp itself has none: -l
+// 99999999999 runs it out of memory).
+const (
+	// MaxBufLen bounds -l for TCP (UDP's is MaxUDPLen): one buffer of
+	// 64 MiB, far past where larger writes stop paying (a TCP socket
+	// buffer is a few MiB).
+	MaxBufLen = 64 << 20
+	// MaxUDPLen is the largest UDP payload over IPv4.
+	MaxUDPLen = 65507
+	// MaxBufMem bounds the buffers one end holds at once: -l times what
+	// the backend keeps in flight (iouring's batch, mmsg's batch of GSO
+	// trains; engine.Footprint).
+	MaxBufMem = 256 << 20
+	// MaxAlign bounds -A and -O.
+	MaxAlign = MaxBufLen
+	// MaxSockBuf bounds -b: setsockopt takes a C int.
+	MaxSockBuf = math.MaxInt32
+	// MaxRate bounds --rate, 10 Tbit/s.
+	MaxRate = 10e12
 )
 
 // Config is one ttcp run.
@@ -68,6 +91,9 @@ type Config struct {
 	File   string
 	Rate   float64
 	Device string // -I
+	// Verify is --verify: numbered, checksummed -l blocks instead of the
+	// pattern, which the receiver checks (internal/verify). It needs -s.
+	Verify bool
 	// Prog is the name lines start with: "ttcp" or "blast".
 	Prog string
 
@@ -96,6 +122,9 @@ func IsUsage(err error) bool {
 
 // Validate checks c before any socket is made.
 func (c *Config) Validate() error {
+	if err := c.validateVerify(); err != nil {
+		return err
+	}
 	p := c.Prog
 	switch {
 	case c.Transmit && !c.Reverse && c.Host == "":
@@ -116,26 +145,32 @@ func (c *Config) Validate() error {
 		return usagef("-B writes whole -l blocks to standard output, and -s discards the data: drop -B or -s")
 	case c.BufLen < 1:
 		return usagef("-l %d: the buffer length must be at least 1 byte", c.BufLen)
-	case c.UDP && c.BufLen > 65507:
-		return usagef("-l %d: a UDP datagram carries at most 65507 bytes", c.BufLen)
+	case c.UDP && c.BufLen > MaxUDPLen:
+		return usagef("-l %d: a UDP datagram carries at most %d bytes", c.BufLen, MaxUDPLen)
+	case c.BufLen > MaxBufLen:
+		return usagef("-l %d: the buffer length must be 1 to %d (64 MiB) for TCP: give a smaller -l", c.BufLen, MaxBufLen)
 	case c.NBuf < 1:
 		return usagef("-n %d: the number of buffers must be at least 1", c.NBuf)
+	case int64(c.NBuf) > math.MaxInt64/int64(c.BufLen):
+		return usagef("-n %d: %d buffers of -l %d bytes are more than 8 EiB: -n must be 1 to %d", c.NBuf, c.NBuf, c.BufLen, math.MaxInt64/int64(c.BufLen))
 	case c.Port < 1 || c.Port > 65535:
 		return usagef("-p %d: a port is a number from 1 to 65535", c.Port)
-	case c.SockBuf < 0:
-		return usagef("-b %d: the socket buffer size must not be negative", c.SockBuf)
-	case c.Align < 0 || c.Offset < 0:
-		return usagef("-A %d -O %d: alignment and offset must not be negative", c.Align, c.Offset)
+	case c.SockBuf < 0 || c.SockBuf > MaxSockBuf:
+		return usagef("-b %d: the socket buffer size must be 0 (the system's) to %d bytes", c.SockBuf, MaxSockBuf)
+	case c.Align < 0 || c.Align > MaxAlign:
+		return usagef("-A %d: the buffer alignment must be 0 to %d bytes", c.Align, MaxAlign)
+	case c.Offset < 0 || c.Offset > MaxAlign:
+		return usagef("-O %d: the buffer offset must be 0 to %d bytes", c.Offset, MaxAlign)
 	case !strings.ContainsRune("kKmMgG", rune(c.Format)) || c.Format == 0:
 		return usagef("-f %c: unknown format: use k, m, g (kilo/mega/gigabits) or K, M, G (bytes)", c.Format)
 	case c.NoDelay && c.UDP:
 		return usagef("-D sets TCP_NODELAY, which UDP does not have: drop -D or -u")
 	case c.UDP && !c.SinkMode:
 		return usagef("-u needs -s: ttcp's UDP mode sends a pattern and cannot carry standard input (datagrams of %d bytes or fewer are its sentinels); use TCP to send data", sentinel)
-	case c.TOS > 255:
+	case c.TOS < -1 || c.TOS > 255:
 		return usagef("-S %#x: the TOS byte is 0 to 255", c.TOS)
-	case c.Rate < 0:
-		return usagef("--rate %g: must not be negative", c.Rate)
+	case !(c.Rate >= 0 && c.Rate <= MaxRate): // NaN too
+		return usagef("--rate %g: must be 0 (unlimited) to 10T bits/s", c.Rate)
 	case c.Family != 0 && c.Family != 4 && c.Family != 6:
 		return usagef("address family %d: use -4 or -6", c.Family)
 	}
@@ -158,10 +193,30 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
-	if _, _, err := engine.Configure(b, c.options()); err != nil {
+	cb, _, err := engine.Configure(b, c.options())
+	if err != nil {
 		return usagef("--backend: %v", err)
 	}
-	return nil
+	return c.validateMemory(cb)
+}
+
+// validateMemory checks what the buffers of this end take on backend b:
+// -l times the buffers the backend keeps in flight, at most MaxBufMem.
+func (c *Config) validateMemory(b engine.Backend) error {
+	spec := &engine.Spec{Protocol: engine.TCP, BufLen: c.BufLen}
+	if c.UDP {
+		spec.Protocol = engine.UDP
+	}
+	n := engine.Footprint(b, spec, c.Transmit)
+	if n <= MaxBufMem {
+		return nil
+	}
+	spelled := c.Backend
+	if o := c.options(); o != "" {
+		spelled += ":" + o
+	}
+	return usagef("-l %d with --backend %s: its buffers would take %d MiB (-l times the buffers the backend keeps in flight), more than %d MiB: give a smaller -l or batch=",
+		c.BufLen, spelled, (n+(1<<20)-1)>>20, MaxBufMem>>20)
 }
 
 // validateFile checks -F.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -30,6 +31,9 @@ Examples:
   blast client 10.0.0.2 -n 1G -w 4M     one GiByte with 4 MiB socket buffers
   blast -c 10.0.0.2 -F big.iso          send a file; -R -F copy.iso receives one
   blast -c 10.0.0.2 -V -f m --logfile run.log --timestamps
+  IPERF3_PASSWORD=rossi blast -c 10.0.0.2 --username mario --rsa-public-key-path public.pem
+                                        to a server that authenticates (add
+                                        --use-pkcs1-padding for iperf3 up to 3.16)
 Works against 'blast server' and any 'iperf3 -s'. Every flag of iperf3 3.21's
 client is here; the few blast refuses say why.
 `
@@ -49,6 +53,8 @@ type clientFlags struct {
 	reverse, bidir, nodelay, udp, dontFrag, udp64, zerocopy, v4, v6, json, sys bool
 	serverOut, help, verbose, version, jsonStream, jsonStreamFull              bool
 	forceflush, repeating, skipRxCopy, gsro, mptcp, noFQPacing                 bool
+
+	auth *clientAuthFlags // --username, --rsa-public-key-path, --use-pkcs1-padding
 
 	// refused are iperf3's flags blast does not take, with the reason.
 	refused []refusedFlag
@@ -73,12 +79,9 @@ var refusedClientFlags = []struct {
 	{"server-bitrate-limit", "", true, "some option you are trying to set is server only"},
 	{"idle-timeout", "", true, "some option you are trying to set is server only"},
 	{"server-max-duration", "", true, "some option you are trying to set is server only"},
-	{"rsa-private-key-path", "", true, "some option you are trying to set is server only (and authentication is not supported yet, issue 13)"},
-	{"authorized-users-path", "", true, "some option you are trying to set is server only (and authentication is not supported yet, issue 13)"},
-	{"time-skew-threshold", "", true, "some option you are trying to set is server only (and authentication is not supported yet, issue 13)"},
-	{"use-pkcs1-padding", "", false, "some option you are trying to set is server only (and authentication is not supported yet, issue 13)"},
-	{"username", "", true, "authentication is not supported yet (issue 13)"},
-	{"rsa-public-key-path", "", true, "authentication is not supported yet (issue 13)"},
+	{"rsa-private-key-path", "", true, "some option you are trying to set is server only: run 'blast server'"},
+	{"authorized-users-path", "", true, "some option you are trying to set is server only: run 'blast server'"},
+	{"time-skew-threshold", "", true, "some option you are trying to set is server only: run 'blast server'"},
 	{"sctp", "", false, "an option you are trying to set is not implemented yet: blast moves TCP and UDP, not SCTP"},
 	{"nstreams", "", true, "an option you are trying to set is not implemented yet: SCTP streams (blast has no SCTP)"},
 	{"xbind", "X", true, "an option you are trying to set is not implemented yet: SCTP multi-homing (blast has no SCTP)"},
@@ -152,6 +155,7 @@ func newClientFlags() *clientFlags {
 	fs.BoolVar(&f.sys, "sys", false, "add the host's load to every interval and the summary: CPU us/sy/id, interrupts/s, context switches/s, the interface's packets/s (the server's too, if it is blast)")
 	fs.StringVar(&f.backend, "backend", "", "how to send, NAME[:OPTIONS] (see 'blast backends'; readwrite by default); the server sends with it too")
 	fs.StringVar(&f.rxBackend, "rx-backend", "", "how to receive (default: --backend, or readwrite if that only sends)")
+	f.auth = addClientAuthFlags(fs)
 	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
 	for _, name := range []string{"bandwidth", "linux-congestion", "no-fq-socket-pacing"} {
 		fs.MarkHidden(name)
@@ -169,16 +173,6 @@ func newClientFlags() *clientFlags {
 
 // refusal names the first refused flag given, with the reason.
 func (f *clientFlags) refusal() string {
-	// -c with --username and --rsa-public-key-path: one message for both.
-	var auth []string
-	for _, n := range []string{"username", "rsa-public-key-path"} {
-		if f.fs.Changed(n) {
-			auth = append(auth, "--"+n)
-		}
-	}
-	if len(auth) > 0 {
-		return strings.Join(auth, "/") + ": authentication is not supported yet (issue 13)"
-	}
 	for _, r := range refusedClientFlags {
 		if f.fs.Changed(r.long) {
 			name := "--" + r.long
@@ -266,36 +260,36 @@ func (f *clientFlags) config(ctx context.Context) (control.Config, *clientRun, e
 	// --backend NAME:OPTIONS, as in ttcp mode.
 	cfg.Backend, cfg.BackendOptions, _ = strings.Cut(f.backend, ":")
 	cfg.RxBackend, cfg.RxBackendOptions, _ = strings.Cut(f.rxBackend, ":")
-	if f.secs < 0 {
-		return fail("-t %d: must not be negative", f.secs)
+	if err := f.checkNumbers(); err != nil {
+		return control.Config{}, nil, err
 	}
 	var err error
 	if f.bytes != "" {
-		if cfg.Bytes, err = control.ParseSize(f.bytes); err != nil || cfg.Bytes == 0 {
-			return fail("-n %q: want a byte count such as 100M or 1G", f.bytes)
+		if cfg.Bytes, err = control.ParseSizeFlag("-n", f.bytes, "a byte count such as 100M or 1G", false); err != nil {
+			return fail("%v", err)
 		}
 	}
 	if f.blocks != "" {
-		if cfg.Blocks, err = control.ParseSize(f.blocks); err != nil || cfg.Blocks == 0 {
-			return fail("-k %q: want a block count such as 1000 or 10K", f.blocks)
+		if cfg.Blocks, err = control.ParseSizeFlag("-k", f.blocks, "a block count such as 1000 or 10K", false); err != nil {
+			return fail("%v", err)
 		}
 	}
 	if (cfg.Bytes > 0 || cfg.Blocks > 0) && fs.Changed("time") {
 		return fail("-t with -n or -k: only one test end condition (-t, -n, -k) may be specified")
 	}
 	if f.window != "" {
-		w, err := control.ParseSize(f.window)
+		w, err := control.ParseSizeFlag("-w", f.window, "a size such as 256K or 4M", true)
 		if err != nil {
-			return fail("-w %q: want a size such as 256K or 4M", f.window)
+			return fail("%v", err)
 		}
-		cfg.Window = int(w)
+		cfg.Window = int(min(w, math.MaxInt))
 	}
 	if f.length != "" {
-		l, err := control.ParseSize(f.length)
-		if err != nil || l == 0 || l > 1<<30 {
-			return fail("-l %q: want a size such as 128K (TCP) or 1400 (UDP)", f.length)
+		l, err := control.ParseSizeFlag("-l", f.length, "a size such as 128K (TCP) or 1400 (UDP)", false)
+		if err != nil {
+			return fail("%v", err)
 		}
-		cfg.BlockLen = int(l)
+		cfg.BlockLen = int(min(l, math.MaxInt)) // Validate says what -l may be
 	}
 	cfg.UDP, cfg.DontFragment, cfg.UDP64, cfg.Sys = f.udp, f.dontFrag, f.udp64, f.sys
 	if f.rate != "" {
@@ -349,6 +343,9 @@ func (f *clientFlags) config(ctx context.Context) (control.Config, *clientRun, e
 		return fail("%v", err)
 	}
 	if err := cfg.CheckBackends(); err != nil {
+		return fail("%v", err)
+	}
+	if cfg.Auth, err = f.auth.config(ctx); err != nil {
 		return fail("%v", err)
 	}
 	return cfg, run, nil

@@ -171,8 +171,6 @@ func TestClientRefusedFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--username", "u", "--rsa-public-key-path", "k.pem"}, "--username/--rsa-public-key-path: authentication is not supported yet (issue 13)"},
-		{[]string{"--rsa-public-key-path", "k.pem"}, "--rsa-public-key-path: authentication is not supported yet (issue 13)"},
 		{[]string{"-s"}, "-s/--server: cannot be both server and client"},
 		{[]string{"-D"}, "-D/--daemon: some option you are trying to set is server only"},
 		{[]string{"-1"}, "-1/--one-off: some option you are trying to set is server only"},
@@ -182,7 +180,6 @@ func TestClientRefusedFlags(t *testing.T) {
 		{[]string{"--rsa-private-key-path", "k"}, "--rsa-private-key-path: some option you are trying to set is server only"},
 		{[]string{"--authorized-users-path", "u"}, "--authorized-users-path: some option you are trying to set is server only"},
 		{[]string{"--time-skew-threshold", "5"}, "--time-skew-threshold: some option you are trying to set is server only"},
-		{[]string{"--use-pkcs1-padding"}, "--use-pkcs1-padding: some option you are trying to set is server only"},
 		{[]string{"--sctp"}, "--sctp: an option you are trying to set is not implemented yet"},
 		{[]string{"--nstreams", "2"}, "--nstreams: an option you are trying to set is not implemented yet"},
 		{[]string{"-X", "10.0.0.1"}, "-X/--xbind: an option you are trying to set is not implemented yet"},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/blastnet/blast/compare"
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/ttcp"
 )
 
 func init() {
@@ -54,6 +55,11 @@ Examples:
   blast compare 10.0.0.2 -R -p 5202
 `
 
+// labMaxLen bounds -l of a TCP lab: both ends run in this process, and
+// the row that receives with io_uring multishot holds 16 buffers of -l
+// bytes (engine.Footprint), which ttcp.MaxBufMem bounds.
+const labMaxLen = ttcp.MaxBufMem / 16
+
 func runCompare(e *env, args []string) int {
 	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -66,7 +72,7 @@ func runCompare(e *env, args []string) int {
 	jsonOut := fs.BoolP("json", "J", false, "")
 	help := fs.BoolP("help", "h", false, "")
 	if err := fs.Parse(args); err != nil {
-		fmt.Fprintf(e.stderr, "blast compare: %v\n", err)
+		fmt.Fprintf(e.stderr, "blast compare: %s: run 'blast help compare' for the options\n", flagError(err))
 		return exitUsage
 	}
 	if *help {
@@ -85,8 +91,8 @@ func runCompare(e *env, args []string) int {
 		return usage("HOST and --lab both given: choose one")
 	case host == "" && !*lab:
 		return usage("say where: HOST (a 'blast server' there) or --lab (a netns lab on this machine)")
-	case *secs <= 0:
-		return usage("-t %g: must be more than 0 seconds", *secs)
+	case !(*secs > 0 && *secs <= control.MaxTime): // NaN too
+		return usage("-t %g: must be more than 0 and at most %d seconds", *secs, control.MaxTime)
 	case host == "" && (fs.Changed("port") || *reverse):
 		return usage("-p and -R are for the HOST form")
 	case host != "" && *udp:
@@ -106,10 +112,10 @@ func runCompare(e *env, args []string) int {
 			cfg.BufLen = 64
 		}
 	}
-	maxLen := 1 << 30
+	maxLen := labMaxLen
 	switch {
 	case cfg.UDP:
-		maxLen = 65507
+		maxLen = ttcp.MaxUDPLen
 	case host != "":
 		maxLen = 1 << 20 // iperf3's protocol
 	}

@@ -26,7 +26,8 @@ func init() {
 
 const serverExamples = `
 Examples:
-  blast server                     port 5201, up to 8 tests at once
+  blast server                     port 5201, up to 64 tests at once
+                                   (16 from one address, 1 GiB of buffers)
   blast -s -p 5202 -1              one test on port 5202, then exit
   blast server -B ::1 --max-clients 32
   blast server -p 0                a free port, shown in "Server listening on"
@@ -35,11 +36,18 @@ Examples:
   blast server --server-bitrate-limit 1G/10 --server-max-duration 60
                                    refuse tests over 60 s, end those that average
                                    over 1 Gbit/s for 10 s (each, and all together)
+  blast server --rsa-private-key-path private.pem --authorized-users-path users.csv
+                                   only clients with a user and password of users.csv
+                                   (iperf3 -c --username U --rsa-public-key-path public.pem)
 Any 'iperf3 -c' and any 'blast client' can test against it. Each test prints as
 'iperf3 -s' prints it; the lines of tests that run at the same time start with
 the test's number ("#3: "). SIGINT or SIGTERM tells running tests the server
 is terminating (their clients print what they measured), lets tests that
 have ended deliver their results, and exits.
+
+Limits: a connection must send its cookie and parameters within 10 s;
+at most 256 such connections wait at once (32 from one address), the rest
+are closed. A test takes a slot only once its parameters are valid.
 `
 
 // daemonEnv names the descriptor through which a server that -D started
@@ -55,7 +63,14 @@ func runServer(e *env, args []string) int {
 	bind := fs.StringP("bind", "B", "", "address to listen on (default: all)")
 	bindDev := fs.String("bind-dev", "", "bind the listener and every data socket to interface `DEV` (SO_BINDTODEVICE)")
 	oneOff := fs.BoolP("one-off", "1", false, "serve one test, then exit")
-	maxClients := fs.Int("max-clients", 8, "tests at the same time; more are told the server is busy")
+	maxClients := fs.Int("max-clients", control.DefaultMaxClients, "tests at the same time; more are told the server is busy")
+	maxPerHost := fs.Int("max-per-host", control.DefaultMaxPerHost, "tests at the same time from one address")
+	maxStreams := fs.Int("max-streams", control.MaxStreams, "streams of one test (-P); more are refused")
+	maxBytesStr := fs.String("max-bytes", "", "refuse tests that ask for more than `SIZE` bytes (-n, -k), such as 10G")
+	maxTestMemStr := fs.String("max-test-memory", "256M", "refuse a test whose buffers (streams × block size × backend batch) need more than `SIZE`")
+	maxMemStr := fs.String("max-memory", "1G", "tests whose buffers would take all tests' together over `SIZE` are told the server is busy")
+	allowStr := fs.String("allow", "", "serve only clients from `CIDR[,CIDR...]` (addresses or prefixes); others are closed unanswered")
+	anySource := fs.Bool("any-stream-source", false, "accept a test's data streams from any address that has its cookie (behind NAT); by default only from its control connection's address")
 	backend := fs.String("backend", "", "how to send (see 'blast backends'; readwrite by default)")
 	rxBackend := fs.String("rx-backend", "", "how to receive (default: --backend, or readwrite if that only sends)")
 	interval := fs.Float64P("interval", "i", 1, "seconds between interval lines (0: none); also what --get-server-output returns")
@@ -71,6 +86,7 @@ func runServer(e *env, args []string) int {
 	rcvStr := fs.String("rcv-timeout", "", "end a test whose receiving streams get no data for `MS` milliseconds (default 120000)")
 	limitStr := fs.String("server-bitrate-limit", "", "refuse tests that ask for more than `RATE[/SECS]`, end tests that average more over SECS (5); each, and all together")
 	maxDurStr := fs.String("server-max-duration", "", "refuse tests longer than `SECS` (-t plus -O), and tests with no time limit (-n, -k)")
+	auth := addServerAuthFlags(fs)
 	v4 := fs.BoolP("version4", "4", false, "IPv4 only")
 	v6 := fs.BoolP("version6", "6", false, "IPv6 only")
 	help := fs.BoolP("help", "h", false, "show this help")
@@ -89,7 +105,7 @@ func runServer(e *env, args []string) int {
 	if fs.NArg() > 0 {
 		return usage("unexpected argument %q: the server takes only flags", fs.Arg(0))
 	}
-	if *interval < 0 || (*interval > 0 && *interval < 0.1) || *interval > 60 {
+	if !validInterval(*interval) { // NaN and ±Inf too
 		return usage("-i %g: must be 0 (off) or 0.1 to 60 seconds", *interval)
 	}
 	var format byte
@@ -103,7 +119,8 @@ func runServer(e *env, args []string) int {
 	if *port < 0 || *port > 65535 {
 		return usage("-p %d: must be 1 to 65535, or 0 for a free port", *port)
 	}
-	cfg := control.ServerConfig{Bind: *bind, Port: *port, OneOff: *oneOff, MaxClients: *maxClients, Device: *bindDev,
+	cfg := control.ServerConfig{Bind: *bind, Port: *port, OneOff: *oneOff, MaxClients: *maxClients, MaxPerHost: *maxPerHost,
+		MaxStreams: *maxStreams, AnyStreamSource: *anySource, Device: *bindDev,
 		Backend: *backend, RxBackend: *rxBackend, Interval: time.Duration(*interval * float64(time.Second)), JSONOutput: *jsonOut}
 	switch {
 	case *v4 && *v6:
@@ -138,15 +155,40 @@ func runServer(e *env, args []string) int {
 		}
 		cfg.RcvTimeout = time.Duration(ms) * time.Millisecond
 	}
+	for _, f := range []struct {
+		flag, s string
+		to      *int64
+	}{{"--max-bytes", *maxBytesStr, &cfg.MaxBytes}, {"--max-test-memory", *maxTestMemStr, &cfg.MaxTestMemory}, {"--max-memory", *maxMemStr, &cfg.MaxMemory}} {
+		if f.s == "" {
+			continue
+		}
+		n, err := control.ParseSize(f.s)
+		if err != nil || n <= 0 {
+			return usage("%s %q: want a size such as 512M or 2G", f.flag, f.s)
+		}
+		*f.to = n
+	}
+	if *allowStr != "" {
+		if cfg.Allow, err = control.ParseAllow(*allowStr); err != nil {
+			return usage("%v", err)
+		}
+	}
 	if *limitStr != "" {
 		if cfg.RateLimit, err = control.ParseRateLimit(*limitStr); err != nil {
 			return usage("%v", err)
 		}
 	}
+	if cfg.Auth, err = auth.config(); err != nil {
+		return usage("%v", err)
+	}
 	if *bindDev != "" {
 		if _, err := net.InterfaceByName(*bindDev); err != nil {
 			return usage("--bind-dev %s: no such interface here (see 'ip link')", *bindDev)
 		}
+	}
+	if err := checkServerCounts(serverCount{"--max-clients", *maxClients}, serverCount{"--max-per-host", *maxPerHost},
+		serverCount{"--max-streams", *maxStreams}); err != nil {
+		return usage("%v", err) // before Defaults, which reads 0 as "the default"
 	}
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {

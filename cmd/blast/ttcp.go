@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -57,6 +58,11 @@ Options:
                    interface its AF_XDP sockets and XDP program use)
   --dst-mac MAC    -t --backend afxdp: the frames' destination MAC, instead
                    of the neighbour table's (same as afxdp:dstmac=MAC)
+  --verify         send numbered, checksummed -l blocks (-t) and check them
+                   (-r): corrupt, missing, duplicate and reordered blocks
+                   are counted, and any corrupt or missing one (on TCP, any
+                   out of place) is an error, exit 1. Implies -s; give both
+                   ends --verify and the same -l
 
   There is no --rx-backend here: ttcp's two ends are two processes, and
   each takes --backend. --rx-backend belongs where one process runs both
@@ -71,6 +77,7 @@ Examples:
   {prog} -r -s -u --backend mmsg:batch=64,gro
   {prog} -t -s -u -l 64 -n 1000000 --backend mmsg:batch=64,gso 198.18.0.2
   {prog} -t --backend sendfile -F big.iso 198.18.0.2
+  {prog} -r --verify   and   {prog} -t --verify -n 100000 198.18.0.2
   {prog} -r -s -u -I veth1 --backend afxdp
   {prog} -t -s -u -l 18 -n 1000000 --backend afxdp:queues=2 198.18.0.2
 `
@@ -152,12 +159,16 @@ func parseTTCP(args []string, prog string) (ttcp.Config, error) {
 	fs.StringVar(&rate, "rate", "", "")
 	fs.StringVarP(&cfg.Device, "interface", "I", "", "")
 	fs.StringVar(&dstMAC, "dst-mac", "", "")
+	fs.BoolVar(&cfg.Verify, "verify", false, "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("%s: run '%s -h' for the options", flagError(err), prog)
 	}
 	if help {
 		return cfg, pflag.ErrHelp
+	}
+	if cfg.Verify {
+		cfg.SinkMode = true // the blocks take the pattern's place
 	}
 	switch {
 	case transmit && receive:
@@ -267,7 +278,27 @@ func parseRate(s string) (float64, error) {
 }
 
 // flagError keeps pflag's message to one line, without Go's parser detail.
+// A whole number too large for its flag says so, with the limit, where
+// pflag would say "must be an integer".
 func flagError(err error) string {
+	var bad *pflag.InvalidValueError
+	if errors.As(err, &bad) {
+		name := "--" + bad.GetFlag().Name
+		if sh := bad.GetFlag().Shorthand; sh != "" {
+			name = "-" + sh
+		}
+		v := bad.GetValue()
+		_, ierr := strconv.ParseInt(v, 0, 64)
+		_, ferr := strconv.ParseFloat(v, 64)
+		switch {
+		case errors.Is(ierr, strconv.ErrRange) && strings.HasPrefix(v, "-"):
+			return fmt.Sprintf("%s %s: too small for a 64-bit number (at least %d)", name, v, int64(math.MinInt64))
+		case errors.Is(ierr, strconv.ErrRange):
+			return fmt.Sprintf("%s %s: too large for a 64-bit number (at most %d)", name, v, int64(math.MaxInt64))
+		case errors.Is(ferr, strconv.ErrRange):
+			return fmt.Sprintf("%s %s: out of range for a 64-bit number", name, v)
+		}
+	}
 	msg := err.Error()
 	if i := strings.Index(msg, ": strconv."); i > 0 {
 		msg = msg[:i]

@@ -680,3 +680,18 @@ func recvTimeout(fd int) (time.Duration, error) {
 	}
 	return -1, nil
 }
+
+// Footprint implements engine.Footprinter: a send holds a batch of
+// buffers; a receive one (TCP), a batch (UDP), or the provided buffers of
+// a multishot receive.
+func (b Backend) Footprint(spec *engine.Spec, send bool) int64 {
+	n := 1
+	switch {
+	case send, spec.Protocol == engine.UDP:
+		n = b.batchN()
+	}
+	if !send && b.multishot {
+		n = max(b.batchN(), 16)
+	}
+	return int64(n) * int64(max(spec.BufLen, 0))
+}

@@ -618,3 +618,17 @@ func groSize(oob []byte) int {
 	}
 	return 0
 }
+
+// Footprint implements engine.Footprinter: a batch of buffers, each a
+// whole GSO train (at most gsoMax bytes) when sending with gso, and at
+// least gsoMax bytes when receiving with gro.
+func (b Backend) Footprint(spec *engine.Spec, send bool) int64 {
+	size := int64(max(spec.BufLen, 0))
+	switch {
+	case send && b.gso && size > 0:
+		size *= int64(max(1, min(maxGSOSegments, gsoMax/int(size))))
+	case !send && b.gro:
+		size = max(size, gsoMax)
+	}
+	return int64(b.batchSize()) * size
+}

@@ -1,0 +1,267 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/report"
+)
+
+// How a server admits tests. A connection is first unidentified: it has
+// not sent its cookie, or (a control connection) its parameters have not
+// been read and checked. Unidentified connections are capped in total and
+// per address and time out (StreamTimeout), so they cannot crowd out real
+// tests. A test takes a slot only once its parameters are valid, and only
+// when the slots (MaxClients), the slots of its address (MaxPerHost) and
+// the memory budget (MaxTestMemory for it, MaxMemory for all tests
+// together) allow; otherwise its client is told ACCESS_DENIED (busy) or
+// SERVER_ERROR with iperf3's error number.
+
+// The server's default limits.
+const (
+	DefaultMaxClients = 64
+	DefaultMaxPerHost = 16
+	// DefaultMaxTestMemory and DefaultMaxMemory bound the buffers of one
+	// test and of all tests (engine.Footprint over their streams).
+	DefaultMaxTestMemory = 256 << 20
+	DefaultMaxMemory     = 1 << 30
+	// DefaultMaxUnidentified and DefaultMaxUnidentifiedPerHost cap the
+	// connections that have not identified themselves yet.
+	DefaultMaxUnidentified        = 256
+	DefaultMaxUnidentifiedPerHost = 32
+	// MaxPeerResultsJSON bounds the results a server accepts from its
+	// client (per-stream totals: a few hundred bytes per stream).
+	MaxPeerResultsJSON = 1 << 20
+)
+
+// iperf3's IENEWTEST, "unable to create a new test": a test the server
+// will not run (too much memory, too many bytes).
+const iperfNewTest = 100
+
+// errNotAdmitted ends a test the server turned away with ACCESS_DENIED;
+// OnRefused has been told, and the test leaves no result.
+var errNotAdmitted = errors.New("not admitted")
+
+// ParseAllow reads --allow: CIDR prefixes or addresses, comma separated.
+func ParseAllow(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, w := range strings.Split(s, ",") {
+		w = strings.TrimSpace(w)
+		if w == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(w); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(w)
+		if err != nil {
+			return nil, fmt.Errorf("--allow %q: %q is no address or CIDR prefix (such as 198.18.0.0/15 or 2001:2::/48)", s, w)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--allow %q: name at least one address or CIDR prefix", s)
+	}
+	return out, nil
+}
+
+// allowed says whether a is in the allow-list (no list: everyone).
+func (s *Server) allowed(a netip.Addr) bool {
+	if len(s.cfg.Allow) == 0 {
+		return true
+	}
+	a = a.Unmap()
+	for _, p := range s.cfg.Allow {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// peerAddr is the address of the far end of c.
+func peerAddr(c net.Conn) netip.Addr {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return unmap(a.AddrPort()).Addr()
+	}
+	return netip.Addr{}
+}
+
+// unidentified holds a place for a connection that has not identified
+// itself, or refuses it (false) when there are too many, in total or from
+// its address. The returned release gives the place back (at most once).
+func (s *Server) unidentified(a netip.Addr) (release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending >= s.cfg.MaxUnidentified || s.pendingBy[a] >= s.cfg.MaxUnidentifiedPerHost {
+		return nil, false
+	}
+	s.pending++
+	s.pendingBy[a]++
+	done := false
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if done {
+			return
+		}
+		done = true
+		s.pending--
+		if s.pendingBy[a]--; s.pendingBy[a] == 0 {
+			delete(s.pendingBy, a)
+		}
+	}, true
+}
+
+// shedf logs a connection dropped before it said anything, at most once
+// a second (a flood must not flood the log too).
+func (s *Server) shedf(format string, args ...any) {
+	s.mu.Lock()
+	s.shed++
+	now := time.Now()
+	if now.Sub(s.shedLogged) < time.Second {
+		s.mu.Unlock()
+		return
+	}
+	n := s.shed
+	s.shed, s.shedLogged = 0, now
+	s.mu.Unlock()
+	s.logf("%s (%d connections dropped so)", fmt.Sprintf(format, args...), n)
+}
+
+// footprint is the user memory the streams of a test hold on this
+// server: engine.Footprint of each stream's backend in its direction.
+func footprint(p *Params, tx, rx engine.Backend, sends func(int) bool, n int) int64 {
+	spec := &engine.Spec{Protocol: engine.TCP, BufLen: p.blockLen()}
+	if p.UDP {
+		spec.Protocol = engine.UDP
+	}
+	if rx == nil {
+		rx = tx
+	}
+	var sum int64
+	for i := range n {
+		if sends(i) {
+			sum += engine.Footprint(tx, spec, true)
+		} else {
+			sum += engine.Footprint(rx, spec, false)
+		}
+	}
+	return sum
+}
+
+func mib(b int64) string { return report.IperfBytes(float64(b)) + "ytes" }
+
+// admission is a test's place on the server: release gives it back.
+type admission struct {
+	s      *Server
+	host   netip.Addr
+	memory int64
+	done   bool
+}
+
+// admit gives a test whose parameters are valid its slot, or says why it
+// gets none: busy (errNotAdmitted, after ACCESS_DENIED went to the client
+// and OnRefused was told), or a limit of the server (an iperf3 error
+// number and why).
+func (s *Server) admit(host netip.Addr, p *Params, memory int64) (*admission, int32, error) {
+	switch {
+	case int(p.Parallel) > s.cfg.MaxStreams:
+		return nil, 6, fmt.Errorf("the client asked for %d streams (-P), over the server's --max-streams %d", p.Parallel, s.cfg.MaxStreams)
+	case s.cfg.MaxBytes > 0 && p.byteLimit() > s.cfg.MaxBytes:
+		// A byte count is how long the test runs.
+		return nil, iperfMaxDuration, fmt.Errorf("the client asked for %d bytes (-n or -k), over the server's --max-bytes %d", p.byteLimit(), s.cfg.MaxBytes)
+	case memory > s.cfg.MaxTestMemory:
+		return nil, iperfNewTest, fmt.Errorf("the test needs %s of buffers (streams × block size × backend batch), over the server's --max-test-memory %s: ask for fewer streams, a smaller -l or batch",
+			mib(memory), mib(s.cfg.MaxTestMemory))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var why string
+	switch {
+	case s.cfg.OneOff && s.started > 0:
+		why = "busy (-1: this server runs one test)"
+	case s.active >= s.cfg.MaxClients:
+		why = fmt.Sprintf("busy (%d tests running, --max-clients %d)", s.active, s.cfg.MaxClients)
+	case s.activeBy[host] >= s.cfg.MaxPerHost:
+		why = fmt.Sprintf("busy (%d tests running from %v, --max-per-host %d)", s.activeBy[host], host, s.cfg.MaxPerHost)
+	case s.memory+memory > s.cfg.MaxMemory:
+		why = fmt.Sprintf("busy (the running tests hold %s of buffers, and this one needs %s: over --max-memory %s)", mib(s.memory), mib(memory), mib(s.cfg.MaxMemory))
+	}
+	if why != "" {
+		return nil, 0, busyError(why)
+	}
+	s.active++
+	s.activeBy[host]++
+	s.memory += memory
+	s.started++
+	s.lastConn = time.Now()
+	return &admission{s: s, host: host, memory: memory}, 0, nil
+}
+
+// busyError is why a test found no slot.
+type busyError string
+
+func (e busyError) Error() string { return string(e) }
+
+// release gives the slot back.
+func (a *admission) release() {
+	if a == nil || a.done {
+		return
+	}
+	a.done = true
+	s := a.s
+	s.mu.Lock()
+	s.active--
+	if s.activeBy[a.host]--; s.activeBy[a.host] == 0 {
+		delete(s.activeBy, a.host)
+	}
+	s.memory -= a.memory
+	s.lastConn = time.Now()
+	s.mu.Unlock()
+	if s.cfg.OneOff {
+		close(s.oneDone)
+	}
+}
+
+// refused tells a client the server is busy, and OnRefused why.
+func (s *Server) refused(c net.Conn, why string) {
+	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	WriteState(c, AccessDenied)
+	s.logf("%s: refused: %s", c.RemoteAddr(), why)
+	if s.cfg.OnRefused != nil {
+		var peer netip.AddrPort
+		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+			peer = unmap(a.AddrPort())
+		}
+		s.cfg.OnRefused(peer, why)
+	}
+}
+
+// acceptBackoff says how long to wait before accepting again after err,
+// or false when err ends the server. Running out of descriptors or
+// memory, or a connection aborted before it was accepted, passes.
+func acceptBackoff(err error, last time.Duration) (time.Duration, bool) {
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ECONNABORTED, syscall.ENOBUFS, syscall.ENOMEM, syscall.EINTR, syscall.EPROTO, syscall.EPERM} {
+		if errors.Is(err, e) {
+			return min(max(2*last, 5*time.Millisecond), time.Second), true
+		}
+	}
+	return 0, false
+}
+
+// errnoOf is the errno a server sends with an iperf3 error number of its
+// own making: iperf3 clients print it after the number's text.
+func errnoOf(code int32) int32 {
+	if code == iperfNewTest {
+		return int32(syscall.ENOMEM)
+	}
+	return 0
+}
