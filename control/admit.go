@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/blastnet/blast/engine"
-	"github.com/blastnet/blast/report"
 )
 
 // How a server admits tests. A connection is first unidentified: it has
@@ -157,7 +157,8 @@ func footprint(p *Params, tx, rx engine.Backend, sends func(int) bool, n int) in
 	return sum
 }
 
-func mib(b int64) string { return report.IperfBytes(float64(b)) + "ytes" }
+// mib says a size of memory in MiB.
+func mib(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', -1, 64) + " MiB" }
 
 // admission is a test's place on the server: release gives it back.
 type admission struct {

@@ -101,6 +101,16 @@ type Config struct {
 	// ExtraData (--extra-data) travels in the parameters and in the -J
 	// documents of both ends.
 	ExtraData string
+	// StateTimeout bounds each wait for the server's next message while
+	// the test is set up, and (three times it) while it ends; a server
+	// that stays silent longer ends the test with an error that names
+	// what the client was waiting for (DefaultStateTimeout).
+	StateTimeout time.Duration
+	// StallTimeout ends a test in which no byte moved either way for this
+	// long (the server stopped reading and sending: a test without a time
+	// limit would wait for ever); 0: RcvTimeout if set, else
+	// DefaultRcvTimeout.
+	StallTimeout time.Duration
 	// RcvTimeout (--rcv-timeout) ends a test whose receiving streams got
 	// nothing for this long, with iperf3's "idle timeout for receiving
 	// data"; iperf3's 120 s when the client receives and it is 0.
@@ -261,6 +271,9 @@ func (c *Config) Defaults() {
 	if c.RcvTimeout == 0 && (c.Reverse || c.Bidir) {
 		c.RcvTimeout = DefaultRcvTimeout
 	}
+	if c.StateTimeout == 0 {
+		c.StateTimeout = DefaultStateTimeout
+	}
 	c.gsroDefaults()
 }
 
@@ -346,8 +359,8 @@ func readStateAsync(c net.Conn) <-chan stateMsg {
 // peerStateError turns an unexpected state into an error.
 func peerStateError(m stateMsg, waiting string) error {
 	switch {
-	case m.err != nil && errors.Is(m.err, io.EOF):
-		return fmt.Errorf("the server closed the control connection while %s (is it still running?)", waiting)
+	case m.err != nil && (errors.Is(m.err, io.EOF) || errors.Is(m.err, syscall.ECONNRESET)):
+		return fmt.Errorf("the server closed the control connection while %s (is it still running? does its --allow admit this address?)", waiting)
 	case m.err != nil:
 		var se ServerErrorCode
 		if errors.As(m.err, &se) {
@@ -488,16 +501,22 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 		}
 	}
 
+	after := "the cookie (no PARAM_EXCHANGE)"
 	for {
+		cl.readDeadline(ctx, time.Now().Add(cfg.StateTimeout))
 		m := <-cl.readState(ctrl)
 		if m.err != nil || m.s < 0 {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+			switch {
+			case ctx.Err() != nil:
+				return nil, fmt.Errorf("%w while the test was being set up: nothing was measured", ErrInterrupted)
+			case isTimeout(m.err):
+				return nil, stalled(after, cfg.StateTimeout)
 			}
 			return nil, peerStateError(m, "setting up the test")
 		}
 		switch m.s {
 		case ParamExchange:
+			after = "the parameters (no CREATE_STREAMS)"
 			cl.debugJSON(1, "send_parameters:", &params)
 			if err := WriteJSON(ctrl, &params); err != nil {
 				return nil, fmt.Errorf("send parameters: %w", err)
@@ -505,13 +524,19 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 		case CreateStreams:
 			if err := cl.connectStreams(ctx, addr); err != nil {
 				cl.sess.closeAll()
+				if ctx.Err() != nil {
+					return nil, fmt.Errorf("%w while the streams were connected: nothing was measured", ErrInterrupted)
+				}
 				return nil, err
 			}
 			if cfg.OnStart != nil {
 				cfg.OnStart(res)
 			}
+			after = "its streams were connected (no TEST_START)"
 		case TestStart:
+			after = "TEST_START (no TEST_RUNNING)"
 		case TestRunning:
+			cl.readDeadline(ctx, time.Time{})
 			return cl.running(ctx, cpu)
 		default:
 			return nil, peerStateError(m, "setting up the test")
@@ -667,7 +692,7 @@ wait:
 			fail = fmt.Errorf("data stream failed (the server may be gone): %w", err)
 			break wait
 		case <-ctx.Done():
-			fail = errors.New("interrupted")
+			fail = ErrInterrupted
 			break wait
 		}
 	}
@@ -694,6 +719,11 @@ wait:
 		time.Sleep(50 * time.Millisecond)
 	}
 	res.CPU = cpu.read()
+	// From TEST_END on, each answer has a deadline (the read of the next
+	// state is pending already: the deadline reaches it).
+	endWait := 3 * cfg.StateTimeout
+	after := "TEST_END (no EXCHANGE_RESULTS)"
+	cl.readDeadline(ctx, time.Now().Add(endWait))
 	if err := cl.writeState(TestEnd); err != nil {
 		sess.stop(false)
 		sess.finish(time.Now())
@@ -718,9 +748,12 @@ wait:
 		case m = <-ctrlMsg:
 		case <-ctx.Done():
 			cl.writeState(ClientTerminate)
-			return res, errors.New("interrupted")
+			return res, fmt.Errorf("%w while the results were exchanged: these are this side's", ErrInterrupted)
 		}
 		if m.err != nil || m.s < 0 {
+			if isTimeout(m.err) && ctx.Err() == nil {
+				return res, stalled(after, endWait)
+			}
 			return res, peerStateError(m, "ending the test")
 		}
 		switch m.s {
@@ -731,10 +764,16 @@ wait:
 			if err := WriteJSON(ctrl, mine); err != nil {
 				return res, fmt.Errorf("send results: %w", err)
 			}
+			cl.readDeadline(ctx, time.Now().Add(endWait))
 			b, err := ReadFrame(ctrl, MaxResultsJSON)
 			if err != nil {
+				if isTimeout(err) && ctx.Err() == nil {
+					return res, stalled("the client's results (no results of its own)", endWait)
+				}
 				return res, fmt.Errorf("read the server's results: %w", err)
 			}
+			after = "the results (no DISPLAY_RESULTS)"
+			cl.readDeadline(ctx, time.Now().Add(endWait))
 			cl.debugJSON(1, "get_results", json.RawMessage(b))
 			pr, err := decodeResults(b)
 			if err != nil {

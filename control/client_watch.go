@@ -1,46 +1,76 @@
 package control
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 )
 
 // idleWatch ends a test whose receiving streams got nothing for the
 // receive timeout (--rcv-timeout, iperf3's 120 s by default), as iperf3's
-// client does when it receives.
+// client does when it receives; and, whatever the direction, a test in
+// which no byte moved either way for as long (the server stopped reading
+// and sending: a test without a time limit would wait for ever).
 type idleWatch struct {
-	tick    <-chan time.Time
-	stop    func()
-	cl      *client
-	last    int64
-	lastAt  time.Time
-	timeout time.Duration
+	tick   <-chan time.Time
+	stop   func()
+	cl     *client
+	last   int64 // received
+	lastAt time.Time
+	moved  int64 // received and sent
+	// movedAt is when moved last grew; stall how long it may not.
+	movedAt time.Time
+	stall   time.Duration
+	timeout time.Duration // receive timeout (0: none)
 }
 
-// idleWatch starts the watch; its tick is nil (never fires) when the
-// client does not receive.
+// idleWatch starts the watch.
 func (cl *client) idleWatch() *idleWatch {
-	w := &idleWatch{cl: cl, stop: func() {}, timeout: cl.cfg.RcvTimeout, lastAt: time.Now()}
+	now := time.Now()
+	w := &idleWatch{cl: cl, timeout: cl.cfg.RcvTimeout, lastAt: now, movedAt: now}
 	hasRecv := false
 	cl.sess.each(false, func(*stream) { hasRecv = true })
-	if !hasRecv || w.timeout <= 0 {
-		return w
+	if !hasRecv {
+		w.timeout = 0
 	}
-	t := time.NewTicker(min(w.timeout/4, 100*time.Millisecond))
+	switch w.stall = cl.cfg.StallTimeout; {
+	case w.stall > 0:
+	case cl.cfg.RcvTimeout > 0:
+		w.stall = cl.cfg.RcvTimeout
+	default:
+		w.stall = DefaultRcvTimeout
+	}
+	if cl.cfg.Rate > 0 {
+		// A paced sender may wait longer than that for its next buffer.
+		w.stall = max(w.stall, 2*time.Duration(float64(cl.res.Params.blockLen())*8/cl.cfg.Rate*float64(time.Second)))
+	}
+	period := w.stall
+	if w.timeout > 0 {
+		period = min(period, w.timeout)
+	}
+	t := time.NewTicker(min(period/4, 100*time.Millisecond))
 	w.tick, w.stop = t.C, t.Stop
 	return w
 }
 
-// check looks at the receivers' count at now: ErrNoData once it has not
-// grown for the timeout.
+// check looks at the counts at now: ErrNoData once the receivers' has not
+// grown for the receive timeout, or neither direction's for the stall
+// limit.
 func (w *idleWatch) check(now time.Time) error {
 	got := w.cl.sess.total(false)
 	if got != w.last {
 		w.last, w.lastAt = got, now
-		return nil
 	}
-	if now.Sub(w.lastAt) >= w.timeout {
+	if m := got + w.cl.sess.total(true); m != w.moved {
+		w.moved, w.movedAt = m, now
+	}
+	switch {
+	case w.timeout > 0 && now.Sub(w.lastAt) >= w.timeout:
 		return fmt.Errorf("%w: nothing arrived for %d ms (--rcv-timeout)", ErrNoData, w.timeout.Milliseconds())
+	case now.Sub(w.movedAt) >= w.stall:
+		return fmt.Errorf("%w: the server neither took nor sent a byte for %v: it stalled, or the path is down",
+			ErrNoData, now.Sub(w.movedAt).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -59,4 +89,26 @@ func (cl *client) sendersDone() bool {
 		}
 	}
 	return true
+}
+
+// DefaultStateTimeout is how long a client waits for each message of the
+// server while a test is set up (three times that while it ends).
+const DefaultStateTimeout = 10 * time.Second
+
+// ErrInterrupted ends a test the client was told to stop (Ctrl-C): what
+// was measured so far is in its Result.
+var ErrInterrupted = errors.New("interrupted")
+
+// stalled is the error of a server that stopped answering after what.
+func stalled(after string, wait time.Duration) error {
+	return fmt.Errorf("the server stopped answering after %s for %v: it stalled, or the path to it is down", after, wait)
+}
+
+// readDeadline sets the control connection's read deadline, unless the
+// test is being interrupted (then a read must not block).
+func (cl *client) readDeadline(ctx context.Context, d time.Time) {
+	cl.ctrl.SetReadDeadline(d)
+	if ctx.Err() != nil {
+		cl.ctrl.SetReadDeadline(time.Unix(1, 0))
+	}
 }

@@ -160,6 +160,8 @@ func (p *Params) Validate() (ierrno int32, err error) {
 		return 8, fmt.Errorf("window %d: must be at most 512 MiB", p.Window)
 	case p.Num < 0 || p.BlockCount < 0:
 		return 16, fmt.Errorf("byte or block count must not be negative")
+	case p.BlockCount > 0 && int64(p.BlockCount) > math.MaxInt64/int64(p.blockLen()):
+		return 16, fmt.Errorf("block count %d of %d bytes: the byte count overflows (at most %d blocks)", p.BlockCount, p.blockLen(), math.MaxInt64/int64(p.blockLen()))
 	case bool(p.Reverse && p.Bidirectional):
 		return 25, fmt.Errorf("a test cannot be both reverse and bidirectional")
 	case p.TOS < 0 || p.TOS > 255:

@@ -206,7 +206,7 @@ var ierrnoText = map[int32]string{
 	10: "MSS too large", 12: "bogus --omit value", 21: "bad TOS value",
 	13: "an option you are trying to set is not implemented yet", 15: "invalid burst count (maximum = 1000)",
 	20: "block size invalid (minimum = 16 bytes, maximum = 65507 bytes)", 131: "protocol does not exist",
-	102: "unable to start listener for connections", 114: "unable to receive parameters from client",
+	iperfNewTest: "unable to create a new test", 102: "unable to start listener for connections", 114: "unable to receive parameters from client",
 	119: "the client has terminated", 120: "the server has terminated",
 	121: "the server is busy running a test", 123: "unable to set TCP MSS",
 	124: "unable to set socket buffer size", 125: "unable to set IP TOS",

@@ -23,9 +23,9 @@ type ServerConfig struct {
 	Bind string // -B: the address to listen on ("" = all)
 	// Port is the port to listen on (-p; the command's default is
 	// DefaultPort); 0 picks a free one, which Addr tells.
-	Port       int
-	Family     string // "", "4" or "6"
-	OneOff     bool   // -1: serve one test, then return
+	Port   int
+	Family string // "", "4" or "6"
+	OneOff bool   // -1: serve one test, then return
 	// MaxClients bounds the tests running at the same time
 	// (DefaultMaxClients); more are told ACCESS_DENIED. MaxPerHost bounds
 	// those from one address (DefaultMaxPerHost).
@@ -53,7 +53,7 @@ type ServerConfig struct {
 	// knows its cookie; by default they must come from the address of its
 	// control connection (relax it when NAT gives them other addresses).
 	AnyStreamSource bool
-	Backend    string // the backend to send with (readwrite)
+	Backend         string // the backend to send with (readwrite)
 	// RxBackend receives ("" = Backend, or readwrite if that only sends).
 	RxBackend string
 	// Interval of the server's own interval reports (what
@@ -896,6 +896,9 @@ func (t *serverTest) wait() (m stateMsg, pending <-chan stateMsg, abort *testAbo
 	if t.p.Bandwidth > 0 {
 		stall = max(stall, 2*time.Duration(float64(t.p.blockLen())*8/float64(t.p.Bandwidth)*float64(time.Second)))
 	}
+	// A client whose streams are all done may take a moment to say
+	// TEST_END (it waits for its last bytes to be acknowledged).
+	const endWait = 5 * time.Second
 	got, gotAt := t.sess.total(false), time.Now()
 	moved, movedAt := got+t.sess.total(true), gotAt
 	for {
@@ -919,7 +922,7 @@ func (t *serverTest) wait() (m stateMsg, pending <-chan stateMsg, abort *testAbo
 			case hasRecv && now.Sub(gotAt) >= t.s.cfg.RcvTimeout:
 				return stateMsg{}, ctrlMsg, &testAbort{iperfNoMsg, fmt.Errorf("%w: nothing from the client for %v (--rcv-timeout %d ms): its sender stalled, or it is gone",
 					ErrNoData, now.Sub(gotAt).Round(time.Millisecond), limit)}
-			case now.Sub(movedAt) >= stall:
+			case now.Sub(movedAt) >= stall && (now.Sub(movedAt) >= endWait || !t.sess.allDone()):
 				// No byte moved either way, and no word from the client:
 				// it stopped reading (a test without a time limit would
 				// hold its slot for ever), or it finished and never said

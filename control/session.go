@@ -509,6 +509,19 @@ func (s *session) each(sender bool, fn func(*stream)) {
 	}
 }
 
+// allDone says whether every stream has ended (its byte count sent or
+// received, or its file sent).
+func (s *session) allDone() bool {
+	for _, st := range s.streams {
+		select {
+		case <-st.done:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // stop cancels the streams of one direction and waits for them.
 func (s *session) stop(sender bool) {
 	s.each(sender, func(st *stream) {

@@ -100,6 +100,7 @@ func WriteResult(w io.Writer, r *Result) error {
 // prefix ("blast-t: "): the NIC summary, the nonzero counter changes on one
 // line, and one line per finding.
 func WriteBrief(w io.Writer, prefix string, r *Result) error {
+	w = Escaping(w) // names and counters come from files
 	if _, err := fmt.Fprintf(w, "%snic %s\n", prefix, Summary(r.Interface)); err != nil {
 		return err
 	}

@@ -203,7 +203,7 @@ type clientRun struct {
 func runClient(e *env, args []string) int {
 	f := newClientFlags()
 	if err := f.fs.Parse(args); err != nil {
-		fmt.Fprintf(e.stderr, "blast client: %v: run 'blast help client' for the flags\n", err)
+		fmt.Fprintf(e.stderr, "blast client: %s: run 'blast help client' for the flags\n", flagError(err))
 		return exitUsage
 	}
 	if f.version {

@@ -101,12 +101,10 @@ func runCompare(e *env, args []string) int {
 		return usage("-t %g: the HOST form runs whole seconds (iperf3's protocol); use -t %g", *secs, math.Max(1, math.Round(*secs)))
 	case host != "" && (*port < 1 || *port > 65535):
 		return usage("-p %d: must be 1 to 65535", *port)
-	case host == "" && os.Geteuid() != 0:
-		return usage("--lab builds network namespaces: run as root")
 	}
 	cfg := compare.Config{UDP: *udp, Duration: time.Duration(*secs * float64(time.Second)), BufLen: *bufLen,
 		Host: host, Port: *port, Reverse: *reverse}
-	if cfg.BufLen == 0 {
+	if !fs.Changed("len") {
 		cfg.BufLen = 128 << 10
 		if cfg.UDP {
 			cfg.BufLen = 64
@@ -121,6 +119,9 @@ func runCompare(e *env, args []string) int {
 	}
 	if cfg.BufLen < 1 || cfg.BufLen > maxLen {
 		return usage("-l %d: must be between 1 and %d", cfg.BufLen, maxLen)
+	}
+	if host == "" && os.Geteuid() != 0 {
+		return usage("--lab builds network namespaces: run as root")
 	}
 	var rows []compare.Row
 	var runErr error

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -212,7 +213,7 @@ func runNic(e *env, args []string) int {
 		return nicJSON(e, r)
 	}
 	if route != nil {
-		fmt.Fprintln(e.stdout, routeLine(c.To, route))
+		fmt.Fprintln(e.stdout, nicinfo.Escape(routeLine(c.To, route)))
 		fmt.Fprintln(e.stdout)
 	}
 	if err := nicinfo.WriteResult(e.stdout, r); err != nil {
@@ -253,7 +254,7 @@ func nicAll(e *env, c nicConfig, src, after *nicinfo.Source) int {
 		}
 		for _, n := range before {
 			if !slices.Contains(names, n) {
-				fmt.Fprintf(e.stderr, "blast: nic: note: %s is in %s but not in %s: not analyzed\n", n, c.Sysfs, c.After)
+				fmt.Fprintf(e.stderr, "blast: nic: note: %s is in %s but not in %s: not analyzed\n", nicinfo.Escape(n), c.Sysfs, c.After)
 			}
 		}
 	}
@@ -261,7 +262,7 @@ func nicAll(e *env, c nicConfig, src, after *nicinfo.Source) int {
 	for _, n := range names {
 		b := src
 		if after != nil && !slices.Contains(before, n) {
-			fmt.Fprintf(e.stderr, "blast: nic: note: %s is in %s but not in %s: state rules only\n", n, c.After, c.Sysfs)
+			fmt.Fprintf(e.stderr, "blast: nic: note: %s is in %s but not in %s: state rules only\n", nicinfo.Escape(n), c.After, c.Sysfs)
 			b = nil
 		}
 		var r *nicinfo.Result
@@ -328,7 +329,7 @@ func nicCapture(e *env, c nicConfig) int {
 	if err != nil {
 		return nicFail(e, err)
 	}
-	fmt.Fprintf(e.stdout, "captured %s to %s; analyze it with: blast nic --sysfs %s\n", strings.Join(names, ", "), c.Capture, c.Capture)
+	fmt.Fprintf(e.stdout, "captured %s to %s; analyze it with: blast nic --sysfs %s\n", nicinfo.Escape(strings.Join(names, ", ")), c.Capture, c.Capture)
 	return exitOK
 }
 
@@ -409,17 +410,25 @@ func routeLine(host string, r *nicinfo.Route) string {
 	return fmt.Sprintf("route to %s: interface %s (ifindex %d), gateway %s, source %s", to, r.Iface, r.Index, gw, src)
 }
 
+// nicJSON writes v as indented JSON, with what a terminal would act on
+// escaped (nicinfo.EscapeJSON): the strings come from files.
 func nicJSON(e *env, v any) int {
-	enc := json.NewEncoder(e.stdout)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
+		return nicFail(e, err)
+	}
+	if _, err := e.stdout.Write(nicinfo.EscapeJSON(b.Bytes())); err != nil {
 		return nicFail(e, err)
 	}
 	return exitOK
 }
 
+// nicUsage and nicFail write one line, escaped (nicinfo.Escape): names
+// and errors may come from the files of a tree.
 func nicUsage(e *env, format string, a ...any) int {
-	fmt.Fprintf(e.stderr, "blast: nic: "+format+"\n", a...)
+	fmt.Fprintf(e.stderr, "%s\n", nicinfo.Escape(fmt.Sprintf("blast: nic: "+format, a...)))
 	return exitUsage
 }
 
@@ -434,6 +443,6 @@ func nicFail(e *env, err error) int {
 	case errors.Is(err, os.ErrPermission):
 		msg += ": run as root"
 	}
-	fmt.Fprintf(e.stderr, "blast: nic: %s\n", msg)
+	fmt.Fprintf(e.stderr, "blast: nic: %s\n", nicinfo.Escape(msg))
 	return exitFailure
 }

@@ -91,7 +91,7 @@ func runServer(e *env, args []string) int {
 	v6 := fs.BoolP("version6", "6", false, "IPv6 only")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
-		fmt.Fprintf(e.stderr, "blast server: %v: run 'blast help server' for the flags\n", err)
+		fmt.Fprintf(e.stderr, "blast server: %s: run 'blast help server' for the flags\n", flagError(err))
 		return exitUsage
 	}
 	if *help {
@@ -162,9 +162,9 @@ func runServer(e *env, args []string) int {
 		if f.s == "" {
 			continue
 		}
-		n, err := control.ParseSize(f.s)
-		if err != nil || n <= 0 {
-			return usage("%s %q: want a size such as 512M or 2G", f.flag, f.s)
+		n, err := control.ParseSizeFlag(f.flag, f.s, "a size such as 512M or 2G", false)
+		if err != nil {
+			return usage("%v", err)
 		}
 		*f.to = n
 	}

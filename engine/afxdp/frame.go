@@ -157,31 +157,39 @@ type Parsed struct {
 
 // ParseUDP finds the UDP payload of an Ethernet/IPv4 or IPv6 frame and the
 // iperf3 sequence number in it (0 when the payload is shorter than the
-// header). ok is false for anything else.
+// header). ok is false for anything else: another protocol, a fragment,
+// a header or a datagram that does not fit the lengths it claims.
 func ParseUDP(f []byte) (p Parsed, ok bool) {
 	if len(f) < 14 {
 		return p, false
 	}
-	var udp int
+	var udp, end int // where the UDP header starts and the IP datagram ends
 	switch binary.BigEndian.Uint16(f[12:]) {
 	case 0x0800:
-		if len(f) < 14+20 || f[14]>>4 != 4 || f[23] != unix17 {
+		// A header of at least its 5 words; neither more fragments to come
+		// (MF) nor a fragment offset: a fragment is not a whole datagram.
+		if len(f) < 14+20 || f[14]>>4 != 4 || f[14]&0xf < 5 || f[23] != unix17 ||
+			binary.BigEndian.Uint16(f[20:])&0x3fff != 0 {
 			return p, false
 		}
 		udp = 14 + int(f[14]&0xf)*4
+		end = 14 + int(binary.BigEndian.Uint16(f[16:]))
 	case 0x86dd:
-		if len(f) < 14+40 || f[20] != unix17 {
+		if len(f) < 14+40 || f[14]>>4 != 6 || f[20] != unix17 {
 			return p, false
 		}
 		udp = 14 + 40
+		end = udp + int(binary.BigEndian.Uint16(f[18:]))
 	default:
 		return p, false
 	}
-	if len(f) < udp+8 {
+	// The IP length bounds the datagram; what follows it in the frame is
+	// padding (a short frame is padded to 60 bytes).
+	if end > len(f) || udp+8 > end {
 		return p, false
 	}
 	n := int(binary.BigEndian.Uint16(f[udp+4:])) - 8
-	if n < 0 || udp+8+n > len(f) {
+	if n < 0 || udp+8+n > end {
 		return p, false
 	}
 	p.DstPort = binary.BigEndian.Uint16(f[udp+2:])

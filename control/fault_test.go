@@ -1,0 +1,669 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Fault and load tests of the server (issue 13): connections that never
+// identify themselves, floods of them, clients that go mid-test, hundreds
+// of tests in a row, and shutting down with tests running. Each test fails
+// without the protection it checks: the caps and timeouts on unidentified
+// connections (admit.go), slots taken only by valid tests, and every
+// socket, thread and goroutine of a test released on every path.
+// The killed-process tests are in cmd/blast (they need the binary), the
+// link-down test in fault_lab_test.go.
+
+// The real test the attacks run beside: 3 s at 100 Mbit/s, ended by its
+// byte count, so both ends' counts are exact and its time is known.
+const (
+	faultRate  = 100e6
+	faultTime  = 3 * time.Second
+	faultBytes = int64(faultRate / 8 * 3)
+	// faultSlack is how much longer than faultTime the test may take
+	// under attack.
+	faultSlack = 2 * time.Second
+)
+
+var (
+	faultClientAddr   = netip.MustParseAddr("127.0.0.1")
+	faultAttackerAddr = netip.MustParseAddr("127.0.0.2")
+)
+
+// faultRealTest runs the real test from 127.0.0.1 against port and checks
+// that it moved exactly its bytes, both ends agreeing, in its normal time.
+func faultRealTest(t *testing.T, port int, rl *resultLog) *Result {
+	t.Helper()
+	start := time.Now()
+	r := runClient(t, Config{Port: port, Bind: faultClientAddr, Bytes: faultBytes, Rate: faultRate, RateSet: true, NoNIC: true})
+	took := time.Since(start)
+	s := faultResult(t, rl, r.Cookie)
+	checkBlastPair(t, r, s, 1, faultBytes, 0)
+	if c, sv := sumsOf(r), sumsOf(s); c.upSent != faultBytes || sv.upRecv != faultBytes {
+		t.Errorf("the client sent %d bytes and the server received %d; want %d both", c.upSent, sv.upRecv, faultBytes)
+	}
+	if took > faultTime+faultSlack {
+		t.Errorf("the %v test took %v under attack (at most %v)", faultTime, took.Round(time.Millisecond), faultTime+faultSlack)
+	}
+	t.Logf("real test: %d bytes in %v", faultBytes, took.Round(time.Millisecond))
+	return s
+}
+
+// faultResult waits for the server's result of the test with cookie.
+func faultResult(t *testing.T, rl *resultLog, cookie string) *Result {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		rl.mu.Lock()
+		for _, r := range rl.res {
+			if r.Cookie == cookie {
+				rl.mu.Unlock()
+				return r
+			}
+		}
+		rl.mu.Unlock()
+	}
+	t.Fatalf("the server reported no result for cookie %s", cookie)
+	return nil
+}
+
+// faultDial connects to the server's port from addr.
+func faultDial(port int, from netip.Addr) (*net.TCPConn, error) {
+	d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(from, 0)), Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp4", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.TCPConn), nil
+}
+
+// faultPending waits until the server holds no place for unidentified
+// connections (each connection gives its place back when it goes).
+func faultPending(t *testing.T, srv *Server, within time.Duration) {
+	t.Helper()
+	var n int
+	var by map[netip.Addr]int
+	for deadline := time.Now().Add(within); ; time.Sleep(10 * time.Millisecond) {
+		srv.mu.Lock()
+		n, by = srv.pending, maps.Clone(srv.pendingBy)
+		srv.mu.Unlock()
+		if n == 0 && len(by) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Errorf("the server still holds %d places for unidentified connections (by address %v): a connection that went did not give its place back", n, by)
+}
+
+// 1000 and more connections that connect and go at once, or after half a
+// cookie, or with a reset, from the real client's own address while its
+// test runs: the test moves exactly its bytes in its time, and every
+// connection that went gave its place among the unidentified back (else
+// the real client's address would run into its cap of 32).
+func TestFaultConnectDropFlood(t *testing.T) {
+	srv, port, rl := blastServer(t, ServerConfig{NoNIC: true})
+
+	const workers, minCycles = 2, 1000
+	var cycles, failures atomic.Int64
+	var firstErr atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	cookie := NewCookie()
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; ; i += workers {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, err := faultDial(port, faultClientAddr)
+				if err != nil {
+					failures.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				switch i % 3 {
+				case 0: // connect, close at once
+				case 1: // half a cookie, then close
+					c.Write(cookie[:CookieSize/2])
+				case 2: // half a cookie, then a reset
+					c.Write(cookie[:CookieSize/2])
+					c.SetLinger(0)
+				}
+				c.Close()
+				cycles.Add(1)
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	stopped := false
+	stopFlood := func() {
+		if !stopped {
+			stopped = true
+			close(stop)
+			wg.Wait()
+		}
+	}
+	defer stopFlood()
+	// The flood is under way before the real client connects.
+	for deadline := time.Now().Add(5 * time.Second); cycles.Load() < 50 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	before := cycles.Load()
+	faultRealTest(t, port, rl)
+	during := cycles.Load() - before
+	for deadline := time.Now().Add(10 * time.Second); cycles.Load() < minCycles && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopFlood()
+	t.Logf("%d connect-and-drop cycles, %d of them while the real test ran", cycles.Load(), during)
+	if n := failures.Load(); n > 0 {
+		t.Errorf("%d connections of the flood failed to connect (first: %v)", n, firstErr.Load())
+	}
+	if cycles.Load() < minCycles {
+		t.Errorf("only %d cycles, want %d", cycles.Load(), minCycles)
+	}
+	if during < minCycles/2 {
+		t.Errorf("only %d cycles while the real test ran: the flood did not overlap it", during)
+	}
+	faultPending(t, srv, 2*time.Second)
+	rl.mu.Lock()
+	n := len(rl.res)
+	rl.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d results, want 1 (connections that sent no whole cookie are no tests)", n)
+	}
+}
+
+// faultConn is an attacking connection and when it saw what the server
+// sent or did last (a read error: EOF when the server closed it).
+type faultConn struct {
+	c    *net.TCPConn
+	got  []byte
+	err  error
+	at   time.Time
+	done chan struct{}
+}
+
+// watch reads c until the server closes it (or until the deadline).
+func (fc *faultConn) watch(deadline time.Time) {
+	fc.done = make(chan struct{})
+	fc.c.SetReadDeadline(deadline)
+	go func() {
+		defer close(fc.done)
+		buf := make([]byte, 64)
+		for {
+			n, err := fc.c.Read(buf)
+			fc.got = append(fc.got, buf[:n]...)
+			if err != nil {
+				fc.err, fc.at = err, time.Now()
+				return
+			}
+		}
+	}()
+}
+
+// closed reports whether the server closed the connection (by now).
+func (fc *faultConn) closed() bool {
+	select {
+	case <-fc.done:
+		return errors.Is(fc.err, io.EOF) || errors.Is(fc.err, syscall.ECONNRESET)
+	default:
+		return false
+	}
+}
+
+// 200 idle connections that never send a byte and 8 that send a cookie
+// and then nothing, all from 127.0.0.2, while a real test runs from
+// 127.0.0.1: the server sheds what is over 32 unidentified connections from
+// one address at once (closes them unanswered), the test moves exactly
+// its bytes in its time, and the 8 hold on until StreamTimeout, when the
+// server closes them and every idle one it kept.
+func TestFaultHalfOpenFlood(t *testing.T) {
+	const (
+		idle, cookieOnly = 200, 8
+		streamTimeout    = 6 * time.Second
+	)
+	srv, port, rl := blastServer(t, ServerConfig{NoNIC: true, StreamTimeout: streamTimeout})
+	watchUntil := time.Now().Add(streamTimeout + 10*time.Second)
+
+	var conns []*faultConn
+	t.Cleanup(func() {
+		for _, fc := range conns {
+			fc.c.Close()
+		}
+	})
+	// The cookie-only ones first: each is answered PARAM_EXCHANGE, and
+	// then waits for its parameters.
+	var cookies []*faultConn
+	for range cookieOnly {
+		c, err := faultDial(port, faultAttackerAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fc := &faultConn{c: c}
+		conns = append(conns, fc)
+		cookies = append(cookies, fc)
+		cookie := NewCookie()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write(cookie[:]); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := ReadState(c); err != nil || st != ParamExchange {
+			t.Fatalf("cookie-only connection: %v, %v; want PARAM_EXCHANGE", st, err)
+		}
+		c.SetDeadline(time.Time{})
+	}
+	answered := time.Now()
+	for _, fc := range cookies {
+		fc.watch(watchUntil)
+	}
+	var idles []*faultConn
+	for range idle {
+		c, err := faultDial(port, faultAttackerAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fc := &faultConn{c: c}
+		conns = append(conns, fc)
+		idles = append(idles, fc)
+		fc.watch(watchUntil)
+	}
+	keep := DefaultMaxUnidentifiedPerHost - cookieOnly
+	shed := func() (n int) {
+		for _, fc := range idles {
+			if fc.closed() {
+				n++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(5 * time.Second); shed() < idle-keep && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := shed(); n != idle-keep {
+		t.Fatalf("the server closed %d of %d idle connections from one address, want %d (all over its cap of %d unidentified ones, %d of them cookie-only)",
+			n, idle, idle-keep, DefaultMaxUnidentifiedPerHost, cookieOnly)
+	}
+
+	faultRealTest(t, port, rl)
+
+	// Still there: the cookie-only connections, and the idle ones that
+	// got a place.
+	if since := time.Since(answered); since < streamTimeout-500*time.Millisecond {
+		for i, fc := range cookies {
+			if fc.closed() {
+				t.Errorf("cookie-only connection %d closed after %v, before the stream timeout %v: %v", i, fc.at.Sub(answered), streamTimeout, fc.err)
+			}
+		}
+		if n := shed(); n != idle-keep {
+			t.Errorf("%d idle connections closed %v after they came, want still %d", n, since, idle-keep)
+		}
+	} else {
+		t.Logf("the real test ended %v after the attack: too late to see the connections still open", since)
+	}
+	// At StreamTimeout the server closes them all, and gives their places
+	// back.
+	for _, fc := range conns {
+		<-fc.done
+	}
+	for i, fc := range cookies {
+		after := fc.at.Sub(answered)
+		switch {
+		case !fc.closed():
+			t.Errorf("cookie-only connection %d: %v, want closed by the server", i, fc.err)
+		case after < streamTimeout-250*time.Millisecond || after > streamTimeout+3*time.Second:
+			t.Errorf("cookie-only connection %d closed %v after PARAM_EXCHANGE, want at the stream timeout %v", i, after, streamTimeout)
+		case len(fc.got) == 0 || State(int8(fc.got[0])) != ServerError:
+			t.Errorf("cookie-only connection %d got %v before it closed, want SERVER_ERROR", i, fc.got)
+		}
+	}
+	late := 0
+	for _, fc := range idles {
+		if !fc.closed() {
+			t.Errorf("an idle connection: %v, want closed by the server within its stream timeout", fc.err)
+			break
+		}
+		if fc.at.Sub(answered) >= streamTimeout-500*time.Millisecond {
+			late++
+		}
+	}
+	if late != keep {
+		t.Errorf("%d idle connections closed at the stream timeout, want the %d the server kept", late, keep)
+	}
+	faultPending(t, srv, 2*time.Second)
+	// The cookie-only ones were control connections that never sent
+	// their parameters: failed tests.
+	res := rl.wait(t, 1+cookieOnly)
+	for _, r := range res {
+		if r.Err != nil && !strings.Contains(r.Err.Error(), "read parameters") {
+			t.Errorf("a cookie-only connection's result: %v, want it failed reading parameters", r.Err)
+		}
+	}
+}
+
+// With --max-clients 2, 8 connections that sent their cookie and nothing
+// more hold no slot: two real tests still run at once.
+func TestFaultCookieOnlyNoSlots(t *testing.T) {
+	_, port, rl := blastServer(t, ServerConfig{NoNIC: true, MaxClients: 2})
+	for range 8 {
+		c, err := faultDial(port, faultAttackerAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		cookie := NewCookie()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Write(cookie[:])
+		if st, err := ReadState(c); err != nil || st != ParamExchange {
+			t.Fatalf("cookie-only connection: %v, %v; want PARAM_EXCHANGE", st, err)
+		}
+	}
+	type run struct {
+		start, end time.Time
+		r          *Result
+		err        error
+	}
+	var runs [2]run
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			runs[i].r, runs[i].err = Run(ctx, Config{Host: "127.0.0.1", Port: port, Bind: faultClientAddr, Duration: 2 * time.Second,
+				Rate: 50e6, RateSet: true, NoNIC: true, OnStart: func(*Result) { runs[i].start = time.Now() }})
+			runs[i].end = time.Now()
+		})
+	}
+	wg.Wait()
+	for i, r := range runs {
+		if r.err != nil {
+			t.Fatalf("client %d: %v (8 cookie-only connections took a slot of --max-clients 2?)", i, r.err)
+		}
+	}
+	a, b := runs[0], runs[1]
+	if !a.start.Before(b.end) || !b.start.Before(a.end) {
+		t.Errorf("the two tests did not run at once: %v-%v and %v-%v", a.start, a.end, b.start, b.end)
+	}
+	for _, r := range runs {
+		s := faultResult(t, rl, r.r.Cookie)
+		if s.Err != nil || sumsOf(s).upRecv == 0 {
+			t.Errorf("server: %v, %+v", s.Err, sumsOf(s))
+		}
+	}
+}
+
+// faultFDs lists the process's open descriptors (what each points to).
+func faultFDs(t *testing.T) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		l, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil {
+			continue // the directory's own descriptor, closed by now
+		}
+		out = append(out, e.Name()+" -> "+l)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// faultQuiet waits (up to 2 s) until the descriptors and goroutines stop
+// changing, and returns them: what a warm-up left.
+func faultQuiet(t *testing.T) ([]string, int) {
+	t.Helper()
+	fds, g := faultFDs(t), runtime.NumGoroutine()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		fds2, g2 := faultFDs(t), runtime.NumGoroutine()
+		if len(fds2) == len(fds) && g2 == g {
+			break
+		}
+		fds, g = fds2, g2
+	}
+	return fds, g
+}
+
+// faultSettle waits up to 2 s for the descriptors and goroutines to come
+// down to fds and goroutines, and fails the test if they do not.
+func faultSettle(t *testing.T, what string, fds []string, goroutines, slack int) {
+	t.Helper()
+	var now []string
+	var g int
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		now, g = faultFDs(t), runtime.NumGoroutine()
+		if len(now) <= len(fds) && g <= goroutines+slack {
+			t.Logf("%s: %d descriptors (%d before), %d goroutines (%d before)", what, len(now), len(fds), g, goroutines)
+			return
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(now) > len(fds) {
+		t.Errorf("%s: %d open descriptors, %d before; new: %v", what, len(now), len(fds), faultNew(fds, now))
+	}
+	if g > goroutines+slack {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Errorf("%s: %d goroutines, %d before (+%d allowed):\n%s", what, g, goroutines, slack, buf)
+	}
+}
+
+// faultNew is what is in now and not in before.
+func faultNew(before, now []string) []string {
+	had := map[string]bool{}
+	for _, s := range before {
+		had[s] = true
+	}
+	var out []string
+	for _, s := range now {
+		if !had[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// faultKinds are the short tests of TestFaultFdFlat: TCP and UDP, each
+// one way, -R and --bidir.
+var faultKinds = []struct {
+	name string
+	cfg  Config
+}{
+	{"tcp", Config{}},
+	{"udp", Config{UDP: true, Rate: 200e6, RateSet: true}},
+	{"tcp -R", Config{Reverse: true}},
+	{"udp -R", Config{UDP: true, Rate: 200e6, RateSet: true, Reverse: true}},
+	{"tcp --bidir", Config{Bidir: true}},
+	{"udp --bidir", Config{UDP: true, Rate: 200e6, RateSet: true, Bidir: true}},
+}
+
+// 200 short tests of every kind against one server in this process: once
+// the results are in, the process has the descriptors and (within 5) the
+// goroutines it had after a warm-up: no socket, NIC handle, UDP port,
+// thread or goroutine is left behind by a test.
+func TestFaultFdFlat(t *testing.T) {
+	_, port, rl := blastServer(t, ServerConfig{})
+	run := func(i int) {
+		k := faultKinds[i%len(faultKinds)]
+		cfg := k.cfg
+		cfg.Host, cfg.Port, cfg.Bytes, cfg.Interval = "127.0.0.1", port, 64<<10, 0
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if _, err := Run(ctx, cfg); err != nil {
+			t.Fatalf("test %d (%s): %v", i, k.name, err)
+		}
+	}
+	// The first tests open what lasts: the runtime's poller, the server's
+	// UDP port.
+	warm := len(faultKinds)
+	for i := range warm {
+		run(i)
+	}
+	rl.wait(t, warm)
+	fds, g := faultQuiet(t)
+	t.Logf("after the warm-up: %d descriptors, %d goroutines", len(fds), g)
+
+	const tests = 200
+	start := time.Now()
+	for i := range tests {
+		run(warm + i)
+	}
+	res := rl.wait(t, warm+tests)
+	t.Logf("%d tests in %v", tests, time.Since(start).Round(time.Millisecond))
+	for _, r := range res {
+		if r.Err != nil {
+			t.Errorf("server: %v", r.Err)
+		}
+	}
+	faultSettle(t, fmt.Sprintf("after %d tests", tests), fds, g, 5)
+}
+
+// Cancelling Serve's context (SIGTERM in cmd/blast) with a TCP, a UDP and
+// a -R test running: every client is told the server terminated the test
+// and keeps what it measured, every server result says ErrShutdown, Serve
+// returns, and the process has the descriptors and goroutines it had
+// before the server started.
+func TestFaultShutdownFreesAll(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"tcp", Config{}},
+		{"udp", Config{UDP: true, Rate: 20e6, RateSet: true}},
+		{"tcp -R", Config{Reverse: true}},
+	}
+	serve := func(cfg ServerConfig) (port int, stop func() error) {
+		cfg.Bind = "127.0.0.1"
+		srv, err := Listen(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(ctx) }()
+		var once sync.Once
+		stop = func() error {
+			var err error
+			once.Do(func() {
+				cancel()
+				select {
+				case err = <-served:
+				case <-time.After(5 * time.Second):
+					err = errors.New("Serve did not return within 5 s of the cancel")
+				}
+			})
+			return err
+		}
+		t.Cleanup(func() { stop() })
+		return srv.Addr().(*net.TCPAddr).Port, stop
+	}
+
+	// A server as the one below, and a test of each kind, open what lasts
+	// (the runtime's poller, timers' goroutines).
+	port, stop := serve(ServerConfig{Interval: 100 * time.Millisecond})
+	for _, tc := range tests {
+		cfg := tc.cfg
+		cfg.Port, cfg.Bytes = port, 64<<10
+		runClient(t, cfg)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	fds, g := faultQuiet(t)
+	t.Logf("after the warm-up: %d descriptors, %d goroutines", len(fds), g)
+
+	var mu sync.Mutex
+	moving := map[string]bool{} // cookies of the tests that moved bytes
+	var results []*Result
+	port, stop = serve(ServerConfig{Interval: 100 * time.Millisecond,
+		OnInterval: func(r *Result, iv *Interval) {
+			for _, st := range iv.Streams {
+				if st.Bytes > 0 {
+					mu.Lock()
+					moving[r.Cookie] = true
+					mu.Unlock()
+				}
+			}
+		},
+		OnResult: func(r *Result) { mu.Lock(); results = append(results, r); mu.Unlock() }})
+	type out struct {
+		r   *Result
+		err error
+	}
+	outs := make([]chan out, len(tests))
+	for i, tc := range tests {
+		outs[i] = make(chan out, 1)
+		cfg := tc.cfg
+		cfg.Host, cfg.Port, cfg.Duration, cfg.Interval = "127.0.0.1", port, 20*time.Second, 200*time.Millisecond
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			r, err := Run(ctx, cfg)
+			outs[i] <- out{r, err}
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(moving)
+		mu.Unlock()
+		if n == len(tests) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d tests moved bytes, want %d", n, len(tests))
+		}
+	}
+	start := time.Now()
+	if err := stop(); err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	t.Logf("Serve returned %v after the cancel", time.Since(start).Round(time.Millisecond))
+	for i, tc := range tests {
+		select {
+		case o := <-outs[i]:
+			if o.err == nil || !strings.Contains(o.err.Error(), "the server has terminated the test") {
+				t.Errorf("%s client: %v, want the server has terminated the test", tc.name, o.err)
+			}
+			if o.r == nil || len(o.r.Streams) == 0 || o.r.Streams[0].Bytes == 0 || len(o.r.Intervals) == 0 {
+				t.Errorf("%s client: no partial results: %+v", tc.name, o.r)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s client still runs 5 s after the server was told to stop", tc.name)
+		}
+	}
+	mu.Lock()
+	if len(results) != len(tests) {
+		t.Errorf("%d server results, want %d", len(results), len(tests))
+	}
+	for _, r := range results {
+		if !errors.Is(r.Err, ErrShutdown) || len(r.Streams) == 0 || r.Streams[0].Bytes == 0 {
+			t.Errorf("server result: %v, streams %+v; want ErrShutdown with partial results", r.Err, r.Streams)
+		}
+	}
+	mu.Unlock()
+	faultSettle(t, "after the shutdown", fds, g, 0)
+}

@@ -1,0 +1,148 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stallingServer plays iperf3's server for one client test of one TCP
+// stream up to stage, then says nothing more until the test ends.
+func stallingServer(t *testing.T, stage int) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); ln.Close() })
+	go func() {
+		ctrl, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer ctrl.Close()
+		var ck [CookieSize]byte
+		io.ReadFull(ctrl, ck[:])
+		step := func(n int) bool { return stage >= n }
+		defer func() { <-done }()
+		if !step(1) {
+			return
+		}
+		WriteState(ctrl, ParamExchange)
+		if _, err := ReadFrame(ctrl, MaxParamsJSON); err != nil || !step(2) {
+			return
+		}
+		WriteState(ctrl, CreateStreams)
+		data, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer data.Close()
+		go io.Copy(io.Discard, data)
+		if !step(3) {
+			return
+		}
+		WriteState(ctrl, TestStart)
+		WriteState(ctrl, TestRunning)
+		if st, err := ReadState(ctrl); err != nil || st != TestEnd || !step(4) {
+			return
+		}
+		WriteState(ctrl, ExchangeResults)
+		if _, err := ReadFrame(ctrl, MaxResultsJSON); err != nil || !step(5) {
+			return
+		}
+		WriteJSON(ctrl, Results{SenderHasRetransmits: -1, Streams: []StreamResults{{ID: 1, Bytes: 64 << 10, Retransmits: -1, EndTime: 0.1}}})
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// A server that stops answering in any state ends the test with an error
+// that names the state, within the state's deadline; from the test on,
+// with what was measured.
+func TestClientStalledServer(t *testing.T) {
+	const wait = 300 * time.Millisecond
+	for stage, want := range []string{
+		"the server stopped answering after the cookie (no PARAM_EXCHANGE) for 300ms: it stalled, or the path to it is down",
+		"the server stopped answering after the parameters (no CREATE_STREAMS) for 300ms: it stalled, or the path to it is down",
+		"the server stopped answering after its streams were connected (no TEST_START) for 300ms: it stalled, or the path to it is down",
+		"the server stopped answering after TEST_END (no EXCHANGE_RESULTS) for 900ms: it stalled, or the path to it is down",
+		"the server stopped answering after the client's results (no results of its own) for 900ms: it stalled, or the path to it is down",
+		"the server stopped answering after the results (no DISPLAY_RESULTS) for 900ms: it stalled, or the path to it is down",
+	} {
+		port := stallingServer(t, stage)
+		start := time.Now()
+		r, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Bytes: 64 << 10, StateTimeout: wait, NoNIC: true})
+		took := time.Since(start)
+		if err == nil || err.Error() != want {
+			t.Errorf("stage %d: error %v\nwant %s", stage, err, want)
+		}
+		if limit := 3*wait + 1500*time.Millisecond; took > limit {
+			t.Errorf("stage %d: the client took %v to give up", stage, took)
+		}
+		if stage >= 3 && (r == nil || len(r.Streams) != 1 || r.Streams[0].Bytes != 64<<10) {
+			t.Errorf("stage %d: no partial result with the 64 KiB sent: %+v", stage, r)
+		}
+	}
+}
+
+// Interrupted while the server is silent: a word, not a Go error string.
+func TestClientInterruptedInSetup(t *testing.T) {
+	port := stallingServer(t, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, err := Run(ctx, Config{Host: "127.0.0.1", Port: port, Bytes: 64 << 10, NoNIC: true})
+	if !errors.Is(err, ErrInterrupted) || err.Error() != "interrupted while the test was being set up: nothing was measured" {
+		t.Errorf("error %v", err)
+	}
+	if err != nil && strings.Contains(err.Error(), "context") {
+		t.Errorf("a Go error string: %v", err)
+	}
+}
+
+// A server that stops reading mid-test (a -n test with no time limit)
+// ends the client's test once nothing moved either way for the receive
+// timeout, with what was measured.
+func TestClientStalledSendEnds(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); ln.Close() })
+	go func() {
+		ctrl, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer ctrl.Close()
+		var ck [CookieSize]byte
+		io.ReadFull(ctrl, ck[:])
+		WriteState(ctrl, ParamExchange)
+		ReadFrame(ctrl, MaxParamsJSON)
+		WriteState(ctrl, CreateStreams)
+		data, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer data.Close() // and never read
+		WriteState(ctrl, TestStart)
+		WriteState(ctrl, TestRunning)
+		<-done
+	}()
+	start := time.Now()
+	r, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port, Bytes: 100 << 30, StallTimeout: 500 * time.Millisecond, NoNIC: true})
+	if !errors.Is(err, ErrNoData) || !strings.Contains(err.Error(), "the server neither took nor sent a byte for") {
+		t.Errorf("error %v", err)
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("the client took %v to give up", took)
+	}
+	if r == nil || len(r.Streams) != 1 || r.Streams[0].Bytes == 0 {
+		t.Errorf("no partial result: %+v", r)
+	}
+}
