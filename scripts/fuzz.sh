@@ -2,9 +2,11 @@
 # fuzz.sh runs every native Go fuzz target of the module for a while each.
 #
 #   scripts/fuzz.sh [TIME] [PACKAGE...]
+#   FUZZ='^FuzzParams$' scripts/fuzz.sh 30s ./control
 #
 # TIME is go test's -fuzztime (1m by default; 30s, 5000x, ...). Without
-# packages every package is searched. The targets are what
+# packages every package is searched; FUZZ picks targets by name (a
+# regular expression; every target by default). The targets are what
 # `go test -list '^Fuzz'` lists; each runs alone (go test -fuzz takes one
 # target of one package), and a failing one does not stop the others.
 # An input that fails is written under the package's testdata/fuzz/NAME/:
@@ -25,7 +27,7 @@ fi
 [ -n "$pkgs" ] || { echo "fuzz.sh: no fuzz targets"; exit 0; }
 
 # go test -list prints the names of a package, then "ok  <package> ...".
-list=$($GO test -list '^Fuzz' $pkgs) || { echo "$list"; echo "fuzz.sh: go test -list failed"; exit 2; }
+list=$($GO test -list "${FUZZ:-^Fuzz}" $pkgs) || { echo "$list"; echo "fuzz.sh: go test -list failed"; exit 2; }
 targets=$(printf '%s\n' "$list" | awk '
 	/^Fuzz/ { names = names " " $1; next }
 	/^ok[ \t]/ { n = split(names, a, " "); for (i = 1; i <= n; i++) print $2, a[i]; names = "" }')

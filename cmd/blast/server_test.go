@@ -227,7 +227,7 @@ func TestServerConsole(t *testing.T) {
 	got := s.out.String()
 	for _, re := range []string{
 		`(?m)^blast \d`,
-		`(?m)^Server listening on 127\.0\.0\.1:\d+ \(up to 8 tests at once\)$`,
+		`(?m)^Server listening on 127\.0\.0\.1:\d+ \(up to 64 tests at once\)$`,
 		`(?m)^Accepted connection from 127\.0\.0\.1, port \d+$`,
 		`(?m)^      Cookie: [a-z2-7]{36}$`,
 		`(?m)^Starting Test: protocol: TCP, 2 streams, 131072 byte blocks, omitting 0 seconds, 1 second test, tos 0$`,
