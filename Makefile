@@ -5,7 +5,7 @@ export PATH := $(PATH):/usr/local/go/bin
 # Debian packages the tests run against: command -> package.
 TEST_TOOLS := ip:iproute2 tc:iproute2 socat:socat iperf3:iperf3 ethtool:ethtool sockperf:sockperf
 
-.PHONY: help build install test vet deps demo bench bench-quick clean
+.PHONY: help build install test vet deps demo bench bench-quick clean fuzz
 
 BENCH_FLAGS ?=
 
@@ -47,8 +47,14 @@ vet: ## go.mod tidy, go vet for Linux and for another OS
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./...
 
-test: deps vet ## vet and run every test (the lab tests need root)
+test: deps vet ## vet and run every test (the lab tests need root), then each fuzz target for 3 s
 	$(GO) test -p 1 -count=1 -timeout 12m ./...
+	GO=$(GO) scripts/fuzz.sh 3s
+
+FUZZTIME ?= 1m
+
+fuzz: ## run every fuzz target for FUZZTIME each (make fuzz FUZZTIME=60s; default 1m); an input that fails lands in testdata/fuzz
+	GO=$(GO) scripts/fuzz.sh $(FUZZTIME)
 
 demo: build ## build blast and run its demo on a lab it builds (root) or loopback
 	./bin/blast demo

@@ -132,6 +132,10 @@ type Config struct {
 	GSRO bool
 	// MPTCP (-m) makes the TCP data streams Multipath TCP.
 	MPTCP bool
+	// Verify (--verify) sends numbered, checksummed blocks and checks
+	// them at the receiver, both ways; it needs a blast server
+	// (control/verify.go).
+	Verify bool
 	// Debug receives iperf3's -d lines up to DebugLevel (1 to 4: the
 	// parameters and results exchanged from 1, every state change from 3).
 	Debug      io.Writer
@@ -196,6 +200,9 @@ func (c *Config) Validate() error {
 		return errors.New("--dont-fragment is for UDP tests: add -u")
 	case c.ZeroCopy && c.Backend != "" && c.Backend != "sendfile":
 		return fmt.Errorf("-Z and --backend %s both given: -Z means --backend sendfile", c.Backend)
+	}
+	if err := c.validateVerify(); err != nil {
+		return err
 	}
 	return c.validateClientOptions()
 }
@@ -311,7 +318,7 @@ func (c *Config) params() Params {
 		Congestion:    c.Congestion,
 		ClientVersion: "3.12",
 		Blast: &BlastParams{Version: Version, Sys: c.Sys, Backend: c.Backend, RxBackend: c.RxBackend,
-			BackendOptions: c.BackendOptions, RxBackendOptions: c.RxBackendOptions},
+			BackendOptions: c.BackendOptions, RxBackendOptions: c.RxBackendOptions, Verify: c.Verify},
 	}
 	if c.Bytes > 0 || c.Blocks > 0 {
 		p.Time = 0 // iperf3 drops the default duration when a byte or block count is given
@@ -414,6 +421,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if res != nil && cl.files != nil {
 		res.File = cl.files.result()
+	}
+	if res != nil && err == nil {
+		err = res.verifyErr()
 	}
 	if res != nil && err != nil {
 		res.Err = err

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/netlab/labtest"
 	"github.com/blastnet/blast/internal/testkit"
@@ -61,9 +63,9 @@ func TestFaultLinkDown(t *testing.T) {
 			Config{SndTimeout: time.Second, StateTimeout: 2 * time.Second},
 			// The unacknowledged data times out; the kernel reports the
 			// route's error if it saw one.
-			[]error{syscall.ETIMEDOUT, syscall.ENETUNREACH}, "data stream failed", testTime},
+			[]error{syscall.ETIMEDOUT, syscall.ENETUNREACH}, "data stream failed", testTime + 2*time.Second},
 		{"server side, -R, rcv-timeout", func(l *netlab.Lab) *netlab.Host { return l.B },
-			Config{Reverse: true, RcvTimeout: time.Second, StateTimeout: 2 * time.Second}, []error{ErrNoData}, "nothing arrived", testTime},
+			Config{Reverse: true, RcvTimeout: time.Second, StateTimeout: 2 * time.Second}, []error{ErrNoData}, "nothing arrived", testTime + 2*time.Second},
 		// Nothing watches this one during the test: it ends at its time,
 		// waits up to 1 s for its data to be acknowledged, sends TEST_END
 		// and gives the server 3 × StateTimeout to answer.
@@ -103,11 +105,22 @@ func TestFaultLinkDown(t *testing.T) {
 				t.Fatal("the client's streams did not come up")
 			}
 			time.Sleep(time.Until(start.Add(downAt)))
+			// ip link set dev IFACE down, in the host's namespace (in this
+			// process: a command may take seconds to start on a busy VM).
 			h := tc.side(lab)
-			if out, err := h.Command("ip", "link", "set", "dev", h.Iface, "down").CombinedOutput(); err != nil {
-				t.Fatalf("ip link set dev %s down in %s: %v: %s", h.Iface, h.Name, err, out)
+			if err := h.Do(func() error {
+				l, err := netlink.LinkByName(h.Iface)
+				if err != nil {
+					return err
+				}
+				return netlink.LinkSetDown(l)
+			}); err != nil {
+				t.Fatalf("set %s down in %s: %v", h.Iface, h.Name, err)
 			}
 			down := time.Now()
+			if d := down.Sub(start); d > downAt+time.Second {
+				t.Logf("the link went down only %v into the test", d.Round(time.Millisecond))
+			}
 			var o out
 			select {
 			case o = <-done:

@@ -108,7 +108,7 @@ func faultPending(t *testing.T, srv *Server, within time.Duration) {
 			break
 		}
 	}
-	t.Errorf("the server still holds %d places for unidentified connections (by address %v): a connection that went did not give its place back", n, by)
+	t.Errorf("the server still holds %d places for unidentified connections (by address %v): connections that went, or timed out, did not give theirs back", n, by)
 }
 
 // 1000 and more connections that connect and go at once, or after half a

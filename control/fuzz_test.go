@@ -7,11 +7,13 @@ import (
 	"errors"
 	"io"
 	"math"
+	"net"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -160,6 +162,56 @@ func FuzzServerError(f *testing.F) {
 		}
 		if !bytes.Equal(w.Bytes(), in[:9]) {
 			t.Errorf("%+v written as %x, read from %x", se, w.Bytes(), in[:9])
+		}
+		// A blast server follows with its reason, in a frame: whatever
+		// the rest holds, the error stays one line.
+		se.Reason = fuzzReadReason(t, in[9:])
+		oneLine(t, "SERVER_ERROR with a reason", se)
+	})
+}
+
+// fuzzReadReason reads a reason from b as a client does after
+// SERVER_ERROR and checks it holds nothing a terminal would act on.
+func fuzzReadReason(t *testing.T, b []byte) string {
+	t.Helper()
+	c, peer := net.Pipe()
+	defer c.Close()
+	go func() {
+		peer.Write(b)
+		peer.Close()
+	}()
+	r := readReason(c, time.Second)
+	if strings.ContainsFunc(r, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) {
+		t.Errorf("reason %q holds control characters", r)
+	}
+	return r
+}
+
+// FuzzReason: the reason a blast server sends after SERVER_ERROR, for
+// any error text: it arrives (cut short if need be, never lost) and
+// reads as the text without its control characters.
+func FuzzReason(f *testing.F) {
+	for _, s := range []string{"parameters refused: duration 90000 s: must be 0 to 86400", "", "\x1b[2J\n\r", "é\u2028x",
+		strings.Repeat("<", 3000), strings.Repeat("é", 1500), strings.Repeat("\x01", 800) + "tail"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, why string) {
+		if !utf8.ValidString(why) {
+			return // error texts are UTF-8; JSON would replace the rest
+		}
+		var w bytes.Buffer
+		if err := writeReason(&w, why); err != nil {
+			t.Fatal(err)
+		}
+		got := fuzzReadReason(t, w.Bytes())
+		want := strings.Map(func(r rune) rune {
+			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+				return -1
+			}
+			return r
+		}, why)
+		if !strings.HasPrefix(want, got) || (got == "" && want != "") {
+			t.Errorf("reason %.60q read as %.60q", why, got)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/hostload"
+	"github.com/blastnet/blast/internal/verify"
 	"github.com/blastnet/blast/nicinfo"
 )
 
@@ -247,6 +248,10 @@ type jsonEndStreamB struct {
 	// at the peer (StreamResult.UDP, PeerUDP), duplicates apart.
 	UDP     *UDPStats `json:"udp,omitempty"`
 	PeerUDP *UDPStats `json:"peer_udp,omitempty"`
+	// Verify and PeerVerify are what the receiver here and at the peer
+	// found with --verify (StreamResult.Verify, PeerVerify).
+	Verify     *verify.Counts `json:"verify,omitempty"`
+	PeerVerify *verify.Counts `json:"peer_verify,omitempty"`
 }
 
 func i64(v int64) *int64 { return &v }
@@ -405,7 +410,8 @@ func jsonEndOf(r *Result) *jsonEnd {
 	e.Blast = jsonEndBlast{Backend: r.Backend, RemoteBackend: r.RemoteBackend, RemoteVersion: r.RemoteVersion, RemoteErrors: r.RemoteErrors, Notes: r.Notes, NIC: r.NIC, RemoteNIC: r.RemoteNIC, Streams: []jsonEndStreamB{},
 		Host: r.Load, RemoteHost: r.RemoteLoad, RemoteHostIntervals: r.RemoteLoadIntervals}
 	for _, st := range r.Streams {
-		jb := jsonEndStreamB{ID: st.ID, Socket: st.Socket, Sender: st.Sender, IO: st.IO, PeerIO: st.PeerIO, PeerFacts: st.PeerFacts, UDP: st.UDP, PeerUDP: st.PeerUDP}
+		jb := jsonEndStreamB{ID: st.ID, Socket: st.Socket, Sender: st.Sender, IO: st.IO, PeerIO: st.PeerIO, PeerFacts: st.PeerFacts, UDP: st.UDP, PeerUDP: st.PeerUDP,
+			Verify: st.Verify, PeerVerify: st.PeerVerify}
 		if len(st.Facts.Counts) > 0 || len(st.Facts.Notes) > 0 {
 			f := st.Facts
 			jb.Facts = &f

@@ -9,6 +9,7 @@ import (
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/hostload"
+	"github.com/blastnet/blast/internal/verify"
 	"github.com/blastnet/blast/nicinfo"
 )
 
@@ -130,6 +131,9 @@ type BlastParams struct {
 	// the form engine.ParseOptions reads.
 	BackendOptions   string `json:"backend_options,omitempty"`
 	RxBackendOptions string `json:"rx_backend_options,omitempty"`
+	// Verify asks both ends to send numbered, checksummed blocks and to
+	// check what they receive (--verify, control/verify.go).
+	Verify bool `json:"verify,omitempty"`
 }
 
 // Validate checks p the way iperf3's server does and returns the iperf3
@@ -263,6 +267,8 @@ type BlastStream struct {
 	// UDP carries what iperf3's stream results cannot: out-of-order and
 	// duplicate datagrams counted apart.
 	UDP *UDPStats `json:"udp,omitempty"`
+	// Verify is what this side's receiver found on the stream (--verify).
+	Verify *verify.Counts `json:"verify,omitempty"`
 }
 
 // check reports what is missing from results a peer sent, as iperf3's

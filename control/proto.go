@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // State is one control message: a signed byte on the control connection.
@@ -239,12 +240,26 @@ type serverReason struct {
 	Reason string `json:"reason"`
 }
 
-// writeReason follows SERVER_ERROR with why, for a blast client.
+// writeReason follows SERVER_ERROR with why, for a blast client: without
+// the control characters the client would drop, cut short (at a
+// character) until its JSON fits maxReasonJSON, which escaping can make
+// six times longer than the text.
 func writeReason(w io.Writer, why string) error {
-	if len(why) > maxReasonJSON/2 {
-		why = why[:maxReasonJSON/2]
+	why = reasonText(why)
+	n := len(why)
+	for {
+		for n > 0 && n < len(why) && !utf8.RuneStart(why[n]) {
+			n--
+		}
+		b, err := json.Marshal(serverReason{why[:n]})
+		if err != nil {
+			return err
+		}
+		if len(b) <= maxReasonJSON {
+			return WriteJSON(w, serverReason{why[:n]})
+		}
+		n = n * maxReasonJSON / len(b)
 	}
-	return WriteJSON(w, serverReason{why})
 }
 
 // readReason reads the reason a blast server sends after SERVER_ERROR,
@@ -256,12 +271,17 @@ func readReason(c net.Conn, wait time.Duration) string {
 	if err := ReadJSON(c, maxReasonJSON, &r); err != nil {
 		return ""
 	}
+	return reasonText(r.Reason)
+}
+
+// reasonText is s without control characters (C0, DEL, C1).
+func reasonText(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
 			return -1
 		}
 		return r
-	}, r.Reason)
+	}, s)
 }
 
 func readServerError(r io.Reader) error {

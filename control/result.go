@@ -7,6 +7,7 @@ import (
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/hostload"
+	"github.com/blastnet/blast/internal/verify"
 	"github.com/blastnet/blast/nicinfo"
 )
 
@@ -143,6 +144,9 @@ type StreamResult struct {
 	// PeerFacts the peer's, if it is blast and reported any.
 	Facts     engine.FactSample
 	PeerFacts *engine.FactSample
+	// Verify is what this side's receiver found on the stream with
+	// --verify; PeerVerify what the peer's did (nil: not checked there).
+	Verify, PeerVerify *verify.Counts
 }
 
 // SentBytes and ReceivedBytes give the sender's and receiver's view of the

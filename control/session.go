@@ -12,6 +12,7 @@ import (
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/hostload"
+	"github.com/blastnet/blast/internal/verify"
 )
 
 // stream is one data connection of a running test.
@@ -40,6 +41,8 @@ type stream struct {
 	// iperf3's repeating payload.
 	source io.Reader
 	sink   io.Writer
+	// check is --verify's check of a receiving stream (nil: none).
+	check *verify.Sink
 
 	// Sampling state, guarded by session.mu.
 	base, last                     engine.Sample
@@ -282,6 +285,7 @@ func (s *session) setSpec(st *stream, blockLen int) {
 		st.udp.repeat = s.repeat
 		st.spec.Protocol, st.spec.Framing = engine.UDP, st.udp
 	}
+	s.verifySpec(st)
 }
 
 // prepare sets up the receiving streams whose backend must be ready
@@ -669,6 +673,7 @@ func (s *session) finish(now time.Time) {
 			u := st.udpStats(true).sub(st.udpBase)
 			sr.UDP = &u
 		}
+		sr.Verify = st.verifyCounts()
 		if st.sender && st.haveTCP {
 			sr.Retransmits = st.lastRetrans - st.retransBase
 			sr.MaxSndCwnd, sr.MaxSndWnd, sr.MinRTT, sr.MaxRTT = st.maxCwnd, st.maxWnd, st.minRTT, st.maxRT
@@ -841,7 +846,7 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 		}
 		wire := StreamResults{ID: Int(sr.ID), Bytes: Int(sr.Bytes), Retransmits: retr,
 			StartTime: 0, EndTime: sr.Seconds}
-		bs := BlastStream{ID: Int(sr.ID), IO: sr.IO}
+		bs := BlastStream{ID: Int(sr.ID), IO: sr.IO, Verify: sr.Verify}
 		if sr.UDP != nil {
 			u := *sr.UDP
 			wire.Jitter, wire.Errors, wire.Packets = u.Jitter, Int(u.Lost), Int(u.Packets)
@@ -903,6 +908,7 @@ func (s *session) merge(pr *Results) error {
 			io := pr.Blast.Streams[i].IO
 			sr.PeerIO = &io
 			sr.PeerFacts = pr.Blast.Streams[i].Facts
+			sr.PeerVerify = pr.Blast.Streams[i].Verify
 			if u := pr.Blast.Streams[i].UDP; u != nil && sr.PeerUDP != nil {
 				sr.PeerUDP.OutOfOrder, sr.PeerUDP.Duplicates = u.OutOfOrder, u.Duplicates
 			}

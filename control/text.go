@@ -590,6 +590,7 @@ func (t Text) writeSummaryTail(w io.Writer, r *Result) {
 	if r.UDP() {
 		writeDuplicates(w, r)
 	}
+	writeVerify(w, r)
 	if t.tail {
 		writeServerOutput(w, r)
 	}

@@ -53,6 +53,7 @@ type clientFlags struct {
 	reverse, bidir, nodelay, udp, dontFrag, udp64, zerocopy, v4, v6, json, sys bool
 	serverOut, help, verbose, version, jsonStream, jsonStreamFull              bool
 	forceflush, repeating, skipRxCopy, gsro, mptcp, noFQPacing                 bool
+	verify                                                                     bool
 
 	auth *clientAuthFlags // --username, --rsa-public-key-path, --use-pkcs1-padding
 
@@ -151,6 +152,7 @@ func newClientFlags() *clientFlags {
 	fs.BoolVar(&f.udp64, "udp-counters-64bit", false, "64-bit datagram sequence numbers (UDP)")
 	fs.BoolVar(&f.gsro, "gsro", false, "UDP GSO and GRO on both ends (blast's UDP default, mmsg:gso,gro; also asks an iperf3 3.21 server)")
 	fs.BoolVar(&f.repeating, "repeating-payload", false, "send iperf3's repeating '0'..'9' payload instead of blast's pattern, on both ends")
+	fs.BoolVar(&f.verify, "verify", false, "send numbered, checksummed blocks and check them at the receiver, both ways: corrupt, missing, duplicate and reordered blocks are counted, and any corrupt or missing one fails the test (exit 1); needs a blast server")
 	fs.BoolVar(&f.dontFrag, "dont-fragment", false, "set the IP don't-fragment bit (UDP)")
 	fs.BoolVar(&f.sys, "sys", false, "add the host's load to every interval and the summary: CPU us/sy/id, interrupts/s, context switches/s, the interface's packets/s (the server's too, if it is blast)")
 	fs.StringVar(&f.backend, "backend", "", "how to send, NAME[:OPTIONS] (see 'blast backends'; readwrite by default); the server sends with it too")
@@ -252,7 +254,7 @@ func (f *clientFlags) config(ctx context.Context) (control.Config, *clientRun, e
 		ZeroCopy: f.zerocopy, Title: f.title, GetServerOutput: f.serverOut,
 		ConnectTimeout: time.Duration(f.connTimeout) * time.Millisecond,
 		BindDev:        hostDev, File: f.file, RepeatingPayload: f.repeating, ExtraData: f.extraData,
-		SkipRxCopy: f.skipRxCopy, GSRO: f.gsro, MPTCP: f.mptcp,
+		SkipRxCopy: f.skipRxCopy, GSRO: f.gsro, MPTCP: f.mptcp, Verify: f.verify,
 	}
 	run := &clientRun{text: control.Text{Verbose: f.verbose}, json: f.json || f.jsonStream, jsonStream: f.jsonStream,
 		jsonFull: f.jsonStreamFull, title: f.title, timestamps: f.timestamps, logfile: f.logfile,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -34,17 +33,17 @@ func TestFaultKilled(t *testing.T) {
 }
 
 // faultStart starts bin with args, killed (if it still runs) when the
-// test ends; done gets how it ended.
-func faultStart(t *testing.T, bin string, args ...string) (cmd *exec.Cmd, out *bytes.Buffer, done <-chan error) {
+// test ends; done is closed when it has exited.
+func faultStart(t *testing.T, bin string, args ...string) (cmd *exec.Cmd, out *testkit.SyncBuffer, done <-chan struct{}) {
 	t.Helper()
-	out = &bytes.Buffer{}
+	out = &testkit.SyncBuffer{}
 	cmd = exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ch := make(chan error, 1)
-	go func() { ch <- cmd.Wait() }()
+	ch := make(chan struct{})
+	go func() { cmd.Wait(); close(ch) }()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		<-ch
@@ -78,8 +77,8 @@ func faultClientKilled(t *testing.T, bin string, reverse bool) {
 	var start time.Time
 	select {
 	case start = <-starts:
-	case err := <-exited:
-		t.Fatalf("blast client exited before its test started: %v\n%s", err, out)
+	case <-exited:
+		t.Fatalf("blast client exited before its test started: %v\n%s", cmd.ProcessState, out)
 	case <-time.After(10 * time.Second):
 		t.Fatalf("blast client's test did not start:\n%s", out)
 	}

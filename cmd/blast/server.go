@@ -86,6 +86,7 @@ func runServer(e *env, args []string) int {
 	rcvStr := fs.String("rcv-timeout", "", "end a test whose receiving streams get no data for `MS` milliseconds (default 120000)")
 	limitStr := fs.String("server-bitrate-limit", "", "refuse tests that ask for more than `RATE[/SECS]`, end tests that average more over SECS (5); each, and all together")
 	maxDurStr := fs.String("server-max-duration", "", "refuse tests longer than `SECS` (-t plus -O), and tests with no time limit (-n, -k)")
+	maxDurAlias := fs.String("max-duration", "", "the same as --server-max-duration `SECS`")
 	auth := addServerAuthFlags(fs)
 	v4 := fs.BoolP("version4", "4", false, "IPv4 only")
 	v6 := fs.BoolP("version6", "6", false, "IPv6 only")
@@ -142,6 +143,12 @@ func runServer(e *env, args []string) int {
 		if cfg.IdleTimeout, err = secs("--idle-timeout", *idleStr, 1, control.MaxTime); err != nil {
 			return usage("%v", err)
 		}
+	}
+	if *maxDurAlias != "" {
+		if *maxDurStr != "" && *maxDurStr != *maxDurAlias {
+			return usage("--max-duration %s and --server-max-duration %s: they are the same limit; give one", *maxDurAlias, *maxDurStr)
+		}
+		*maxDurStr = *maxDurAlias
 	}
 	if *maxDurStr != "" {
 		if cfg.MaxDuration, err = secs("--server-max-duration", *maxDurStr, 0, control.MaxTime); err != nil {

@@ -285,22 +285,22 @@ func (c Counts) Err() error {
 	}
 	var what []string
 	if c.Corrupt > 0 {
-		s := plural(c.Corrupt, "corrupt block")
-		if len(c.Faults) > 0 {
+		s := fmt.Sprintf("%d corrupt", c.Corrupt)
+		if len(c.Faults) > 0 && c.PeerBlockLen == 0 && !(c.Blocks == 0 && c.Unframed == c.Corrupt) {
 			s += " (" + c.faultList(3) + ")"
 		}
 		what = append(what, s)
 	}
 	if c.Missing > 0 {
-		what = append(what, plural(c.Missing, "missing block"))
+		what = append(what, fmt.Sprintf("%d missing", c.Missing))
 	}
 	if c.Stream && c.Duplicate > 0 {
-		what = append(what, plural(c.Duplicate, "duplicate block"))
+		what = append(what, fmt.Sprintf("%d duplicate", c.Duplicate))
 	}
 	if c.Stream && c.Reordered > 0 {
-		what = append(what, plural(c.Reordered, "reordered block"))
+		what = append(what, fmt.Sprintf("%d reordered", c.Reordered))
 	}
-	msg := fmt.Sprintf("verify: %s (of %d received)", strings.Join(what, ", "), c.Blocks+c.Corrupt+c.Duplicate)
+	msg := fmt.Sprintf("verify: %s received: %s", plural(c.Blocks+c.Corrupt+c.Duplicate, "block"), strings.Join(what, ", "))
 	switch {
 	case c.PeerBlockLen > 0:
 		msg += fmt.Sprintf(": the sender's blocks are %d bytes and this end expects %d: give both ends the same block length (-l)", c.PeerBlockLen, c.BlockLen)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -141,9 +142,9 @@ func TestVerifyFlippedByte(t *testing.T) {
 	f := Format{Len: 4096, Flow: 3}
 	const n = 100
 	for _, tc := range []struct {
-		name        string
-		block, at   int
-		split       func() int
+		name      string
+		block, at int
+		split     func() int
 	}{
 		{"payload", 37, 1000, fixed(1500)},
 		{"first byte", 0, 0, fixed(4096)},
@@ -167,8 +168,8 @@ func TestVerifyFlippedByte(t *testing.T) {
 				t.Errorf("counts (-want +got):\n%s", diff)
 			}
 			err := s.Counts().Err()
-			if err == nil || !strings.Contains(err.Error(), "1 corrupt block (block ") {
-				t.Errorf("Err = %v", err)
+			if want := "verify: 100 blocks received: 1 corrupt (block " + strconv.Itoa(tc.block) + " at byte " + strconv.Itoa(tc.at) + ")"; err == nil || err.Error() != want {
+				t.Errorf("Err = %v, want %q", err, want)
 			}
 		})
 	}
@@ -256,7 +257,7 @@ func TestVerifyStreamGapIsError(t *testing.T) {
 	if diff := cmp.Diff(Counts{Blocks: 9, Missing: 1, Duplicate: 1, BlockLen: f.Len, Stream: true}, c); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}
-	if err := c.Err(); err == nil || !strings.Contains(err.Error(), "1 missing block, 1 duplicate block") {
+	if err := c.Err(); err == nil || err.Error() != "verify: 10 blocks received: 1 missing, 1 duplicate" {
 		t.Errorf("Err = %v", err)
 	}
 }
