@@ -196,11 +196,13 @@ func TestFaultConnectDropFlood(t *testing.T) {
 // faultConn is an attacking connection and when it saw what the server
 // sent or did last (a read error: EOF when the server closed it).
 type faultConn struct {
-	c    *net.TCPConn
-	got  []byte
-	err  error
-	at   time.Time
-	done chan struct{}
+	c *net.TCPConn
+	// answered is when a cookie-only connection got PARAM_EXCHANGE.
+	answered time.Time
+	got      []byte
+	err      error
+	at       time.Time
+	done     chan struct{}
 }
 
 // watch reads c until the server closes it (or until the deadline).
@@ -270,9 +272,10 @@ func TestFaultHalfOpenFlood(t *testing.T) {
 		if st, err := ReadState(c); err != nil || st != ParamExchange {
 			t.Fatalf("cookie-only connection: %v, %v; want PARAM_EXCHANGE", st, err)
 		}
+		fc.answered = time.Now()
 		c.SetDeadline(time.Time{})
 	}
-	answered := time.Now()
+	answered := cookies[0].answered
 	for _, fc := range cookies {
 		fc.watch(watchUntil)
 	}
@@ -311,7 +314,7 @@ func TestFaultHalfOpenFlood(t *testing.T) {
 	if since := time.Since(answered); since < streamTimeout-500*time.Millisecond {
 		for i, fc := range cookies {
 			if fc.closed() {
-				t.Errorf("cookie-only connection %d closed after %v, before the stream timeout %v: %v", i, fc.at.Sub(answered), streamTimeout, fc.err)
+				t.Errorf("cookie-only connection %d closed after %v, before the stream timeout %v: %v", i, fc.at.Sub(fc.answered), streamTimeout, fc.err)
 			}
 		}
 		if n := shed(); n != idle-keep {
@@ -326,7 +329,7 @@ func TestFaultHalfOpenFlood(t *testing.T) {
 		<-fc.done
 	}
 	for i, fc := range cookies {
-		after := fc.at.Sub(answered)
+		after := fc.at.Sub(fc.answered)
 		switch {
 		case !fc.closed():
 			t.Errorf("cookie-only connection %d: %v, want closed by the server", i, fc.err)

@@ -45,6 +45,9 @@ func (f *serverAuthFlags) config() (*control.ServerAuth, error) {
 	if f.fs.Changed("time-skew-threshold") && f.skew <= 0 {
 		return nil, fmt.Errorf("--time-skew-threshold %d: skew threshold must be a positive number of seconds", f.skew)
 	}
+	if f.skew > control.MaxTime { // time.Duration would overflow
+		return nil, fmt.Errorf("--time-skew-threshold %d: skew threshold must be 1 to %d seconds", f.skew, control.MaxTime)
+	}
 	switch {
 	case f.key == "" && f.users == "":
 		return nil, nil

@@ -87,6 +87,7 @@ func TestServerNumberBounds(t *testing.T) {
 		{[]string{"--max-streams", "0"}, "blast server: --max-streams 0: must be at least 1\n"},
 		{[]string{"--max-bytes", big}, "blast server: --max-bytes " + big + ": too large (at most 9223372036854775807)\n"},
 		{[]string{"--max-clients", big}, "blast server: --max-clients " + big + ": too large for a 64-bit number (at most 9223372036854775807): run 'blast help server' for the flags\n"},
+		{[]string{"--time-skew-threshold", "9223372037"}, "blast server: --time-skew-threshold 9223372037: skew threshold must be 1 to 86400 seconds\n"},
 	})
 }
 

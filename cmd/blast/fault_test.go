@@ -170,6 +170,7 @@ func faultServerKilled(t *testing.T, bin string, reverse bool) {
 	}
 	killed := time.Now()
 	<-exited
+	gone := time.Since(killed)
 
 	var o result
 	select {
@@ -177,7 +178,7 @@ func faultServerKilled(t *testing.T, bin string, reverse bool) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the client still runs 10 s after its server was killed")
 	}
-	t.Logf("client: %v, %v after the kill", o.err, o.at.Sub(killed).Round(time.Millisecond))
+	t.Logf("client: %v, %v after the kill (the server had exited %v after it)", o.err, o.at.Sub(killed).Round(time.Millisecond), gone.Round(time.Millisecond))
 	if d := o.at.Sub(killed); d > 2*time.Second {
 		t.Errorf("the client ended %v after its server was killed, want within 2 s", d.Round(time.Millisecond))
 	}

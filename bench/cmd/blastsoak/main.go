@@ -59,6 +59,8 @@ type server struct {
 	cmd  *exec.Cmd
 	port int
 	pid  int
+	// baseFDs is what the idle server holds.
+	baseFDs int
 }
 
 func startServer(blast string, args ...string) (*server, error) {
@@ -78,6 +80,8 @@ func startServer(blast string, args ...string) (*server, error) {
 	for i := 0; i < 100; i++ {
 		if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
 			c.Close()
+			time.Sleep(100 * time.Millisecond)
+			_, s.baseFDs = s.usage()
 			return s, nil
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -154,7 +158,12 @@ func run(blast, outPath string) error {
 		if !s.alive() {
 			held = "no: the server exited"
 		}
+		// Sockets the tests closed may take a moment to go.
 		rss, fds := s.usage()
+		for i := 0; i < 30 && fds > s.baseFDs; i++ {
+			time.Sleep(100 * time.Millisecond)
+			rss, fds = s.usage()
+		}
 		r := row{load, held, lost, rss, fds, time.Since(start)}
 		fmt.Fprintf(os.Stderr, "%-60s %s, lost %s, %.1f MiB, %d fds, %v\n", load, held, lost, rss, fds, r.took.Round(time.Millisecond))
 		rows = append(rows, r)
