@@ -218,7 +218,7 @@ func runClient(e *env, args []string) int {
 	}
 	cfg, run, err := f.config(e.ctx)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "blast client: %v\n", err)
+		fmt.Fprintf(e.stderr, "blast client: %s\n", oneLine(err.Error()))
 		return exitUsage
 	}
 	return runClientTest(e, cfg, run)

@@ -80,7 +80,7 @@ func runCompare(e *env, args []string) int {
 		return exitOK
 	}
 	usage := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "blast compare: "+format+"\n", a...)
+		fmt.Fprintf(e.stderr, "blast compare: %s\n", oneLine(fmt.Sprintf(format, a...)))
 		return exitUsage
 	}
 	host := fs.Arg(0)

@@ -66,13 +66,13 @@ func runLat(e *env, args []string) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "blast lat: %v\n", err)
+		fmt.Fprintf(e.stderr, "blast lat: %s\n", oneLine(err.Error()))
 		return exitUsage
 	}
 	if cfg.Server {
 		err := latency.Serve(e.ctx, cfg, e.stdout, nil)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "blast lat: %v\n", err)
+			fmt.Fprintf(e.stderr, "blast lat: %s\n", oneLine(err.Error()))
 			if latency.IsUsage(err) {
 				return exitUsage
 			}
@@ -99,7 +99,7 @@ func runLat(e *env, args []string) int {
 	}
 	switch {
 	case err != nil:
-		fmt.Fprintf(e.stderr, "blast lat: %v\n", err)
+		fmt.Fprintf(e.stderr, "blast lat: %s\n", oneLine(err.Error()))
 		if latency.IsUsage(err) {
 			return exitUsage
 		}

@@ -100,7 +100,7 @@ func runServer(e *env, args []string) int {
 		return exitOK
 	}
 	usage := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "blast server: "+format+"\n", a...)
+		fmt.Fprintf(e.stderr, "blast server: %s\n", oneLine(fmt.Sprintf(format, a...)))
 		return exitUsage
 	}
 	if fs.NArg() > 0 {

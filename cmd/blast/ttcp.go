@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/pflag"
 
@@ -122,7 +123,8 @@ func runTTCP(e *env, args []string) int {
 }
 
 // parseTTCP turns ttcp's command line into a Config.
-func parseTTCP(args []string, prog string) (ttcp.Config, error) {
+func parseTTCP(args []string, prog string) (_ ttcp.Config, err error) {
+	defer func() { err = printable(err) }()
 	cfg := ttcp.Defaults()
 	cfg.Prog = prog
 	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
@@ -280,7 +282,10 @@ func parseRate(s string) (float64, error) {
 // flagError keeps pflag's message to one line, without Go's parser detail.
 // A whole number too large for its flag says so, with the limit, where
 // pflag would say "must be an integer".
-func flagError(err error) string {
+func flagError(err error) string { return oneLine(flagText(err)) }
+
+// flagText is flagError's text, before escaping.
+func flagText(err error) string {
 	var bad *pflag.InvalidValueError
 	if errors.As(err, &bad) {
 		name := "--" + bad.GetFlag().Name
@@ -304,4 +309,35 @@ func flagError(err error) string {
 		msg = msg[:i]
 	}
 	return msg
+}
+
+// printableError is an error whose text quotes the command line (a value
+// with a newline or an escape sequence in it), escaped so that it stays
+// one line and cannot drive the terminal.
+type printableError struct{ err error }
+
+func (e printableError) Error() string { return oneLine(e.err.Error()) }
+func (e printableError) Unwrap() error { return e.err }
+
+// printable wraps err as a printableError (nil stays nil).
+func printable(err error) error {
+	if err == nil || errors.Is(err, pflag.ErrHelp) {
+		return err
+	}
+	return printableError{err}
+}
+
+// oneLine escapes what is not printable in s, line breaks and tabs too,
+// as Go escapes it in a quoted string (\n, \x1b, \u0085).
+func oneLine(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsPrint(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
 }
