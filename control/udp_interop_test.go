@@ -40,10 +40,16 @@ var udpCases = []udpCase{
 		args: []string{"-u", "-b", "50M", "-l", "1400", "-t", "2", "--bidir"}, streams: 2, blk: 1400, up: true, down: true, paced: true, rate: 50e6},
 	{name: "n5M-b1G", cfg: Config{UDP: true, Rate: 1e9, RateSet: true, BlockLen: 1400, Bytes: 5 << 20},
 		args: []string{"-u", "-b", "1G", "-l", "1400", "-n", "5M"}, streams: 1, blk: 1400, up: true, bytes: 5 << 20},
-	{name: "k1K-b1G-reverse", cfg: Config{UDP: true, Rate: 1e9, RateSet: true, BlockLen: 1400, Blocks: 1024, Reverse: true},
-		args: []string{"-u", "-b", "1G", "-l", "1400", "-k", "1K", "-R"}, streams: 1, blk: 1400, down: true, bytes: 1024 * 1400},
-	{name: "burst", cfg: Config{UDP: true, Rate: 200e6, RateSet: true, Burst: 100, BlockLen: 1400, Duration: 2 * time.Second},
-		args: []string{"-u", "-b", "200M/100", "-l", "1400", "-t", "2"}, streams: 1, blk: 1400, up: true, rate: 200e6},
+	// An iperf3 client receiving a block count waits for the last block:
+	// a datagram its socket dropped would hang it, so -w gives it room.
+	{name: "k1K-b1G-reverse", cfg: Config{UDP: true, Rate: 1e9, RateSet: true, BlockLen: 1400, Blocks: 1024, Reverse: true, Window: 1 << 20},
+		args: []string{"-u", "-b", "1G", "-l", "1400", "-k", "1K", "-R", "-w", "1M"}, streams: 1, blk: 1400, down: true, bytes: 1024 * 1400},
+	// 100 datagrams back to back take about 230 KB of a receive buffer
+	// (truesize): more than the default 208 KiB, so a receiver that is
+	// not scheduled during a burst drops its tail. -w gives it room: the
+	// case checks the pacing of bursts, not the peer's buffer.
+	{name: "burst", cfg: Config{UDP: true, Rate: 200e6, RateSet: true, Burst: 100, BlockLen: 1400, Duration: 2 * time.Second, Window: 1 << 20},
+		args: []string{"-u", "-b", "200M/100", "-l", "1400", "-t", "2", "-w", "1M"}, streams: 1, blk: 1400, up: true, rate: 200e6},
 	{name: "counters64", cfg: Config{UDP: true, Rate: 50e6, RateSet: true, BlockLen: 1400, Duration: time.Second, UDP64: true},
 		args: []string{"-u", "-b", "50M", "-l", "1400", "-t", "1", "--udp-counters-64bit"}, streams: 1, blk: 1400, up: true, paced: true, rate: 50e6},
 	{name: "tcp-reverse-b5M", cfg: Config{Rate: 5e6, RateSet: true, BlockLen: 32 << 10, Duration: 3 * time.Second, Reverse: true},
