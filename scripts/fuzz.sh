@@ -39,6 +39,17 @@ case $T in
 *) M=${FUZZMINIMIZETIME:-10s} ;;
 esac
 
+# deadline_race tells Go's own flake from a failure: up to Go 1.26 the
+# fuzzing coordinator can report "context deadline exceeded" as the
+# target's failure when -fuzztime runs out under load (go.dev/issue/75804,
+# fixed in Go 1.27). Such a run wrote no failing input and failed nothing
+# else; any other failure counts.
+deadline_race() {
+	printf '%s\n' "$1" | grep -q 'Failing input written' && return 1
+	printf '%s\n' "$1" | grep -q -E '^panic:|^[[:space:]]+[a-z_]+_test\.go:[0-9]+:' && return 1
+	printf '%s\n' "$1" | grep -q '^    context deadline exceeded$'
+}
+
 failed=""
 count=0
 for t in $(printf '%s\n' "$targets" | tr ' ' ':'); do
@@ -48,7 +59,9 @@ for t in $(printf '%s\n' "$targets" | tr ' ' ':'); do
 	log=$($GO test -run '^$' -fuzz "^$name\$" -fuzztime "$T" -fuzzminimizetime "$M" "$pkg" 2>&1)
 	st=$?
 	execs=$(printf '%s\n' "$log" | sed -n 's/.*execs: \([0-9]*\) .*/\1/p' | tail -n 1)
-	if [ $st -eq 0 ]; then
+	if [ $st -ne 0 ] && deadline_race "$log"; then
+		printf 'ok    %-45s %-28s %s execs (go test then failed on its own -fuzztime deadline, go.dev/issue/75804: no failing input)\n' "$pkg" "$name" "${execs:-?}"
+	elif [ $st -eq 0 ]; then
 		printf 'ok    %-45s %-28s %s execs\n' "$pkg" "$name" "${execs:-?}"
 	else
 		printf 'FAIL  %-45s %s\n' "$pkg" "$name"
