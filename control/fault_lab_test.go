@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,28 +12,7 @@ import (
 
 	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/netlab/labtest"
-	"github.com/blastnet/blast/internal/testkit"
 )
-
-// faultLabServer serves blast with cfg in the lab's host B until the test
-// ends, on a free port (as labServer, with a configuration).
-func faultLabServer(t *testing.T, lab *netlab.Lab, cfg ServerConfig) (port int, rl *resultLog) {
-	t.Helper()
-	rl = &resultLog{}
-	cfg.Port, cfg.NoNIC, cfg.OnResult = testkit.FreePort(t), true, rl.add
-	var srv *Server
-	if err := lab.B.Do(func() (err error) {
-		srv, err = Listen(cfg)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() { srv.Serve(ctx); close(served) }()
-	t.Cleanup(func() { cancel(); <-served })
-	return srv.Addr().(*net.TCPAddr).Port, rl
-}
 
 // The lab's link goes down 1 s into a 4 s test, on the client's side or
 // the server's: the client ends with an error and what it measured up to
@@ -74,7 +52,7 @@ func TestFaultLinkDown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lab := labtest.New(t, netlab.Direct, netlab.Options{})
-			port, rl := faultLabServer(t, lab, ServerConfig{RcvTimeout: time.Second})
+			port, rl := labServer(t, lab, ServerConfig{RcvTimeout: time.Second})
 			started := make(chan time.Time, 1)
 			cfg := tc.cfg
 			cfg.Host, cfg.Port, cfg.Duration, cfg.Interval, cfg.NoNIC = lab.B.Addr4.String(), port, testTime, 250*time.Millisecond, true

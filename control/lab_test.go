@@ -18,12 +18,13 @@ import (
 // sockets it accepts and makes live in B whichever goroutine handles
 // them. The NIC watch would run in the server's goroutines, outside B:
 // off here.
-func labServer(t *testing.T, lab *netlab.Lab) (port int, rl *resultLog) {
+func labServer(t *testing.T, lab *netlab.Lab, cfg ServerConfig) (port int, rl *resultLog) {
 	t.Helper()
 	var srv *Server
 	rl = &resultLog{}
+	cfg.Port, cfg.NoNIC, cfg.OnResult = testkit.FreePort(t), true, rl.add
 	if err := lab.B.Do(func() (err error) {
-		srv, err = Listen(ServerConfig{Port: testkit.FreePort(t), NoNIC: true, OnResult: rl.add})
+		srv, err = Listen(cfg)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -39,7 +40,7 @@ func labServer(t *testing.T, lab *netlab.Lab) (port int, rl *resultLog) {
 // pair: the path is a real interface, not loopback.
 func TestLabBlastToBlast(t *testing.T) {
 	lab := labtest.New(t, netlab.Direct, netlab.Options{})
-	port, rl := labServer(t, lab)
+	port, rl := labServer(t, lab, ServerConfig{})
 
 	n := 0
 	for _, tc := range []struct {
@@ -86,7 +87,7 @@ func TestLabBlastToBlast(t *testing.T) {
 // default backend (mmsg with GSO and GRO) and with readwrite.
 func TestLabUDPBlastToBlast(t *testing.T) {
 	lab := labtest.New(t, netlab.Direct, netlab.Options{})
-	port, rl := labServer(t, lab)
+	port, rl := labServer(t, lab, ServerConfig{})
 
 	n := 0
 	for _, tc := range []struct {

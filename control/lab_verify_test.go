@@ -22,7 +22,7 @@ import (
 // connection's.
 func TestVerifyLab(t *testing.T) {
 	lab := labtest.New(t, netlab.Direct, netlab.Options{})
-	port, rl := labServer(t, lab)
+	port, rl := labServer(t, lab, ServerConfig{})
 	const cport = 40100
 	n := 0
 	for _, tc := range []struct {

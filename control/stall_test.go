@@ -11,8 +11,9 @@ import (
 )
 
 // stallingServer plays iperf3's server for one client test of one TCP
-// stream up to stage, then says nothing more until the test ends.
-func stallingServer(t *testing.T, stage int) int {
+// stream up to stage, then says nothing more until the test ends. With
+// read false it never reads the data stream either.
+func stallingServer(t *testing.T, stage int, read bool) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -43,7 +44,9 @@ func stallingServer(t *testing.T, stage int) int {
 			return
 		}
 		defer data.Close()
-		go io.Copy(io.Discard, data)
+		if read {
+			go io.Copy(io.Discard, data)
+		}
 		if !step(3) {
 			return
 		}
@@ -74,7 +77,7 @@ func TestClientStalledServer(t *testing.T) {
 		"the server stopped answering after the client's results (no results of its own) for 900ms: it stalled, or the path to it is down",
 		"the server stopped answering after the results (no DISPLAY_RESULTS) for 900ms: it stalled, or the path to it is down",
 	} {
-		port := stallingServer(t, stage)
+		port := stallingServer(t, stage, true)
 		start := time.Now()
 		r, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Bytes: 64 << 10, StateTimeout: wait, NoNIC: true})
 		took := time.Since(start)
@@ -92,7 +95,7 @@ func TestClientStalledServer(t *testing.T) {
 
 // Interrupted while the server is silent: a word, not a Go error string.
 func TestClientInterruptedInSetup(t *testing.T) {
-	port := stallingServer(t, 0)
+	port := stallingServer(t, 0, true)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	_, err := Run(ctx, Config{Host: "127.0.0.1", Port: port, Bytes: 64 << 10, NoNIC: true})
@@ -108,34 +111,9 @@ func TestClientInterruptedInSetup(t *testing.T) {
 // ends the client's test once nothing moved either way for the receive
 // timeout, with what was measured.
 func TestClientStalledSendEnds(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done); ln.Close() })
-	go func() {
-		ctrl, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer ctrl.Close()
-		var ck [CookieSize]byte
-		io.ReadFull(ctrl, ck[:])
-		WriteState(ctrl, ParamExchange)
-		ReadFrame(ctrl, MaxParamsJSON)
-		WriteState(ctrl, CreateStreams)
-		data, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer data.Close() // and never read
-		WriteState(ctrl, TestStart)
-		WriteState(ctrl, TestRunning)
-		<-done
-	}()
+	port := stallingServer(t, 3, false)
 	start := time.Now()
-	r, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port, Bytes: 100 << 30, StallTimeout: 500 * time.Millisecond, NoNIC: true})
+	r, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Bytes: 100 << 30, StallTimeout: 500 * time.Millisecond, NoNIC: true})
 	if !errors.Is(err, ErrNoData) || !strings.Contains(err.Error(), "the server neither took nor sent a byte for") {
 		t.Errorf("error %v", err)
 	}

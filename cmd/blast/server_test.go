@@ -48,6 +48,13 @@ func TestServerBadFlags(t *testing.T) {
 		{[]string{"-f", "x"}, `-f "x": use k, m, g or t`},
 		{[]string{"--pidfile"}, `flag needs an argument`},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"--max-bytes", "lots"}, `--max-bytes "lots": want a size such as 512M or 2G`},
+		{[]string{"--max-bytes", "-5"}, `--max-bytes "-5": want a size`},
+		{[]string{"--max-test-memory", "0"}, `--max-test-memory "0": want a size`},
+		{[]string{"--max-test-memory", "100K"}, `the budget of a test must be at least 1 MiB`},
+		{[]string{"--max-test-memory", "2G", "--max-memory", "1G"}, `the total at least a test's`},
+		{[]string{"--allow", "10.0.0.0/33"}, `--allow "10.0.0.0/33": "10.0.0.0/33" is no address or CIDR prefix`},
+		{[]string{"--allow", ","}, `--allow ",": name at least one address or CIDR prefix`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, stdout, stderr := serverRun(t, context.Background(), nil, tc.args...)
