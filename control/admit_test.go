@@ -375,3 +375,32 @@ func emfileChild() {
 	}
 	os.Exit(0)
 }
+
+// A test's control connection carries keepalive probes after 10 s of
+// silence, so a client whose host died is found within about 30 s (ss
+// shows the server socket's keepalive timer).
+func TestServerControlKeepAlive(t *testing.T) {
+	if _, err := exec.LookPath("ss"); err != nil {
+		t.Skip("no ss (iproute2)")
+	}
+	_, port, _ := blastServer(t, ServerConfig{})
+	rc := dialRaw(t, port)
+	rc.expect(ParamExchange)
+	out, err := exec.Command("ss", "-tnoH", "state", "established", "( sport = :"+strconv.Itoa(port)+" )").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ss: %v: %s", err, out)
+	}
+	// timer:(keepalive,9.992ms,0) here (this ss labels the seconds
+	// "ms"): the first probe within 10 s, where Go's default waits 15.
+	line := strings.TrimSpace(string(out))
+	i := strings.Index(line, "timer:(keepalive,")
+	if i < 0 {
+		t.Fatalf("the server's control socket has no keepalive timer: %q", line)
+	}
+	rest := line[i+len("timer:(keepalive,"):]
+	n := strings.IndexFunc(rest, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	secs, err := strconv.ParseFloat(rest[:max(n, 0)], 64)
+	if err != nil || secs > 10 || secs < 8 {
+		t.Errorf("keepalive timer in %q: want the first probe within 10 s", line)
+	}
+}

@@ -448,6 +448,9 @@ func (s *Server) serveTest(ctx context.Context, ctrl net.Conn, cookie [CookieSiz
 	defer ctrl.Close()
 	if tc, ok := ctrl.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
+		// A control connection is silent while its test runs: probes
+		// find a client whose host died within about 30 s.
+		tc.SetKeepAliveConfig(ctrlKeepAlive)
 	}
 	res := &Result{Role: "server", Version: Version, SystemInfo: systemInfo(), Time: time.Now(),
 		Cookie: cookieString(cookie), Backend: s.backend.Name()}
@@ -866,6 +869,10 @@ func (t *serverTest) run() error {
 	}
 	return nil
 }
+
+// ctrlKeepAlive probes the control connection of a test (Go's default
+// would take 2.5 minutes to give up on a dead client).
+var ctrlKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 10 * time.Second, Interval: 5 * time.Second, Count: 4}
 
 // testGrace is how long after its time a client may take to end a test
 // (iperf3's server timer: 10 state changes of 4 s); clientGoneWait how
