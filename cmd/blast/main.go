@@ -71,6 +71,8 @@ func dispatch(e *env, args []string) int {
 			if c, ok := commands[args[1]]; ok {
 				return c.run(e, []string{"--help"})
 			}
+			fmt.Fprintf(e.stderr, "blast: help %s: no such command: run 'blast help' for the list\n", oneLine(args[1]))
+			return exitUsage
 		}
 		usage(e.stdout)
 		return exitOK

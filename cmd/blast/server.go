@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/engine"
 )
 
 func init() {
@@ -187,6 +188,15 @@ func runServer(e *env, args []string) int {
 	}
 	if cfg.Auth, err = auth.config(); err != nil {
 		return usage("%v", err)
+	}
+	// An unknown or unusable backend is a usage error, as in every mode.
+	for _, b := range []struct{ flag, name string }{{"--backend", *backend}, {"--rx-backend", *rxBackend}} {
+		if b.name == "" {
+			continue
+		}
+		if _, err := engine.Usable(b.name); err != nil {
+			return usage("%s: %v", b.flag, err)
+		}
 	}
 	if *bindDev != "" {
 		if _, err := net.InterfaceByName(*bindDev); err != nil {

@@ -48,6 +48,8 @@ func TestServerBadFlags(t *testing.T) {
 		{[]string{"-f", "x"}, `-f "x": use k, m, g or t`},
 		{[]string{"--pidfile"}, `flag needs an argument`},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"--backend", "nosuch"}, `--backend: unknown backend "nosuch": choose one of`},
+		{[]string{"--rx-backend", "nosuch"}, `--rx-backend: unknown backend "nosuch"`},
 		{[]string{"--max-bytes", "lots"}, `--max-bytes "lots": want a size such as 512M or 2G`},
 		{[]string{"--max-bytes", "-5"}, `--max-bytes "-5": want a size`},
 		{[]string{"--max-test-memory", "0"}, `--max-test-memory "0": want a size`},
