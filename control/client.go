@@ -366,6 +366,8 @@ func readStateAsync(c net.Conn) <-chan stateMsg {
 // peerStateError turns an unexpected state into an error.
 func peerStateError(m stateMsg, waiting string) error {
 	switch {
+	case m.err != nil && errors.Is(m.err, syscall.ETIMEDOUT):
+		return fmt.Errorf("the control connection to the server timed out while %s (the kernel gave it up: --snd-timeout, or keepalive found no answer): the path to it is down", waiting)
 	case m.err != nil && (errors.Is(m.err, io.EOF) || errors.Is(m.err, syscall.ECONNRESET)):
 		return fmt.Errorf("the server closed the control connection while %s (is it still running? does its --allow admit this address?)", waiting)
 	case m.err != nil:
@@ -519,7 +521,7 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 			switch {
 			case ctx.Err() != nil:
 				return nil, fmt.Errorf("%w while the test was being set up: nothing was measured", ErrInterrupted)
-			case isTimeout(m.err):
+			case deadlinePassed(m.err):
 				return nil, stalled(after, cfg.StateTimeout)
 			}
 			return nil, peerStateError(m, "setting up the test")
@@ -761,7 +763,7 @@ wait:
 			return res, fmt.Errorf("%w while the results were exchanged: these are this side's", ErrInterrupted)
 		}
 		if m.err != nil || m.s < 0 {
-			if isTimeout(m.err) && ctx.Err() == nil {
+			if deadlinePassed(m.err) && ctx.Err() == nil {
 				return res, stalled(after, endWait)
 			}
 			return res, peerStateError(m, "ending the test")
@@ -777,7 +779,7 @@ wait:
 			cl.readDeadline(ctx, time.Now().Add(endWait))
 			b, err := ReadFrame(ctrl, MaxResultsJSON)
 			if err != nil {
-				if isTimeout(err) && ctx.Err() == nil {
+				if deadlinePassed(err) && ctx.Err() == nil {
 					return res, stalled("the client's results (no results of its own)", endWait)
 				}
 				return res, fmt.Errorf("read the server's results: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -98,6 +99,11 @@ const DefaultStateTimeout = 10 * time.Second
 // ErrInterrupted ends a test the client was told to stop (Ctrl-C): what
 // was measured so far is in its Result.
 var ErrInterrupted = errors.New("interrupted")
+
+// deadlinePassed says whether err is a read deadline of ours passing (a
+// server that stayed silent), not the kernel giving the connection up
+// (ETIMEDOUT: TCP_USER_TIMEOUT, keepalive), which says more.
+func deadlinePassed(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
 
 // stalled is the error of a server that stopped answering after what.
 func stalled(after string, wait time.Duration) error {

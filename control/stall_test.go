@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -122,5 +124,18 @@ func TestClientStalledSendEnds(t *testing.T) {
 	}
 	if r == nil || len(r.Streams) != 1 || r.Streams[0].Bytes == 0 {
 		t.Errorf("no partial result: %+v", r)
+	}
+}
+
+// The kernel giving the control connection up (ETIMEDOUT, from
+// --snd-timeout or keepalive) is said as such, not as a silent server.
+func TestClientControlTimedOut(t *testing.T) {
+	err := peerStateError(stateMsg{err: &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ETIMEDOUT)}}, "ending the test")
+	want := "the control connection to the server timed out while ending the test (the kernel gave it up: --snd-timeout, or keepalive found no answer): the path to it is down"
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v\nwant %s", err, want)
+	}
+	if deadlinePassed(os.NewSyscallError("read", syscall.ETIMEDOUT)) {
+		t.Error("ETIMEDOUT taken for a deadline of ours")
 	}
 }
