@@ -421,6 +421,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cerr := cl.files.close(); cerr != nil && err == nil {
 		err = cerr
 	}
+	if err == nil {
+		err = res.invalid()
+	}
 	if res != nil && cl.files != nil {
 		res.File = cl.files.result()
 	}

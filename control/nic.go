@@ -1,6 +1,7 @@
 package control
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 
@@ -73,4 +74,24 @@ func (r *Result) stopNIC(w *nicWatch) {
 		return
 	}
 	r.NIC = nr
+}
+
+// ErrInvalid fails a test that ran to its end but whose measurement is not
+// valid: a finding on either end says so (the link went down during it).
+var ErrInvalid = errors.New("the result is not valid")
+
+// invalid is ErrInvalid with the finding that makes r invalid, or nil.
+func (r *Result) invalid() error {
+	if r == nil {
+		return nil
+	}
+	for _, side := range []struct {
+		where string
+		nic   *nicinfo.Result
+	}{{"here", r.NIC}, {"on the peer", r.RemoteNIC}} {
+		if f := side.nic.Invalid(); f != nil {
+			return fmt.Errorf("%w: %s, %s", ErrInvalid, f, side.where)
+		}
+	}
+	return nil
 }

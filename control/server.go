@@ -1174,6 +1174,9 @@ func (s *Server) logResult(r *Result) {
 		parts = append(parts, fmt.Sprintf("%s %ss %ss/sec", dir, report.IperfBytes(float64(bytes)), report.IperfBits(rate)))
 	}
 	outcome := "ok"
+	if err := r.invalid(); err != nil {
+		outcome = "invalid: " + err.Error()
+	}
 	if r.Err != nil {
 		outcome = "failed: " + r.Err.Error()
 	}

@@ -57,6 +57,26 @@ type Finding struct {
 	// Evidence is the counter values, ratios and states that made the rule fire.
 	Evidence string `json:"evidence"`
 	Fix      string `json:"fix"`
+	// Invalid: the finding means the measurement itself is not valid
+	// (the link went down during it), not only why it is slow: a mode
+	// fails such a result (exit status 1) and says so.
+	Invalid bool `json:"invalid,omitempty"`
+}
+
+// FirstInvalid is the first finding of fs that makes a result invalid,
+// or nil.
+func FirstInvalid(fs []Finding) *Finding {
+	for i := range fs {
+		if fs[i].Invalid {
+			return &fs[i]
+		}
+	}
+	return nil
+}
+
+// String is the finding in one line: rule, summary, evidence.
+func (f Finding) String() string {
+	return fmt.Sprintf("%s %s (%s)", f.Rule, f.Summary, f.Evidence)
 }
 
 // Input is what the per-interface rules look at.
@@ -356,10 +376,12 @@ func D10(in Input) []Finding {
 	if len(parts) == 0 {
 		return nil
 	}
-	return []Finding{in.finding("D10", Error,
+	f := in.finding("D10", Error,
 		"the link went down during the test: this result is not valid",
 		strings.Join(parts, ", "),
-		"check the cable, connectors and the switch port's log; power saving (EEE) or a flapping autonegotiation can also bounce the link")}
+		"check the cable, connectors and the switch port's log; power saving (EEE) or a flapping autonegotiation can also bounce the link")
+	f.Invalid = true
+	return []Finding{f}
 }
 
 // D11: the host dropped received frames.

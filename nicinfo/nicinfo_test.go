@@ -111,7 +111,21 @@ var scenarios = []struct {
 			t.Errorf("3c59x has no runt counter, got one")
 		}
 	}},
-	{"down-cable", "enp3s0", []string{"D10 ERROR", "D12 ERROR"}, nil},
+	{"down-cable", "enp3s0", []string{"D10 ERROR", "D12 ERROR"}, func(t *testing.T, a analysis) {
+		// The link went down during the test: the result is not valid.
+		f := FirstInvalid(a.Findings)
+		if f == nil || f.Rule != "D10" {
+			t.Fatalf("invalid finding %v, want D10", f)
+		}
+		if want := "D10 the link went down during the test: this result is not valid (Δcarrier_changes = 2)"; f.String() != want {
+			t.Errorf("%q, want %q", f.String(), want)
+		}
+		for _, g := range a.Findings {
+			if g.Invalid != (g.Rule == "D10") {
+				t.Errorf("%s invalid = %v", g.Rule, g.Invalid)
+			}
+		}
+	}},
 	{"admin-down", "enp3s0", []string{"D12 INFO"}, func(t *testing.T, a analysis) {
 		if a.Interface.Carrier != nil {
 			t.Errorf("carrier = %v, want unknown (EINVAL)", *a.Interface.Carrier)

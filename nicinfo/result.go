@@ -135,3 +135,12 @@ func WriteBrief(w io.Writer, prefix string, r *Result) error {
 	}
 	return nil
 }
+
+// Invalid is the first finding that makes the result invalid (nil: none,
+// or no result).
+func (r *Result) Invalid() *Finding {
+	if r == nil {
+		return nil
+	}
+	return FirstInvalid(r.Findings)
+}

@@ -39,24 +39,25 @@ func watchNIC(device string, peer netip.AddrPort) *nicWatch {
 }
 
 // lines stops the watch and renders what it saw, each line starting with
-// prefix ("blast-t: ").
-func (w *nicWatch) lines(prefix string, goodputBps float64) []string {
+// prefix ("blast-t: "); and the finding that makes the result invalid, if
+// one does (the link went down during the test).
+func (w *nicWatch) lines(prefix string, goodputBps float64) ([]string, *nicinfo.Finding) {
 	if w == nil {
-		return nil
+		return nil, nil
 	}
 	if w.src != nil {
 		defer w.src.Close()
 	}
 	if w.err != nil {
-		return []string{prefix + "nic: cannot inspect the interface: " + w.err.Error()}
+		return []string{prefix + "nic: cannot inspect the interface: " + w.err.Error()}, nil
 	}
 	res, err := w.watch.Stop(goodputBps, false)
 	if err != nil {
-		return []string{prefix + "nic: cannot inspect the interface: " + err.Error()}
+		return []string{prefix + "nic: cannot inspect the interface: " + err.Error()}, nil
 	}
 	var b strings.Builder
 	if err := nicinfo.WriteBrief(&b, prefix, res); err != nil {
-		return []string{prefix + "nic: " + err.Error()}
+		return []string{prefix + "nic: " + err.Error()}, res.Invalid()
 	}
-	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n"), res.Invalid()
 }

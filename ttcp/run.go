@@ -118,7 +118,11 @@ func Run(ctx context.Context, c Config) (*report.TTCPResult, error) {
 	}
 	res := r.result(time.Now())
 	res.Notes = append(r.verify.lines(), res.Notes...)
-	res.Notes = append(res.Notes, r.nic.lines("", float64(res.Bytes)*8/res.Real.Seconds())...)
+	nicLines, bad := r.nic.lines("", float64(res.Bytes)*8/res.Real.Seconds())
+	res.Notes = append(res.Notes, nicLines...)
+	if bad != nil && xerr == nil {
+		xerr = fmt.Errorf("the result is not valid: %s", bad)
+	}
 	lines := res.Lines()
 	if c.Verbose {
 		// ttcp prints the buffer address after its rusage line.
