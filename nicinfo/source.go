@@ -235,7 +235,7 @@ func (s *Source) ifaceDir(name string) (string, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("nicinfo: interface %q in %s: %w", name, s.desc, ErrNoInterface)
 		}
-		return "", fmt.Errorf("nicinfo: stat %s: %w", cls, err)
+		return "", lineError{fmt.Errorf("nicinfo: stat %s: %w", cls, err)}
 	}
 	if t, err := fs.ReadLink(s.sys, cls); err == nil {
 		real := path.Join("class/net", t)
@@ -712,3 +712,14 @@ func notRegular(name string, m fs.FileMode) error {
 	}
 	return &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w: %s", ErrNotRegular, what)}
 }
+
+// lineError is an error whose text names what a tree holds (a hostile
+// capture may name an interface with a line break or an escape sequence
+// in it): its text is escaped, and on one line.
+type lineError struct{ err error }
+
+func (e lineError) Error() string {
+	return strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(Escape(e.err.Error()))
+}
+
+func (e lineError) Unwrap() error { return e.err }
