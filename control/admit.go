@@ -185,12 +185,9 @@ func (s *Server) admit(host netip.Addr, p *Params, memory int64) (*admission, in
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var why string
+	why := s.full()
 	switch {
-	case s.cfg.OneOff && s.started > 0:
-		why = "busy (-1: this server runs one test)"
-	case s.active >= s.cfg.MaxClients:
-		why = fmt.Sprintf("busy (%d tests running, --max-clients %d)", s.active, s.cfg.MaxClients)
+	case why != "":
 	case s.activeBy[host] >= s.cfg.MaxPerHost:
 		why = fmt.Sprintf("busy (%d tests running from %v, --max-per-host %d)", s.activeBy[host], host, s.cfg.MaxPerHost)
 	case s.memory+memory > s.cfg.MaxMemory:
@@ -205,6 +202,18 @@ func (s *Server) admit(host netip.Addr, p *Params, memory int64) (*admission, in
 	s.started++
 	s.lastConn = time.Now()
 	return &admission{s: s, host: host, memory: memory}, 0, nil
+}
+
+// full says why the server takes no test now, whoever asks ("": it
+// would); the caller holds s.mu.
+func (s *Server) full() string {
+	switch {
+	case s.cfg.OneOff && s.started > 0:
+		return "busy (-1: this server runs one test)"
+	case s.active >= s.cfg.MaxClients:
+		return fmt.Sprintf("busy (%d tests running, --max-clients %d)", s.active, s.cfg.MaxClients)
+	}
+	return ""
 }
 
 // busyError is why a test found no slot.

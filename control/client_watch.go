@@ -35,17 +35,15 @@ func (cl *client) idleWatch() *idleWatch {
 	if !hasRecv {
 		w.timeout = 0
 	}
-	switch w.stall = cl.cfg.StallTimeout; {
-	case w.stall > 0:
+	stall := cl.cfg.StallTimeout
+	switch {
+	case stall > 0:
 	case cl.cfg.RcvTimeout > 0:
-		w.stall = cl.cfg.RcvTimeout
+		stall = cl.cfg.RcvTimeout
 	default:
-		w.stall = DefaultRcvTimeout
+		stall = DefaultRcvTimeout
 	}
-	if cl.cfg.Rate > 0 {
-		// A paced sender may wait longer than that for its next buffer.
-		w.stall = max(w.stall, 2*time.Duration(float64(cl.res.Params.blockLen())*8/cl.cfg.Rate*float64(time.Second)))
-	}
+	w.stall = stallLimit(stall, cl.res.Params.blockLen(), cl.cfg.Rate)
 	period := w.stall
 	if w.timeout > 0 {
 		period = min(period, w.timeout)
@@ -117,4 +115,15 @@ func (cl *client) readDeadline(ctx context.Context, d time.Time) {
 	if ctx.Err() != nil {
 		cl.ctrl.SetReadDeadline(time.Unix(1, 0))
 	}
+}
+
+// stallLimit is how long a test may move no byte either way before it is
+// taken for stalled: limit, or longer for a paced sender (rate bits/s,
+// 0: unpaced), which may wait two of its buffers' time for the next one
+// (-b 1k with 128 KiB blocks).
+func stallLimit(limit time.Duration, blockLen int, rate float64) time.Duration {
+	if rate <= 0 {
+		return limit
+	}
+	return max(limit, 2*time.Duration(float64(blockLen)*8/rate*float64(time.Second)))
 }

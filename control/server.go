@@ -414,15 +414,10 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 		s.mu.Unlock()
 		return
 	}
-	full := s.active >= s.cfg.MaxClients || (s.cfg.OneOff && s.started > 0)
-	running := s.active
+	why := s.full()
 	s.mu.Unlock()
-	if full {
+	if why != "" {
 		// iperf3 answers a full server right after the cookie.
-		why := fmt.Sprintf("busy (%d tests running, --max-clients %d)", running, s.cfg.MaxClients)
-		if s.cfg.OneOff {
-			why = "busy (-1: this server runs one test)"
-		}
 		s.refused(c, why)
 		c.Close()
 		return
@@ -897,12 +892,7 @@ func (t *serverTest) wait() (m stateMsg, pending <-chan stateMsg, abort *testAbo
 	defer tk.Stop()
 	hasRecv := false
 	t.sess.each(false, func(*stream) { hasRecv = true })
-	// A paced sender may wait for its next buffer longer than
-	// RcvTimeout (-b 1k with 128 KiB blocks).
-	stall := t.s.cfg.RcvTimeout
-	if t.p.Bandwidth > 0 {
-		stall = max(stall, 2*time.Duration(float64(t.p.blockLen())*8/float64(t.p.Bandwidth)*float64(time.Second)))
-	}
+	stall := stallLimit(t.s.cfg.RcvTimeout, t.p.blockLen(), float64(t.p.Bandwidth))
 	// A client whose streams are all done may take a moment to say
 	// TEST_END (it waits for its last bytes to be acknowledged).
 	const endWait = 5 * time.Second

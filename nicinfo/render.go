@@ -355,10 +355,16 @@ func WriteAdvice(w io.Writer, a *NamingAdvice) error {
 // Everything read from a tree (names, attributes, a capture's JSON, error
 // texts naming files) reaches the terminal through it, so a hostile capture
 // cannot recolour, move the cursor or retitle the window.
-func Escape(s string) string {
+func Escape(s string) string { return escape(s, true) }
+
+// EscapeLine is Escape on one line: line breaks and tabs are escaped too,
+// for an error message that quotes what it read.
+func EscapeLine(s string) string { return escape(s, false) }
+
+func escape(s string, keepLines bool) string {
 	i := 0
 	for i < len(s) {
-		size, bad := scan(s[i:])
+		size, bad := scan(s[i:], keepLines)
 		if bad {
 			break
 		}
@@ -374,7 +380,7 @@ func Escape(s string) string {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\n' || r == '\t' || strconv.IsPrint(r):
+		case keepLines && (r == '\n' || r == '\t') || strconv.IsPrint(r):
 			b.WriteString(s[i : i+size])
 		case r < utf8.RuneSelf:
 			fmt.Fprintf(&b, `\x%02x`, r)
@@ -390,9 +396,9 @@ func Escape(s string) string {
 
 // scan reports the size of the character s starts with, and whether
 // Escape rewrites it.
-func scan(s string) (size int, bad bool) {
+func scan(s string, keepLines bool) (size int, bad bool) {
 	if c := s[0]; c < utf8.RuneSelf {
-		return 1, (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f
+		return 1, (c < 0x20 && !(keepLines && (c == '\n' || c == '\t'))) || c == 0x7f
 	}
 	r, size := utf8.DecodeRuneInString(s)
 	return size, (r == utf8.RuneError && size == 1) || !strconv.IsPrint(r)

@@ -718,8 +718,6 @@ func notRegular(name string, m fs.FileMode) error {
 // in it): its text is escaped, and on one line.
 type lineError struct{ err error }
 
-func (e lineError) Error() string {
-	return strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(Escape(e.err.Error()))
-}
+func (e lineError) Error() string { return EscapeLine(e.err.Error()) }
 
 func (e lineError) Unwrap() error { return e.err }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/nicinfo"
 )
 
 func init() {
@@ -218,7 +219,7 @@ func runClient(e *env, args []string) int {
 	}
 	cfg, run, err := f.config(e.ctx)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "blast client: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(e.stderr, "blast client: %s\n", nicinfo.EscapeLine(err.Error()))
 		return exitUsage
 	}
 	return runClientTest(e, cfg, run)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/latency"
+	"github.com/blastnet/blast/nicinfo"
 )
 
 func init() {
@@ -66,13 +67,13 @@ func runLat(e *env, args []string) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "blast lat: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(e.stderr, "blast lat: %s\n", nicinfo.EscapeLine(err.Error()))
 		return exitUsage
 	}
 	if cfg.Server {
 		err := latency.Serve(e.ctx, cfg, e.stdout, nil)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "blast lat: %s\n", oneLine(err.Error()))
+			fmt.Fprintf(e.stderr, "blast lat: %s\n", nicinfo.EscapeLine(err.Error()))
 			if latency.IsUsage(err) {
 				return exitUsage
 			}
@@ -99,7 +100,7 @@ func runLat(e *env, args []string) int {
 	}
 	switch {
 	case err != nil:
-		fmt.Fprintf(e.stderr, "blast lat: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(e.stderr, "blast lat: %s\n", nicinfo.EscapeLine(err.Error()))
 		if latency.IsUsage(err) {
 			return exitUsage
 		}

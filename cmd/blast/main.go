@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	_ "github.com/blastnet/blast/engine/backends" // every backend, in every mode
+	"github.com/blastnet/blast/nicinfo"
 )
 
 // Exit statuses.
@@ -71,7 +72,7 @@ func dispatch(e *env, args []string) int {
 			if c, ok := commands[args[1]]; ok {
 				return c.run(e, []string{"--help"})
 			}
-			fmt.Fprintf(e.stderr, "blast: help %s: no such command: run 'blast help' for the list\n", oneLine(args[1]))
+			fmt.Fprintf(e.stderr, "blast: help %s: no such command: run 'blast help' for the list\n", nicinfo.EscapeLine(args[1]))
 			return exitUsage
 		}
 		usage(e.stdout)

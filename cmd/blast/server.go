@@ -19,6 +19,7 @@ import (
 
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/nicinfo"
 )
 
 func init() {
@@ -101,7 +102,7 @@ func runServer(e *env, args []string) int {
 		return exitOK
 	}
 	usage := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "blast server: %s\n", oneLine(fmt.Sprintf(format, a...)))
+		fmt.Fprintf(e.stderr, "blast server: %s\n", nicinfo.EscapeLine(fmt.Sprintf(format, a...)))
 		return exitUsage
 	}
 	if fs.NArg() > 0 {

@@ -8,10 +8,10 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/spf13/pflag"
 
+	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/ttcp"
 )
 
@@ -282,7 +282,7 @@ func parseRate(s string) (float64, error) {
 // flagError keeps pflag's message to one line, without Go's parser detail.
 // A whole number too large for its flag says so, with the limit, where
 // pflag would say "must be an integer".
-func flagError(err error) string { return oneLine(flagText(err)) }
+func flagError(err error) string { return nicinfo.EscapeLine(flagText(err)) }
 
 // flagText is flagError's text, before escaping.
 func flagText(err error) string {
@@ -316,7 +316,7 @@ func flagText(err error) string {
 // one line and cannot drive the terminal.
 type printableError struct{ err error }
 
-func (e printableError) Error() string { return oneLine(e.err.Error()) }
+func (e printableError) Error() string { return nicinfo.EscapeLine(e.err.Error()) }
 func (e printableError) Unwrap() error { return e.err }
 
 // printable wraps err as a printableError (nil stays nil).
@@ -325,19 +325,4 @@ func printable(err error) error {
 		return err
 	}
 	return printableError{err}
-}
-
-// oneLine escapes what is not printable in s, line breaks and tabs too,
-// as Go escapes it in a quoted string (\n, \x1b, \u0085).
-func oneLine(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsPrint(r) {
-			b.WriteRune(r)
-			continue
-		}
-		q := strconv.QuoteRune(r)
-		b.WriteString(q[1 : len(q)-1])
-	}
-	return b.String()
 }
