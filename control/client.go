@@ -418,6 +418,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res, err := cl.run(ctx)
+	if res != nil {
+		res.Err = err // the rules read whether the test failed
+		res.diagnose()
+	}
 	if cerr := cl.files.close(); cerr != nil && err == nil {
 		err = cerr
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/blastnet/blast/internal/hostload"
 	"github.com/blastnet/blast/internal/verify"
 	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/pathinfo"
 )
 
 // The -J document, in iperf3's schema and key order (iperf_api.c), with
@@ -234,6 +235,11 @@ type jsonEndBlast struct {
 	Host                *hostload.Load  `json:"host,omitempty"`
 	RemoteHost          *hostload.Load  `json:"remote_host,omitempty"`
 	RemoteHostIntervals []hostload.Load `json:"remote_host_intervals,omitempty"`
+	// Findings are the path and transport findings (D14 and up, D7);
+	// Path and RemotePath the path facts they were judged on.
+	Findings   []nicinfo.Finding `json:"findings,omitempty"`
+	Path       *pathinfo.Delta   `json:"path,omitempty"`
+	RemotePath *pathinfo.Delta   `json:"remote_path,omitempty"`
 }
 
 type jsonEndStreamB struct {
@@ -408,7 +414,8 @@ func jsonEndOf(r *Result) *jsonEnd {
 		e.SenderTCPCongestion, e.ReceiverTCPCongestion = snd, rcv
 	}
 	e.Blast = jsonEndBlast{Backend: r.Backend, RemoteBackend: r.RemoteBackend, RemoteVersion: r.RemoteVersion, RemoteErrors: r.RemoteErrors, Notes: r.Notes, NIC: r.NIC, RemoteNIC: r.RemoteNIC, Streams: []jsonEndStreamB{},
-		Host: r.Load, RemoteHost: r.RemoteLoad, RemoteHostIntervals: r.RemoteLoadIntervals}
+		Host: r.Load, RemoteHost: r.RemoteLoad, RemoteHostIntervals: r.RemoteLoadIntervals,
+		Findings: r.Findings, Path: r.Path, RemotePath: r.RemotePath}
 	for _, st := range r.Streams {
 		jb := jsonEndStreamB{ID: st.ID, Socket: st.Socket, Sender: st.Sender, IO: st.IO, PeerIO: st.PeerIO, PeerFacts: st.PeerFacts, UDP: st.UDP, PeerUDP: st.PeerUDP,
 			Verify: st.Verify, PeerVerify: st.PeerVerify}

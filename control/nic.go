@@ -6,13 +6,16 @@ import (
 	"net/netip"
 
 	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/pathinfo"
 )
 
 // nicWatch follows the interface that carries a test's traffic: a
-// snapshot before, another after, the counter deltas and the diagnosis.
+// snapshot before, another after, the counter deltas and the diagnosis;
+// and the host's path facts around it (qdiscs, SNMP counters, sysctls).
 type nicWatch struct {
 	src   *nicinfo.Source
 	w     *nicinfo.Watch
+	path  *pathinfo.Watch
 	iface string
 }
 
@@ -32,7 +35,10 @@ func watchNIC(peer netip.Addr) (*nicWatch, error) {
 		src.Close()
 		return nil, fmt.Errorf("watch %s: %w", rt.Iface, err)
 	}
-	return &nicWatch{src: src, w: w, iface: rt.Iface}, nil
+	nw := &nicWatch{src: src, w: w, iface: rt.Iface}
+	// The path facts are a bonus: without them the path rules say less.
+	nw.path, _ = pathinfo.Start(rt.Iface)
+	return nw, nil
 }
 
 // stop ends the watch; goodput is this side's rate in bits per second.
@@ -63,10 +69,19 @@ func (r *Result) goodput() float64 {
 	return 8 * rate(b, secs)
 }
 
-// stopNIC finishes the NIC watch into the Result.
+// stopNIC finishes the NIC watch and the path watch into the Result.
 func (r *Result) stopNIC(w *nicWatch) {
 	if w == nil {
 		return
+	}
+	if w.path != nil {
+		d, after, err := w.path.Stop()
+		w.path = nil
+		if err != nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("path facts %s: %v", w.iface, err))
+		} else {
+			r.Path, r.Sysctls = d, after.Sysctls
+		}
 	}
 	nr, err := w.stop(r.goodput())
 	if err != nil {

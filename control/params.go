@@ -11,6 +11,7 @@ import (
 	"github.com/blastnet/blast/internal/hostload"
 	"github.com/blastnet/blast/internal/verify"
 	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/pathinfo"
 )
 
 // Int is a JSON integer as iperf3's cJSON writes it: usually digits, but
@@ -245,6 +246,13 @@ type BlastResults struct {
 	// interval (--sys).
 	Host          *hostload.Load  `json:"host,omitempty"`
 	HostIntervals []hostload.Load `json:"host_intervals,omitempty"`
+	// Path is this side's path facts over the test (pathinfo), Sysctls
+	// its buffer settings, SndBuf and RcvBuf the buffers its kernel
+	// granted on the first stream.
+	Path    *pathinfo.Delta   `json:"path,omitempty"`
+	Sysctls map[string]string `json:"sysctls,omitempty"`
+	SndBuf  int               `json:"sndbuf,omitempty"`
+	RcvBuf  int               `json:"rcvbuf,omitempty"`
 	// Errors are the failures of this side's data streams (a backend
 	// that stopped early), which the control exchange alone would not
 	// show: the peer only sees the stream end.
@@ -269,6 +277,21 @@ type BlastStream struct {
 	UDP *UDPStats `json:"udp,omitempty"`
 	// Verify is what this side's receiver found on the stream (--verify).
 	Verify *verify.Counts `json:"verify,omitempty"`
+	// TCP is the TCP_INFO summary of a stream this side sent on.
+	TCP *TCPSummary `json:"tcp,omitempty"`
+}
+
+// TCPSummary is what the path rules need of a sending stream's TCP_INFO
+// over the test: the largest windows in bytes, the RTTs in microseconds,
+// the last path MTU and send MSS.
+type TCPSummary struct {
+	MaxSndCwnd int64 `json:"max_snd_cwnd"`
+	MaxSndWnd  int64 `json:"max_snd_wnd"`
+	MeanRTT    int64 `json:"mean_rtt"`
+	MinRTT     int64 `json:"min_rtt"`
+	PMTU       int64 `json:"pmtu"`
+	MSS        int64 `json:"mss"`
+	Acked      int64 `json:"bytes_acked"`
 }
 
 // check reports what is missing from results a peer sent, as iperf3's

@@ -9,6 +9,7 @@ import (
 	"github.com/blastnet/blast/internal/hostload"
 	"github.com/blastnet/blast/internal/verify"
 	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/pathinfo"
 )
 
 // Version is what blast calls itself on the wire and in results.
@@ -62,6 +63,18 @@ type Result struct {
 	// NIC is the interface that carried the traffic on this side (state,
 	// counter deltas, findings); RemoteNIC the peer's, if it is blast.
 	NIC, RemoteNIC *nicinfo.Result
+	// Path is this side's host path facts over the test (its qdiscs and
+	// policers with their counter deltas, SNMP counter deltas), Sysctls
+	// its buffer settings; RemotePath and RemoteSysctls the peer's, if it
+	// is blast. RemoteSndBuf and RemoteRcvBuf are the buffers the peer's
+	// kernel granted.
+	Path, RemotePath             *pathinfo.Delta
+	Sysctls, RemoteSysctls       map[string]string
+	RemoteSndBuf, RemoteRcvBuf   int
+	// Findings are the path and transport findings of the test (pathdiag,
+	// D14 and up, and D7 for --bidir), both ends' facts judged together;
+	// the interfaces' own findings are in NIC and RemoteNIC.
+	Findings []nicinfo.Finding
 
 	ServerOutputText string
 	ServerOutputJSON json.RawMessage
@@ -113,6 +126,15 @@ func (r *Result) NumStreams() int {
 	return int(r.Params.Parallel)
 }
 
+// TCPInfo is a sending stream's TCP_INFO sample.
+type TCPInfo = engine.TCPInfo
+
+// readTCPInfo samples TCP_INFO on c.
+func readTCPInfo(c *engine.Socket) (TCPInfo, bool) {
+	ti, err := c.TCPInfo()
+	return ti, err == nil
+}
+
 // StreamResult is one stream's totals, seen from this side, plus the
 // peer's totals for the same stream.
 type StreamResult struct {
@@ -133,6 +155,12 @@ type StreamResult struct {
 	Retransmits int64
 	// TCP_INFO summary of a sending stream on this side.
 	MaxSndCwnd, MaxSndWnd, MinRTT, MaxRTT, MeanRTT int64
+	// PMTU and MSS are the sending stream's last path MTU and send MSS;
+	// Acked the bytes the peer acknowledged since the connection began.
+	PMTU, MSS, Acked int64
+	// PeerTCP is the same summary from the peer when it sent on the
+	// stream and is blast.
+	PeerTCP *TCPSummary
 
 	// UDP is this side's datagram count on a UDP stream (nil on TCP);
 	// PeerUDP the peer's, from its results.

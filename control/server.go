@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/latency"
 	"github.com/blastnet/blast/report"
 )
 
@@ -203,6 +204,7 @@ type Server struct {
 	activeBy map[netip.Addr]int // of them, by client address
 	memory   int64              // their buffers' budget
 	started  int                // tests admitted so far
+	echoes   int                // blast lat clients being served
 	// pending counts the connections that have not identified themselves
 	// (pendingBy by address); shed those dropped since shedLogged.
 	pending    int
@@ -396,6 +398,11 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 		return
 	}
 	c.SetReadDeadline(time.Time{})
+	if cookie == latency.Hello {
+		identified()
+		s.echo(ctx, c)
+		return
+	}
 	s.mu.Lock()
 	if w, ok := s.waiting[cookie]; ok {
 		if w.host != host && !s.cfg.AnyStreamSource {
@@ -426,6 +433,7 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 	if errors.Is(res.Err, errNotAdmitted) {
 		return
 	}
+	res.diagnose()
 	s.logResult(res)
 	if s.cfg.OnResult != nil {
 		s.cfg.OnResult(res)
@@ -831,6 +839,7 @@ func (t *serverTest) run() error {
 	if err := sess.merge(pr); err != nil {
 		return err
 	}
+	res.diagnose()
 	res.Backend = sess.backendWords()
 	mine := sess.results(res.CPU, res.Congestion, res.Backend)
 	if len(res.Notes) > 0 {
@@ -1169,6 +1178,9 @@ func (s *Server) logResult(r *Result) {
 	}
 	if r.Err != nil {
 		outcome = "failed: " + r.Err.Error()
+	}
+	if f := topFinding(r); f != nil {
+		outcome += "; " + f.Severity.String() + " " + f.String()
 	}
 	line := fmt.Sprintf("%s: %s", r.Peer, what)
 	for _, p := range parts {

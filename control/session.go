@@ -50,6 +50,7 @@ type stream struct {
 	haveTCP                        bool
 	maxCwnd, maxWnd, minRTT, maxRT int64
 	sumRTT, nRTT                   int64
+	pmtu, mss, acked               int64
 	udpBase, lastUDP               UDPStats
 }
 
@@ -461,6 +462,7 @@ func (s *session) sampleLocked(now time.Time, final bool) bool {
 				st.lastRetrans = ti.TotalRetrans
 				st.maxCwnd = max(st.maxCwnd, ti.SndCwnd)
 				st.maxWnd = max(st.maxWnd, ti.SndWnd)
+				st.pmtu, st.mss, st.acked = ti.PMTU, ti.SndMSS, ti.BytesAcked
 				st.maxRT = max(st.maxRT, ti.RTT)
 				if st.minRTT == 0 || ti.RTT < st.minRTT {
 					st.minRTT = ti.RTT
@@ -677,6 +679,7 @@ func (s *session) finish(now time.Time) {
 		if st.sender && st.haveTCP {
 			sr.Retransmits = st.lastRetrans - st.retransBase
 			sr.MaxSndCwnd, sr.MaxSndWnd, sr.MinRTT, sr.MaxRTT = st.maxCwnd, st.maxWnd, st.minRTT, st.maxRT
+			sr.PMTU, sr.MSS, sr.Acked = st.pmtu, st.mss, st.acked
 			if st.nRTT > 0 {
 				sr.MeanRTT = st.sumRTT / st.nRTT
 			}
@@ -815,7 +818,8 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 		CongestionUsed: congestion,
 		Streams:        []StreamResults{},
 		Blast: &BlastResults{Version: Version, Backend: backend, NIC: s.res.NIC,
-			CPU: &CPUSeconds{User: cpu.UserSeconds, System: cpu.SystemSeconds}, Host: s.res.Load},
+			CPU: &CPUSeconds{User: cpu.UserSeconds, System: cpu.SystemSeconds}, Host: s.res.Load,
+			Path: s.res.Path, Sysctls: s.res.Sysctls, SndBuf: s.res.SndBufActual, RcvBuf: s.res.RcvBufActual},
 	}
 	for _, iv := range s.res.Intervals {
 		if iv.Load != nil {
@@ -847,6 +851,9 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 		wire := StreamResults{ID: Int(sr.ID), Bytes: Int(sr.Bytes), Retransmits: retr,
 			StartTime: 0, EndTime: sr.Seconds}
 		bs := BlastStream{ID: Int(sr.ID), IO: sr.IO, Verify: sr.Verify}
+		if sr.Sender && sr.MeanRTT > 0 {
+			bs.TCP = sr.tcpSummary()
+		}
 		if sr.UDP != nil {
 			u := *sr.UDP
 			wire.Jitter, wire.Errors, wire.Packets = u.Jitter, Int(u.Lost), Int(u.Packets)
@@ -879,6 +886,8 @@ func (s *session) merge(pr *Results) error {
 	r.ServerOutputJSON = pr.ServerOutputJSON
 	if pr.Blast != nil {
 		r.RemoteNIC = pr.Blast.NIC
+		r.RemotePath, r.RemoteSysctls = pr.Blast.Path, pr.Blast.Sysctls
+		r.RemoteSndBuf, r.RemoteRcvBuf = pr.Blast.SndBuf, pr.Blast.RcvBuf
 		r.RemoteLoad, r.RemoteLoadIntervals = pr.Blast.Host, pr.Blast.HostIntervals
 		r.RemoteBackend = pr.Blast.Backend
 		r.RemoteVersion = pr.Blast.Version
@@ -909,6 +918,7 @@ func (s *session) merge(pr *Results) error {
 			sr.PeerIO = &io
 			sr.PeerFacts = pr.Blast.Streams[i].Facts
 			sr.PeerVerify = pr.Blast.Streams[i].Verify
+			sr.PeerTCP = pr.Blast.Streams[i].TCP
 			if u := pr.Blast.Streams[i].UDP; u != nil && sr.PeerUDP != nil {
 				sr.PeerUDP.OutOfOrder, sr.PeerUDP.Duplicates = u.OutOfOrder, u.Duplicates
 			}

@@ -10,13 +10,6 @@ import (
 	"github.com/blastnet/blast/engine"
 )
 
-// TCPInfo is what blast reads of TCP_INFO; it is never filled here.
-type TCPInfo struct {
-	TotalRetrans, SndCwnd, SndWnd, RTT, RTTVar, MinRTT, PMTU, Reordering int64
-	PacingRate, DeliveryRate, BytesAcked, NotSent                        int64
-}
-
-func readTCPInfo(*engine.Socket) (TCPInfo, bool) { return TCPInfo{}, false }
 func queued(*engine.Socket, bool) (int, error) {
 	return 0, fmt.Errorf("socket queues: %w", engine.ErrNotSupported)
 }

@@ -582,6 +582,10 @@ func (t Text) writeSummaryTail(w io.Writer, r *Result) {
 		if r.RemoteNIC != nil && r.RemoteNIC.Interface != nil {
 			nicinfo.WriteBrief(w, "remote ", r.RemoteNIC)
 		}
+		ew := nicinfo.Escaping(w)
+		for _, f := range r.Findings {
+			fmt.Fprintf(ew, "path %s %s %s: %s (%s). Fix: %s\n", f.Severity, f.Rule, f.Iface, f.Summary, f.Evidence, f.Fix)
+		}
 	}
 	writeLoads(w, r)
 	for _, n := range r.Notes {

@@ -190,6 +190,12 @@ func dial(ctx context.Context, cfg Config) (roundTripper, *Result, error) {
 	if err != nil {
 		return nil, nil, explain("connect to", addr, err)
 	}
+	if !cfg.UDP {
+		if err := hello(c, addr, max(cfg.Timeout, 5*time.Second)); err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+	}
 	res := &Result{Protocol: network, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String(),
 		Size: cfg.Size, Warmup: cfg.Warmup, Timeout: cfg.Timeout}
 	rt, err := newRawFlow(c, res.Remote, cfg)

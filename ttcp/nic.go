@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/pathinfo"
 )
 
 // nicWatch follows the interface that carries the test: found by a route
@@ -15,6 +16,11 @@ type nicWatch struct {
 	src   *nicinfo.Source
 	watch *nicinfo.Watch
 	err   error
+	// path watches the host's path facts on the same interface (nil:
+	// they could not be read; the path rules then say less).
+	path      *pathinfo.Watch
+	pathDelta *pathinfo.Delta
+	sysctls   map[string]string
 }
 
 func watchNIC(device string, peer netip.AddrPort) *nicWatch {
@@ -35,16 +41,30 @@ func watchNIC(device string, peer netip.AddrPort) *nicWatch {
 		return w
 	}
 	w.watch, w.err = w.src.Watch(name)
+	w.path, _ = pathinfo.Start(name)
 	return w
+}
+
+// stopPath ends the path watch.
+func (w *nicWatch) stopPath() {
+	if w == nil || w.path == nil {
+		return
+	}
+	if d, after, err := w.path.Stop(); err == nil {
+		w.pathDelta, w.sysctls = d, after.Sysctls
+	}
+	w.path = nil
 }
 
 // lines stops the watch and renders what it saw, each line starting with
 // prefix ("blast-t: "); and the finding that makes the result invalid, if
 // one does (the link went down during the test).
-func (w *nicWatch) lines(prefix string, goodputBps float64) ([]string, *nicinfo.Finding) {
+// The result is nil when the interface could not be read.
+func (w *nicWatch) lines(prefix string, goodputBps float64) ([]string, *nicinfo.Result) {
 	if w == nil {
 		return nil, nil
 	}
+	w.stopPath()
 	if w.src != nil {
 		defer w.src.Close()
 	}
@@ -57,7 +77,7 @@ func (w *nicWatch) lines(prefix string, goodputBps float64) ([]string, *nicinfo.
 	}
 	var b strings.Builder
 	if err := nicinfo.WriteBrief(&b, prefix, res); err != nil {
-		return []string{prefix + "nic: " + err.Error()}, res.Invalid()
+		return []string{prefix + "nic: " + err.Error()}, res
 	}
-	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n"), res.Invalid()
+	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n"), res
 }

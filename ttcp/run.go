@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/report"
 )
 
@@ -34,6 +35,8 @@ type run struct {
 	ru0      syscall.Rusage
 	idleStop time.Time // a UDP receive that ended by silence stopped here
 	nic      *nicWatch
+	// tcpInfo is the transmitter's TCP_INFO when the transfer ended.
+	tcpInfo *engine.TCPInfo
 	blocks   *blockWriter // -B: the Sink that writes whole blocks
 	verify   *verifier    // --verify: the blocks' Source or Sink
 	bufAddr  uintptr      // the sentinels' buffer, for -v (UDP)
@@ -118,9 +121,15 @@ func Run(ctx context.Context, c Config) (*report.TTCPResult, error) {
 	}
 	res := r.result(time.Now())
 	res.Notes = append(r.verify.lines(), res.Notes...)
-	nicLines, bad := r.nic.lines("", float64(res.Bytes)*8/res.Real.Seconds())
+	if r.tcpInfo != nil {
+		res.Notes = append(res.Notes, tcpLine(*r.tcpInfo))
+	}
+	nicLines, nic := r.nic.lines("", float64(res.Bytes)*8/res.Real.Seconds())
 	res.Notes = append(res.Notes, nicLines...)
-	if bad != nil && xerr == nil {
+	for _, f := range r.pathFindings(res, nic) {
+		res.Notes = append(res.Notes, nicinfo.EscapeLine(fmt.Sprintf("path %s %s %s: %s (%s). Fix: %s", f.Severity, f.Rule, f.Iface, f.Summary, f.Evidence, f.Fix)))
+	}
+	if bad := nic.Invalid(); bad != nil && xerr == nil {
 		xerr = fmt.Errorf("the result is not valid: %s", bad)
 	}
 	lines := res.Lines()
@@ -221,6 +230,9 @@ func (r *run) tcp(ctx context.Context) error {
 		return transferError(r.c, engine.Run(ctx, r.backend, r.flow, false))
 	}
 	err = engine.Run(ctx, r.backend, r.flow, true)
+	if ti, terr := sock.TCPInfo(); terr == nil {
+		r.tcpInfo = &ti
+	}
 	// ttcp closes before it stops the clock: the data still in the socket
 	// buffer is the kernel's to deliver.
 	if cerr := sock.Close(); err == nil && cerr != nil {

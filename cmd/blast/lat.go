@@ -29,6 +29,8 @@ reply received), never RTT/2: sockperf without --full-rtt and qperf
 report RTT/2; double their figures to compare.
 
 The server echoes TCP and UDP on the same port (default ` + strconv.Itoa(latency.DefaultPort) + `).
+blast server answers TCP runs too, on its own port, so a host that runs
+blast server needs no second service: blast lat HOST -p 5201.
 
 Server:
   -s, --server          serve (echo) instead of measuring
@@ -58,6 +60,7 @@ Examples:
   blast lat 198.18.0.2 -n 100000       # 100000 TCP round trips of 64 bytes
   blast lat 198.18.0.2 -u -l 1400 -t 30 -i 1
   blast lat 198.18.0.2 -J > rtt.json
+  blast lat 198.18.0.2 -p 5201         # against a blast server
 `
 
 func runLat(e *env, args []string) int {

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/blastnet/blast/doctor"
+	"github.com/blastnet/blast/nicinfo"
+)
+
+func init() {
+	register(command{name: "doctor", summary: "why is it slow: short tests both ways against a blast server, one ranked verdict", run: runDoctor})
+}
+
+var doctorHelp = `Usage: blast doctor HOST [-p PORT] [-t SECONDS] [-4|-6] [-b RATE] [-J]
+       blast doctor --offline DIR [--after DIR2] [IFACE]
+
+Against a blast server on HOST (blast server answers tests and blast lat
+on its one port), runs four short tests:
+
+  1. TCP upload      blast client HOST -t 3
+  2. TCP download    blast client HOST -t 3 -R
+  3. UDP upload      at 90% of the TCP upload (at most 500 Mbit/s), with
+                     datagrams that fill this side's MTU
+  4. latency         blast lat HOST -p PORT -t 2 (TCP, 64 bytes)
+
+Every test carries both ends' interface reports and findings (link rules
+D1-D13), the path and transport findings (D14 and up: shapers, windows,
+MTU, buffer overflows, loss, small reads, CPU), and the two TCP
+directions are compared (D7). The verdict names the most likely cause
+first, with its evidence and the fix; a healthy path gets one line.
+
+  -p, --port PORT     the blast server's port (default 5201)
+  -t, --time SECONDS  length of each throughput test (default 3)
+  -b, --bitrate RATE  the UDP test's rate (default: from the TCP upload)
+  -4, --version4      IPv4 only
+  -6, --version6      IPv6 only
+  -J, --json          the report as one JSON document
+      --offline DIR   no tests: run the interface rules over a capture
+                      (blast nic --capture DIR), with --after DIR2 a second
+                      capture for counter deltas
+
+Exit status: 0 healthy, 1 a finding at WARN or ERROR (or a test failed),
+2 usage error.
+
+Examples:
+  blast server                       # on the far host
+  blast doctor 198.18.0.2
+  blast doctor 198.18.0.2 -t 10 -J > doctor.json
+  blast doctor --offline /tmp/before --after /tmp/after
+`
+
+func runDoctor(e *env, args []string) int {
+	cfg, jsonOut, offline, err := parseDoctor(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		io.WriteString(e.stdout, doctorHelp)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "blast doctor: %s\n", nicinfo.EscapeLine(err.Error()))
+		return exitUsage
+	}
+	if offline != nil {
+		return runDoctorOffline(e, *offline, jsonOut)
+	}
+	if !jsonOut {
+		cfg.Progress = func(s doctor.Step) {
+			fmt.Fprintf(e.stderr, "doctor: %d/%d %s: %s\n", s.N, s.Of, s.Name, nicinfo.EscapeLine(s.Command))
+		}
+	}
+	rep, err := doctor.Run(e.ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "blast doctor: %s\n", nicinfo.EscapeLine(err.Error()))
+		return exitFailure
+	}
+	if jsonOut {
+		doctor.WriteJSON(e.stdout, rep)
+	} else {
+		doctor.WriteText(e.stdout, rep)
+	}
+	if e.ctx.Err() != nil {
+		fmt.Fprintln(e.stderr, "blast doctor: interrupted")
+		return exitFailure
+	}
+	if !rep.Healthy {
+		return exitFailure
+	}
+	return exitOK
+}
+
+// offlineArgs is doctor --offline: a capture, maybe a second, an interface.
+type offlineArgs struct {
+	dir, after, iface string
+}
+
+func parseDoctor(args []string) (cfg doctor.Config, jsonOut bool, off *offlineArgs, err error) {
+	fs := pflag.NewFlagSet("doctor", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var (
+		port, rate    string
+		secs          float64
+		v4, v6, help  bool
+		offDir, after string
+	)
+	fs.StringVarP(&port, "port", "p", "5201", "")
+	fs.Float64VarP(&secs, "time", "t", 3, "")
+	fs.StringVarP(&rate, "bitrate", "b", "", "")
+	fs.BoolVarP(&v4, "version4", "4", false, "")
+	fs.BoolVarP(&v6, "version6", "6", false, "")
+	fs.BoolVarP(&jsonOut, "json", "J", false, "")
+	fs.StringVar(&offDir, "offline", "", "")
+	fs.StringVar(&after, "after", "", "")
+	fs.BoolVarP(&help, "help", "h", false, "")
+	if err := fs.Parse(args); err != nil {
+		return cfg, false, nil, fmt.Errorf("%s: run 'blast doctor -h' for the flags", flagError(err))
+	}
+	if help {
+		return cfg, false, nil, pflag.ErrHelp
+	}
+	rest := fs.Args()
+	if offDir != "" {
+		for _, f := range []string{"port", "time", "bitrate", "version4", "version6"} {
+			if fs.Changed(f) {
+				return cfg, false, nil, fmt.Errorf("--%s is for a run against a server: --offline runs no tests", f)
+			}
+		}
+		if len(rest) > 1 {
+			return cfg, false, nil, fmt.Errorf("too many arguments: %q: give at most one interface", strings.Join(rest, " "))
+		}
+		off = &offlineArgs{dir: offDir, after: after}
+		if len(rest) == 1 {
+			off.iface = rest[0]
+		}
+		return cfg, jsonOut, off, nil
+	}
+	if after != "" {
+		return cfg, false, nil, errors.New("--after needs --offline: blast doctor --offline BEFORE --after AFTER")
+	}
+	switch len(rest) {
+	case 0:
+		return cfg, false, nil, errors.New("no host: blast doctor HOST (a blast server runs there: blast server), or --offline DIR")
+	case 1:
+		cfg.Host = rest[0]
+	default:
+		return cfg, false, nil, fmt.Errorf("too many arguments: %q: give one host", strings.Join(rest, " "))
+	}
+	if v4 && v6 {
+		return cfg, false, nil, errors.New("-4 and -6 conflict: pick one address family, or neither")
+	}
+	if v4 {
+		cfg.Family = "4"
+	}
+	if v6 {
+		cfg.Family = "6"
+	}
+	if cfg.Port, err = parsePort(port, false); err != nil {
+		return cfg, false, nil, err
+	}
+	if secs < 1 || secs > 3600 {
+		return cfg, false, nil, fmt.Errorf("-t %g: give whole seconds from 1 to 3600 for each test", secs)
+	}
+	cfg.Duration = time.Duration(secs * float64(time.Second))
+	if rate != "" {
+		v, err := parseRate(rate)
+		if err != nil || v <= 0 {
+			return cfg, false, nil, fmt.Errorf("-b %s: give a positive rate in bits per second (100M, 1G)", rate)
+		}
+		cfg.UDPRate = v
+	}
+	return cfg, jsonOut, nil, nil
+}
+
+
+// runDoctorOffline runs the interface rules over a captured tree (and a
+// second capture for counter deltas), and ranks every finding into one
+// verdict, as a run against a server does.
+func runDoctorOffline(e *env, o offlineArgs, jsonOut bool) int {
+	src, err := loadTree("--offline", o.dir)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "blast doctor: %s\n", nicinfo.EscapeLine(err.Error()))
+		return exitUsage
+	}
+	var after *nicinfo.Source
+	if o.after != "" {
+		if after, err = loadTree("--after", o.after); err != nil {
+			fmt.Fprintf(e.stderr, "blast doctor: %s\n", nicinfo.EscapeLine(err.Error()))
+			return exitUsage
+		}
+	}
+	last := src
+	if after != nil {
+		last = after
+	}
+	names := []string{o.iface}
+	if o.iface == "" {
+		if names, err = last.Names(); err != nil {
+			fmt.Fprintf(e.stderr, "blast doctor: %s\n", nicinfo.EscapeLine(err.Error()))
+			return exitFailure
+		}
+	}
+	rep := &doctor.Report{Host: "offline " + o.dir, Tests: []doctor.Test{}}
+	var lists [][]nicinfo.Finding
+	for _, n := range names {
+		r, err := nicinfo.Analyze(src, after, n)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "blast doctor: %s\n", nicinfo.EscapeLine(err.Error()))
+			return exitFailure
+		}
+		rep.Interfaces = append(rep.Interfaces, r.Interface)
+		lists = append(lists, r.Findings)
+	}
+	rep.Finish(lists)
+	if jsonOut {
+		doctor.WriteJSON(e.stdout, rep)
+	} else {
+		doctor.WriteText(e.stdout, rep)
+	}
+	if !rep.Healthy {
+		return exitFailure
+	}
+	return exitOK
+}

@@ -1,0 +1,188 @@
+package control
+
+import (
+	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/pathdiag"
+)
+
+// diagnose judges each direction of the test with the path rules, with
+// what both ends reported, into r.Findings; and, for --bidir, the two
+// directions against each other (D7). It runs on failed tests too: what
+// was measured up to the failure is evidence (a black hole ends in one).
+func (r *Result) diagnose() {
+	if r == nil || !r.connected() {
+		return
+	}
+	var lists [][]nicinfo.Finding
+	var dirs [2]*pathdiag.Direction
+	for i, up := range []bool{true, false} {
+		d := r.direction(up)
+		if d == nil {
+			continue
+		}
+		dirs[i] = d
+		lists = append(lists, pathdiag.Diagnose(*d))
+	}
+	if dirs[0] != nil && dirs[1] != nil {
+		var nicFindings []nicinfo.Finding
+		for _, n := range []*nicinfo.Result{r.NIC, r.RemoteNIC} {
+			if n != nil {
+				nicFindings = append(nicFindings, n.Findings...)
+			}
+		}
+		lists = append(lists, nicinfo.DiagnosePath(nicinfo.Path{
+			Forward:  nicinfo.Direction{Bps: dirs[0].Goodput, RetransPct: retransPct(dirs[0])},
+			Reverse:  nicinfo.Direction{Bps: dirs[1].Goodput, RetransPct: retransPct(dirs[1])},
+			SamePath: true, Findings: nicFindings}))
+	}
+	r.Findings = pathdiag.Merge(lists...)
+}
+
+func retransPct(d *pathdiag.Direction) float64 {
+	if d.UDP || d.Retransmits < 0 || d.SentBytes <= 0 {
+		return -1
+	}
+	mss := d.MSS
+	if mss <= 0 {
+		mss = 1448
+	}
+	return 100 * float64(d.Retransmits) / (float64(d.SentBytes) / float64(mss))
+}
+
+// direction is the test's client-to-server direction (up) or the other,
+// as the path rules see it; nil when the test had no streams that way.
+func (r *Result) direction(up bool) *pathdiag.Direction {
+	// This side sends up when it is the client.
+	localSends := up == (r.Role == "client")
+	local := &pathdiag.End{Name: "local", NIC: r.NIC, Path: r.Path, Sysctls: r.Sysctls,
+		CPUPct: -1, SndBuf: r.SndBufActual, RcvBuf: r.RcvBufActual, BufAsked: r.SockBufSize,
+		BufLen: int(r.Params.blockLen())}
+	var remote *pathdiag.End
+	if r.peerResults() {
+		remote = &pathdiag.End{Name: "remote", NIC: r.RemoteNIC, Path: r.RemotePath, Sysctls: r.RemoteSysctls,
+			CPUPct: -1, SndBuf: r.RemoteSndBuf, RcvBuf: r.RemoteRcvBuf, BufAsked: r.SockBufSize,
+			BufLen: int(r.Params.blockLen())}
+	}
+	d := &pathdiag.Direction{UDP: r.UDP(), Sender: local, Receiver: remote, Retransmits: -1, Rate: float64(r.Params.Bandwidth)}
+	if !localSends {
+		d.Sender, d.Receiver = remote, local
+	}
+	var n int
+	var rtt float64
+	var nRTT int
+	var recvIO engine.Sample
+	var recvIOKnown bool
+	for _, sr := range r.Streams {
+		if sr.Sender != localSends {
+			continue
+		}
+		n++
+		sent, secs := sr.SentBytes()
+		got, rsecs := sr.ReceivedBytes()
+		d.SentBytes += max(sent, 0)
+		if got < 0 && sr.Sender && sr.Acked > 0 {
+			// The peer's count never came: what it acknowledged
+			// is what it got.
+			got, rsecs = sr.Acked, secs
+		}
+		d.ReceivedBytes += max(got, 0)
+		d.Seconds = max(d.Seconds, secs, rsecs)
+		tcp := sr.PeerTCP
+		if localSends {
+			tcp = nil
+			tcp = sr.tcpSummary()
+		}
+		if tcp != nil {
+			d.MaxCwnd = max(d.MaxCwnd, tcp.MaxSndCwnd)
+			d.MaxWnd = max(d.MaxWnd, tcp.MaxSndWnd)
+			rtt += float64(tcp.MeanRTT)
+			nRTT++
+			if d.MinRTTus == 0 || float64(tcp.MinRTT) < d.MinRTTus {
+				d.MinRTTus = float64(tcp.MinRTT)
+			}
+			d.PMTU, d.MSS = int(tcp.PMTU), int(tcp.MSS)
+		}
+		if sr.Retransmits >= 0 {
+			d.Retransmits = max(d.Retransmits, 0) + sr.Retransmits
+		}
+		// The receiver's reads: this side's counters when it receives.
+		io := sr.PeerIO
+		if !localSends {
+			io = &sr.IO
+		}
+		if io != nil {
+			recvIO.Bytes += io.Bytes
+			recvIO.Calls += io.Calls
+			recvIO.Errors += io.Errors
+			recvIO.Idle += io.Idle
+			recvIOKnown = true
+		}
+		snd, rcv := sr.UDP, sr.PeerUDP
+		if !localSends {
+			snd, rcv = sr.PeerUDP, sr.UDP
+		}
+		if snd != nil {
+			d.Sent += snd.Packets
+		}
+		if rcv != nil {
+			d.Lost += rcv.Lost
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if nRTT > 0 {
+		d.RTTus = rtt / float64(nRTT)
+	}
+	if d.UDP {
+		d.Datagram = int(r.Params.blockLen())
+	}
+	if d.Seconds > 0 {
+		d.Goodput = 8 * float64(d.ReceivedBytes) / d.Seconds
+	}
+	for _, e := range []*pathdiag.End{local, remote} {
+		if e != nil {
+			e.Streams = n
+		}
+	}
+	// CPU in percent of one core: iperf3's figures are of the whole
+	// machine, so the rules take blast's seconds.
+	if secs := r.CPU.UserSeconds + r.CPU.SystemSeconds; secs > 0 && d.Seconds > 0 {
+		local.CPUPct = 100 * secs / d.Seconds
+	}
+	if secs := r.RemoteCPU.UserSeconds + r.RemoteCPU.SystemSeconds; remote != nil && secs > 0 && d.Seconds > 0 {
+		remote.CPUPct = 100 * secs / d.Seconds
+	}
+	if d.Receiver != nil && recvIOKnown {
+		d.Receiver.IO = recvIO
+	}
+	d.Failed = r.Err != nil
+	return d
+}
+
+// tcpSummary is the TCP_INFO summary of a stream this side sent on, nil
+// when none was read.
+func (sr *StreamResult) tcpSummary() *TCPSummary {
+	if !sr.Sender || sr.MeanRTT <= 0 {
+		return nil
+	}
+	return &TCPSummary{MaxSndCwnd: sr.MaxSndCwnd, MaxSndWnd: sr.MaxSndWnd, MeanRTT: sr.MeanRTT, MinRTT: sr.MinRTT,
+		PMTU: sr.PMTU, MSS: sr.MSS, Acked: sr.Acked}
+}
+
+// topFinding is the most serious finding of the test at WARN or above,
+// the interfaces' and the path's together; nil when there is none.
+func topFinding(r *Result) *nicinfo.Finding {
+	var all [][]nicinfo.Finding
+	for _, n := range []*nicinfo.Result{r.NIC, r.RemoteNIC} {
+		if n != nil {
+			all = append(all, n.Findings)
+		}
+	}
+	fs := pathdiag.Merge(append(all, r.Findings)...)
+	if len(fs) == 0 || fs[0].Severity < nicinfo.Warn {
+		return nil
+	}
+	return &fs[0]
+}

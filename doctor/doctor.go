@@ -1,0 +1,352 @@
+// Package doctor runs the short tests that tell why a path is slow, and
+// ranks what they found into one verdict: TCP both ways, UDP at a rate the
+// path should carry with datagrams that fill the MTU, and round trips,
+// each against one blast server (which answers tests and latency on one
+// port). Every test's findings (the interfaces' rules D1-D13 on both ends,
+// the path rules D14 and up) are merged, the two TCP directions compared
+// (D7), and the most likely cause comes first with its evidence and fix.
+// A healthy path gets one line that says so.
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/latency"
+	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/pathdiag"
+)
+
+// Config is one doctor run.
+type Config struct {
+	Host   string
+	Port   int    // the blast server's port (5201)
+	Family string // "", "4" or "6"
+	// Duration of each throughput test (3 s), and of the latency run (2 s).
+	Duration, LatDuration time.Duration
+	// UDPRate is the UDP test's rate in bit/s; 0: 90% of the TCP upload's
+	// goodput, at most MaxUDPRate.
+	UDPRate float64
+	// Progress, when set, hears each test as it starts.
+	Progress func(step Step)
+}
+
+// MaxUDPRate caps the automatic UDP rate: the UDP test looks for loss,
+// MTU and buffer trouble, not for the path's capacity.
+const MaxUDPRate = 500e6
+
+// Step is a test about to run: its name and the command that runs it alone.
+type Step struct {
+	N, Of   int
+	Name    string
+	Command string
+}
+
+// Test is what one test of a doctor run measured.
+type Test struct {
+	Name    string `json:"name"`
+	Command string `json:"command"`
+	// Bps is the goodput (the receiver's), RateBps the UDP test's target.
+	Bps         float64 `json:"bps,omitempty"`
+	RateBps     float64 `json:"rate_bps,omitempty"`
+	Retransmits int64   `json:"retransmits,omitempty"`
+	// Datagram is the UDP payload length; Sent and Lost count datagrams.
+	Datagram int   `json:"datagram,omitempty"`
+	Sent     int64 `json:"sent,omitempty"`
+	Lost     int64 `json:"lost,omitempty"`
+	// RTT percentiles of the latency run.
+	RTT *latency.Stats `json:"rtt,omitempty"`
+	// Findings of this test, both ends, ranked.
+	Findings []nicinfo.Finding `json:"findings,omitempty"`
+	Err      string            `json:"error,omitempty"`
+}
+
+// Report is a whole doctor run.
+type Report struct {
+	Host  string `json:"host"`
+	Port  int    `json:"port"`
+	Tests []Test `json:"tests"`
+	// Local and Remote are the interfaces that carried the tests, as the
+	// first test that reported them saw them.
+	Local  *nicinfo.Interface `json:"local_nic,omitempty"`
+	Remote *nicinfo.Interface `json:"remote_nic,omitempty"`
+	// Interfaces are those an offline run analyzed.
+	Interfaces []*nicinfo.Interface `json:"interfaces,omitempty"`
+	// Findings are every test's findings merged, with D7, ranked: the
+	// first is the verdict.
+	Findings []nicinfo.Finding `json:"findings"`
+	// Healthy: no finding at WARN or above, and every test ran.
+	Healthy bool   `json:"healthy"`
+	Verdict string `json:"verdict"`
+}
+
+// Run runs the doctor's tests against cfg.Host in order and returns the
+// report; a test that fails is recorded with its error and the next one
+// runs. The error is only for a run that could not start (no server there).
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Port == 0 {
+		cfg.Port = 5201
+	}
+	if cfg.Duration == 0 {
+		cfg.Duration = 3 * time.Second
+	}
+	if cfg.LatDuration == 0 {
+		cfg.LatDuration = 2 * time.Second
+	}
+	rep := &Report{Host: cfg.Host, Port: cfg.Port}
+	const steps = 4
+	step := func(n int, name, cmd string) {
+		if cfg.Progress != nil {
+			cfg.Progress(Step{N: n, Of: steps, Name: name, Command: cmd})
+		}
+	}
+	base := fmt.Sprintf("blast client %s -p %d -t %g", cfg.Host, cfg.Port, cfg.Duration.Seconds())
+
+	var lists [][]nicinfo.Finding
+	var dirs [2]*control.Result
+	for i, reverse := range []bool{false, true} {
+		name, cmd := "tcp upload", base
+		if reverse {
+			name, cmd = "tcp download", base+" -R"
+		}
+		step(i+1, name, cmd)
+		res, err := control.Run(ctx, control.Config{Host: cfg.Host, Port: cfg.Port, Family: cfg.Family,
+			Duration: cfg.Duration, Reverse: reverse})
+		if res == nil {
+			if i == 0 {
+				return nil, err // nothing reached the server
+			}
+			rep.Tests = append(rep.Tests, Test{Name: name, Command: cmd, Err: err.Error()})
+			continue
+		}
+		dirs[i] = res
+		t := testOf(name, cmd, res, err)
+		rep.Tests = append(rep.Tests, t)
+		lists = append(lists, t.Findings)
+		rep.noteNICs(res)
+		if ctx.Err() != nil {
+			return rep.Finish(lists), nil
+		}
+	}
+	if up, down := dirs[0], dirs[1]; up != nil && down != nil {
+		lists = append(lists, nicinfo.DiagnosePath(nicinfo.Path{
+			Forward: direction(up, true), Reverse: direction(down, false), SamePath: true,
+			Findings: pathdiag.Merge(nicFindings(up), nicFindings(down))}))
+	}
+
+	// UDP at a rate the path should carry, with datagrams that fill this
+	// side's MTU: a smaller MTU on the way shows as loss.
+	rate := cfg.UDPRate
+	if rate == 0 {
+		rate = MaxUDPRate
+		if up := dirs[0]; up != nil && up.Err == nil {
+			rate = min(rate, 0.9*goodput(up, true))
+		}
+		rate = max(rate, 1e6)
+	}
+	ucfg := control.Config{Host: cfg.Host, Port: cfg.Port, Family: cfg.Family, Duration: cfg.Duration,
+		UDP: true, Rate: rate, RateSet: true}
+	if m := mtu(rep.Local); m > 0 {
+		ucfg.BlockLen = m - 28
+		if cfg.Family == "6" {
+			ucfg.BlockLen = m - 48
+		}
+	}
+	cmd := fmt.Sprintf("%s -u -b %.0f", base, rate)
+	if ucfg.BlockLen > 0 {
+		cmd += fmt.Sprintf(" -l %d", ucfg.BlockLen)
+	}
+	step(3, "udp upload", cmd)
+	if res, err := control.Run(ctx, ucfg); res != nil {
+		t := testOf("udp upload", cmd, res, err)
+		t.RateBps = rate
+		rep.Tests = append(rep.Tests, t)
+		lists = append(lists, t.Findings)
+		rep.noteNICs(res)
+	} else {
+		rep.Tests = append(rep.Tests, Test{Name: "udp upload", Command: cmd, RateBps: rate, Err: err.Error()})
+	}
+	if ctx.Err() != nil {
+		return rep.Finish(lists), nil
+	}
+
+	cmd = fmt.Sprintf("blast lat %s -p %d -t %g", cfg.Host, cfg.Port, cfg.LatDuration.Seconds())
+	step(4, "latency", cmd)
+	lcfg := latency.Defaults()
+	lcfg.Host, lcfg.Port, lcfg.Duration = cfg.Host, cfg.Port, cfg.LatDuration
+	t := Test{Name: "latency", Command: cmd}
+	if lr, err := latency.Run(ctx, lcfg, nil); err != nil {
+		t.Err = err.Error()
+	} else {
+		t.RTT = &lr.RTT
+	}
+	rep.Tests = append(rep.Tests, t)
+	return rep.Finish(lists), nil
+}
+
+// Finish merges the findings of every test (or every interface of an
+// offline capture) and words the verdict.
+func (rep *Report) Finish(lists [][]nicinfo.Finding) *Report {
+	rep.Findings = pathdiag.Merge(lists...)
+	if rep.Findings == nil {
+		rep.Findings = []nicinfo.Finding{}
+	}
+	failed := 0
+	for _, t := range rep.Tests {
+		if t.Err != "" {
+			failed++
+		}
+	}
+	switch {
+	case len(rep.Findings) > 0 && rep.Findings[0].Severity >= nicinfo.Warn:
+		f := rep.Findings[0]
+		rep.Verdict = fmt.Sprintf("%s %s: %s", f.Severity, f.Rule, f.Summary)
+	case failed > 0:
+		rep.Verdict = fmt.Sprintf("%d of %d tests failed, and no rule names a cause: read their errors", failed, len(rep.Tests))
+	case len(rep.Tests) == 0:
+		rep.Healthy = true
+		rep.Verdict = fmt.Sprintf("healthy: %d interface(s) analyzed; no finding at WARN or above", len(rep.Interfaces))
+	default:
+		rep.Healthy = true
+		rep.Verdict = "healthy: " + rep.summary() + "; no finding at WARN or above"
+	}
+	return rep
+}
+
+// summary is the measured figures in one phrase.
+func (rep *Report) summary() string {
+	s := ""
+	for _, t := range rep.Tests {
+		if t.Err != "" {
+			continue
+		}
+		if s != "" {
+			s += ", "
+		}
+		switch {
+		case t.RTT != nil:
+			s += fmt.Sprintf("round trip p50 %s", dur(t.RTT.P50))
+		case t.Sent > 0:
+			s += fmt.Sprintf("%s %s with %d of %d datagrams lost", t.Name, bits(t.Bps), t.Lost, t.Sent)
+		default:
+			s += fmt.Sprintf("%s %s", t.Name, bits(t.Bps))
+		}
+	}
+	return s
+}
+
+func (rep *Report) noteNICs(res *control.Result) {
+	if rep.Local == nil && res.NIC != nil {
+		rep.Local = res.NIC.Interface
+	}
+	if rep.Remote == nil && res.RemoteNIC != nil {
+		rep.Remote = res.RemoteNIC.Interface
+	}
+}
+
+// testOf condenses one client result.
+func testOf(name, cmd string, res *control.Result, err error) Test {
+	t := Test{Name: name, Command: cmd, Bps: goodput(res, !res.Reverse()), Retransmits: -1}
+	for _, sr := range res.Streams {
+		if sr.Retransmits >= 0 {
+			t.Retransmits = max(t.Retransmits, 0) + sr.Retransmits
+		}
+		snd, rcv := sr.UDP, sr.PeerUDP
+		if !sr.Sender {
+			snd, rcv = sr.PeerUDP, sr.UDP
+		}
+		if snd != nil {
+			t.Sent += snd.Packets
+		}
+		if rcv != nil {
+			t.Lost += rcv.Lost
+		}
+	}
+	if t.Retransmits < 0 {
+		t.Retransmits = 0
+	}
+	if res.UDP() {
+		t.Datagram = int(res.Params.Len)
+	}
+	if err != nil {
+		t.Err = err.Error()
+	}
+	t.Findings = pathdiag.Merge(nicFindings(res), res.Findings)
+	return t
+}
+
+func nicFindings(res *control.Result) []nicinfo.Finding {
+	var out []nicinfo.Finding
+	for _, n := range []*nicinfo.Result{res.NIC, res.RemoteNIC} {
+		if n != nil {
+			out = append(out, n.Findings...)
+		}
+	}
+	return out
+}
+
+// goodput is what the receivers got over the direction, in bit/s.
+func goodput(res *control.Result, up bool) float64 {
+	clientSends := up
+	var b int64
+	var secs float64
+	for _, sr := range res.Streams {
+		if sr.Sender != clientSends {
+			continue
+		}
+		got, s := sr.ReceivedBytes()
+		if got < 0 {
+			continue
+		}
+		b += got
+		secs = max(secs, s)
+	}
+	if secs <= 0 {
+		return 0
+	}
+	return 8 * float64(b) / secs
+}
+
+func direction(res *control.Result, up bool) nicinfo.Direction {
+	d := nicinfo.Direction{Bps: goodput(res, up), RetransPct: -1}
+	var retr, sent int64
+	known := false
+	for _, sr := range res.Streams {
+		if sr.Retransmits >= 0 {
+			retr += sr.Retransmits
+			known = true
+		}
+		b, _ := sr.SentBytes()
+		sent += max(b, 0)
+	}
+	if known && sent > 0 {
+		d.RetransPct = 100 * float64(retr) / (float64(sent) / 1448)
+	}
+	return d
+}
+
+func mtu(ifc *nicinfo.Interface) int {
+	if ifc == nil || ifc.MTU == nil {
+		return 0
+	}
+	return *ifc.MTU
+}
+
+func bits(bps float64) string {
+	switch {
+	case bps >= 1e9:
+		return fmt.Sprintf("%.2f Gbit/s", bps/1e9)
+	case bps >= 1e6:
+		return fmt.Sprintf("%.1f Mbit/s", bps/1e6)
+	}
+	return fmt.Sprintf("%.1f Kbit/s", bps/1e3)
+}
+
+func dur(d time.Duration) string {
+	if d >= time.Millisecond {
+		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.1f µs", float64(d)/1e3)
+}

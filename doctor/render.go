@@ -1,0 +1,70 @@
+package doctor
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/blastnet/blast/nicinfo"
+)
+
+// WriteText writes the report for a reader: what ran and what it measured,
+// the interfaces at both ends, the verdict, then every finding ranked,
+// each with its evidence and fix.
+func WriteText(w io.Writer, rep *Report) error {
+	ew := nicinfo.Escaping(w) // names and errors come from the peer and files
+	if rep.Port > 0 {
+		fmt.Fprintf(ew, "blast doctor %s port %d\n", rep.Host, rep.Port)
+	} else {
+		fmt.Fprintf(ew, "blast doctor %s\n", rep.Host)
+	}
+	for _, t := range rep.Tests {
+		fmt.Fprintf(ew, "  %-13s %s\n", t.Name, t.line())
+	}
+	if rep.Local != nil {
+		fmt.Fprintf(ew, "local  nic %s\n", nicinfo.Summary(rep.Local))
+	}
+	if rep.Remote != nil {
+		fmt.Fprintf(ew, "remote nic %s\n", nicinfo.Summary(rep.Remote))
+	}
+	for _, ifc := range rep.Interfaces {
+		fmt.Fprintf(ew, "nic %s\n", nicinfo.Summary(ifc))
+	}
+	fmt.Fprintf(ew, "verdict: %s\n", rep.Verdict)
+	for i, f := range rep.Findings {
+		if rep.Healthy && f.Severity < nicinfo.Warn && i == 0 {
+			fmt.Fprintf(ew, "notes:\n")
+		}
+		fmt.Fprintf(ew, "  %d. %s %s %s: %s\n", i+1, f.Severity, f.Rule, f.Iface, f.Summary)
+		fmt.Fprintf(ew, "     evidence: %s\n", f.Evidence)
+		fmt.Fprintf(ew, "     fix: %s\n", f.Fix)
+	}
+	return nil
+}
+
+// line is one test's figures.
+func (t Test) line() string {
+	if t.Err != "" && t.Bps == 0 && t.RTT == nil {
+		return "failed: " + t.Err
+	}
+	var s string
+	switch {
+	case t.RTT != nil:
+		s = fmt.Sprintf("round trip min %s, p50 %s, p99 %s, max %s (TCP, 64 B)", dur(t.RTT.Min), dur(t.RTT.P50), dur(t.RTT.P99), dur(t.RTT.Max))
+	case t.Datagram > 0 || t.Sent > 0:
+		s = fmt.Sprintf("%s at %s, %d-byte datagrams, %d of %d lost", bits(t.Bps), bits(t.RateBps), t.Datagram, t.Lost, t.Sent)
+	default:
+		s = fmt.Sprintf("%s, %d retransmits", bits(t.Bps), t.Retransmits)
+	}
+	if t.Err != "" {
+		s += "; failed: " + t.Err
+	}
+	return s
+}
+
+// WriteJSON writes the report as one JSON document.
+func WriteJSON(w io.Writer, rep *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}

@@ -1,0 +1,85 @@
+package latency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/blastnet/blast/engine"
+)
+
+// Hello is what a TCP latency client sends first and reads back: an echo
+// server (blast lat -s, or any other) returns it like any bytes, and blast
+// server, which serves tests and latency on one port, recognizes it where
+// a test's cookie would be and turns the connection into an echo. It is
+// as long as an iperf3 cookie and cannot be one (a cookie is 36 characters
+// of [a-z2-7] and a NUL).
+var Hello = [37]byte{'b', 'L', 'a', 't', ' ', 'e', 'c', 'h', 'o', ' ', 'v', '1', '\n'}
+
+// hello sends Hello on c and reads it back.
+func hello(c net.Conn, addr string, timeout time.Duration) error {
+	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	defer c.SetDeadline(time.Time{})
+	if _, err := c.Write(Hello[:]); err != nil {
+		return explain("send to", addr, err)
+	}
+	var back [len(Hello)]byte
+	if _, err := io.ReadFull(c, back[:]); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("receive from %s: the server closed the connection at the greeting: is it blast server or blast lat -s (an older blast server does not answer blast lat: use blast lat -s there)?", addr)
+		}
+		if isTimeout(err) {
+			return fmt.Errorf("receive from %s: no answer to the greeting within %s: is the server an echo server (blast server, blast lat -s)?", addr, timeout)
+		}
+		return explain("receive from", addr, err)
+	}
+	if back != Hello {
+		return fmt.Errorf("receive from %s: the server answered the greeting with other bytes: it is not an echo server (blast server, blast lat -s)", addr)
+	}
+	return nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Echo serves one latency client on c, which has sent Hello already (the
+// caller read it): it answers the Hello and then writes back everything it
+// reads until the client closes or ctx ends. It takes c off the runtime
+// poller when it can, as blast lat -s does, and closes c. A client silent
+// for idle is dropped.
+func Echo(ctx context.Context, c net.Conn, idle time.Duration) (int64, error) {
+	if _, err := c.Write(Hello[:]); err != nil {
+		c.Close()
+		return 0, err
+	}
+	if sc, ok := c.(syscall.Conn); ok && idle > 0 {
+		if raw, err := sc.SyscallConn(); err == nil {
+			tv := unix.NsecToTimeval(idle.Nanoseconds())
+			raw.Control(func(fd uintptr) { unix.SetsockoptTimeval(int(fd), unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv) })
+		}
+	}
+	rs, err := detach(c)
+	if err == nil {
+		stop := context.AfterFunc(ctx, func() { rs.interrupt(shutRDWR) })
+		defer stop()
+		defer rs.close()
+		return echoRaw(rs)
+	}
+	if !errors.Is(err, engine.ErrNotSupported) {
+		return 0, err // detach closed c
+	}
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	defer c.Close()
+	return echoTCP(c)
+}

@@ -1,0 +1,183 @@
+// Package pathdiag says why a test was slow when the cause is above the
+// link layer: a shaper on the path, a window too small for the round trip,
+// an MTU that does not fit, buffers that overflowed, loss, one direction far
+// slower than the other, a reader or a CPU that could not keep up.
+//
+// nicinfo's rules (D1-D13) judge one interface; these rules (D14 and up)
+// judge one direction of one test, with what both ends saw: the
+// measurement, TCP_INFO, the interfaces (nicinfo) and the host's path
+// facts (pathinfo: qdiscs, policers, SNMP counters, sysctls). Each finding
+// has a severity, the evidence that made it fire and a fix, in
+// nicinfo.Finding's form, so every mode prints and exchanges them alike.
+//
+// Rank orders findings so that the most likely cause comes first: by
+// severity, then causes before symptoms (a shaper before the retransmits it
+// causes).
+package pathdiag
+
+import (
+	"slices"
+
+	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/pathinfo"
+)
+
+// End is what one end of a test knows about itself. Any part may be
+// missing (nil or zero): a rule that needs it stays silent.
+type End struct {
+	// Name says which end in evidence: "local", "remote", "sender" ...
+	Name string
+	// NIC is the interface that carried the test on this end, with its
+	// counter deltas over the test.
+	NIC *nicinfo.Result
+	// Path is the host's path facts over the test (qdiscs with their
+	// counter deltas, policers, SNMP deltas); Sysctls the buffer settings.
+	Path    *pathinfo.Delta
+	Sysctls map[string]string
+	// CPUPct is the process's CPU time over the test in percent of one
+	// core (user + system; iperf3's figure is of all cores); negative
+	// when unknown.
+	CPUPct float64
+	// Streams is the number of streams this end moved (its threads).
+	Streams int
+	// SndBuf and RcvBuf are the socket buffers the kernel granted (0:
+	// unknown); BufAsked is -w as asked (0: autotuning).
+	SndBuf, RcvBuf, BufAsked int
+	// IO sums this end's I/O calls over its streams in this direction
+	// (the receiver's reads).
+	IO engine.Sample
+	// BufLen is the buffer each I/O call was given (-l).
+	BufLen int
+}
+
+// Direction is one direction of one test: data from Sender to Receiver.
+type Direction struct {
+	// UDP: datagrams; otherwise TCP.
+	UDP bool
+	// Seconds the test ran.
+	Seconds float64
+	// Sender and Receiver (nil when unknown, as the far end of an iperf3
+	// peer mostly is).
+	Sender, Receiver *End
+	// Goodput is what the receiver got, in bit/s; SentBytes what the
+	// sender sent, ReceivedBytes what the receiver got.
+	Goodput                  float64
+	SentBytes, ReceivedBytes int64
+	// Rate is the sender's target rate (-b) in bit/s, 0 unlimited.
+	Rate float64
+	// TCP, from the sender's TCP_INFO: retransmitted segments (negative
+	// when unknown), the largest congestion and send windows in bytes,
+	// the mean and smallest smoothed RTT in microseconds, the path MTU
+	// and the MSS.
+	Retransmits      int64
+	MaxCwnd, MaxWnd  int64
+	RTTus, MinRTTus  float64
+	PMTU, MSS        int
+	// UDP: the datagram payload length, datagrams sent and lost.
+	Datagram   int
+	Sent, Lost int64
+	// Failed: the test ended in an error (a stall, the peer's results
+	// never came); what it measured up to then is still judged.
+	Failed bool
+}
+
+// rule is one path rule.
+type rule struct {
+	id    string
+	check func(Direction) []nicinfo.Finding
+	// cause ranks findings of the same severity: lower is more likely
+	// the cause, higher a symptom of another.
+	cause int
+}
+
+// rules are D14 and up, in the order a verdict prefers them at the same
+// severity: causes first, symptoms last.
+var rules = []rule{
+	{"D17", D17, 0}, // black hole
+	{"D16", D16, 1}, // MTU
+	{"D14", D14, 2}, // shaper or policer
+	{"D18", D18, 3}, // socket buffers overflowed
+	{"D19", D19, 4}, // qdisc drops
+	{"D15", D15, 5}, // window
+	{"D21", D21, 6}, // reader
+	{"D20", D20, 7}, // loss on the path
+	{"D22", D22, 8}, // CPU
+	{"D23", D23, 9}, // line rate
+}
+
+// Diagnose runs every path rule over one direction, most serious first.
+func Diagnose(d Direction) []nicinfo.Finding {
+	var out []nicinfo.Finding
+	for _, r := range rules {
+		out = append(out, r.check(d)...)
+	}
+	out = explained(out)
+	Rank(out)
+	return out
+}
+
+// explained drops the findings that a stronger one explains, so the
+// verdict names the cause once: the asymmetry a shaper or a window makes
+// (D7 at WARN beside D14 or D15 at WARN), and the loss on the path (D20)
+// that a black hole (D17), an MTU (D16 at ERROR) or the sender's own queue
+// (D19) accounts for.
+func explained(fs []nicinfo.Finding) []nicinfo.Finding {
+	has := func(rule string, sev nicinfo.Severity) bool {
+		return slices.ContainsFunc(fs, func(f nicinfo.Finding) bool { return f.Rule == rule && f.Severity >= sev })
+	}
+	shaped := has("D14", nicinfo.Warn) || has("D15", nicinfo.Warn)
+	lost := has("D17", nicinfo.Error) || has("D16", nicinfo.Error) || has("D19", nicinfo.Warn)
+	return slices.DeleteFunc(fs, func(f nicinfo.Finding) bool {
+		return f.Rule == "D7" && f.Severity == nicinfo.Warn && shaped || f.Rule == "D20" && lost
+	})
+}
+
+// causeRank: nicinfo's link-layer rules explain what they find (a duplex
+// mismatch causes the retransmits), so they rank before the path rules'
+// symptoms; unknown rules rank last.
+func causeRank(id string) int {
+	for _, r := range rules {
+		if r.id == id {
+			return 10 + r.cause
+		}
+	}
+	switch id {
+	case "D7":
+		return 15 // asymmetry: among the path causes, after the window
+	case "D9":
+		return 18
+	case "reset":
+		return 30
+	}
+	return 0 // D1-D13: the link itself
+}
+
+// Rank sorts findings in place: the most serious first, then the most
+// likely cause (link, then path causes, then symptoms), stable otherwise.
+func Rank(fs []nicinfo.Finding) {
+	slices.SortStableFunc(fs, func(a, b nicinfo.Finding) int {
+		if a.Severity != b.Severity {
+			return int(b.Severity) - int(a.Severity)
+		}
+		return causeRank(a.Rule) - causeRank(b.Rule)
+	})
+}
+
+// Merge joins findings of several tests or both ends, dropping repeats
+// (same rule, interface and summary), and ranks them.
+func Merge(lists ...[]nicinfo.Finding) []nicinfo.Finding {
+	var out []nicinfo.Finding
+	for _, l := range lists {
+		for _, f := range l {
+			if !slices.ContainsFunc(out, func(g nicinfo.Finding) bool {
+				return g.Rule == f.Rule && g.Iface == f.Iface && g.Summary == f.Summary
+			}) {
+				out = append(out, f)
+			}
+		}
+	}
+	out = explained(out)
+	Rank(out)
+	return out
+}

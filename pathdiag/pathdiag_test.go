@@ -1,0 +1,215 @@
+package pathdiag
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/pathinfo"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// nic is an interface result with an MTU, a speed (0: virtual, veth's
+// 10000 that means nothing) and counter deltas.
+func nic(name string, index, peer, mtu, speed int, counters map[string]uint64) *nicinfo.Result {
+	ifc := &nicinfo.Interface{Name: name, Index: index, MTU: ptr(mtu), Virtual: speed == 0}
+	if peer > 0 {
+		ifc.PeerIndex = ptr(peer)
+	}
+	if speed > 0 {
+		ifc.Link.SpeedMbps = ptr(speed)
+	} else {
+		ifc.Link.SpeedMbps = ptr(10000)
+	}
+	return &nicinfo.Result{Interface: ifc, Delta: &nicinfo.Deltas{Name: name, Counters: counters}}
+}
+
+func end(name string, n *nicinfo.Result, path *pathinfo.Delta) *End {
+	return &End{Name: name, NIC: n, Path: path, CPUPct: 30, Streams: 1}
+}
+
+// rules lists the rule, severity and summary of each finding.
+func rulesOf(fs []nicinfo.Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Severity.String()+" "+f.Rule)
+	}
+	return out
+}
+
+func TestRules(t *testing.T) {
+	vethA := func(c map[string]uint64) *nicinfo.Result { return nic("veth-a", 5, 6, 1500, 0, c) }
+	vethB := func(c map[string]uint64) *nicinfo.Result { return nic("veth-b", 6, 5, 1500, 0, c) }
+	tbf := &pathinfo.Delta{Iface: "veth-a", Qdiscs: []pathinfo.Qdisc{{Kind: "tbf", Handle: "8001:", Parent: "root", RateBps: 100e6, LimitBytes: 30000, Overlimits: 5000}}}
+	healthyTCP := Direction{Seconds: 3, Goodput: 20e9, SentBytes: 7.5e9, ReceivedBytes: 7.5e9, Retransmits: 0,
+		MaxCwnd: 4 << 20, MaxWnd: 3 << 20, RTTus: 80, MSS: 1448, PMTU: 1500,
+		Sender: end("local", vethA(map[string]uint64{"tx_bytes": 7.6e9}), &pathinfo.Delta{Iface: "veth-a"}),
+		Receiver: end("remote", vethB(map[string]uint64{"rx_bytes": 7.6e9}), &pathinfo.Delta{Iface: "veth-b"})}
+	for _, tc := range []struct {
+		name     string
+		d        func() Direction
+		want     []string
+		evidence []string // in the first finding's evidence
+	}{
+		{"healthy veth", func() Direction { return healthyTCP }, nil, nil},
+		{"healthy CPU-bound sender is INFO", func() Direction {
+			d := healthyTCP
+			d.Sender = end("local", vethA(nil), nil)
+			d.Sender.CPUPct = 99
+			return d
+		}, []string{"INFO D22"}, []string{"99% of a core per stream"}},
+		{"shaper at its rate", func() Direction {
+			d := healthyTCP
+			d.Goodput, d.Sender = 94.1e6, end("local", vethA(nil), tbf)
+			return d
+		}, []string{"WARN D14"}, []string{"tbf 8001: on veth-a shapes to 100.0 Mbit/s; goodput 94.1 Mbit/s (94% of it)", "5000 over its limit"}},
+		{"shaper above the sender's own -b", func() Direction {
+			d := healthyTCP
+			d.Goodput, d.Rate, d.Sender = 50e6, 50e6, end("local", vethA(nil), tbf)
+			return d
+		}, []string{"INFO D14"}, nil},
+		{"ingress policer on the receiver", func() Direction {
+			d := healthyTCP
+			d.Goodput = 9.5e6
+			d.Receiver = end("remote", vethB(nil), &pathinfo.Delta{Iface: "veth-b", Policers: []pathinfo.Policer{{Direction: "ingress", RateBps: 10e6, Overlimits: 800}}})
+			return d
+		}, []string{"WARN D14"}, []string{"an ingress policer on veth-b shapes to 10.0 Mbit/s"}},
+		{"window-limited", func() Direction {
+			d := healthyTCP
+			// 64 KiB over 20 ms is 26.2 Mbit/s.
+			d.Goodput, d.RTTus, d.MaxWnd, d.MaxCwnd = 25e6, 20000, 64 << 10, 200 << 10
+			d.Receiver = end("remote", vethB(nil), nil)
+			d.Receiver.RcvBuf, d.Receiver.BufAsked = 128<<10, 64<<10
+			d.Receiver.Sysctls = map[string]string{"net.core.rmem_max": "212992"}
+			return d
+		}, []string{"WARN D15"}, []string{"window 64 KiB / RTT 20.0 ms = 26.2 Mbit/s", "receiver SO_RCVBUF 128 KiB", "remote net.core.rmem_max=212992"}},
+		{"cwnd-limited is not window-limited", func() Direction {
+			d := healthyTCP
+			d.Goodput, d.RTTus, d.MaxWnd, d.MaxCwnd = 25e6, 20000, 64<<10, 60<<10
+			return d
+		}, nil, nil},
+		{"UDP datagrams over the receiver's MTU", func() Direction {
+			return Direction{UDP: true, Seconds: 3, Datagram: 8972, Sent: 2000, Lost: 2000,
+				Sender:   end("local", nic("veth-a", 5, 6, 9000, 0, map[string]uint64{"tx_dropped": 2000}), nil),
+				Receiver: end("remote", vethB(nil), nil)}
+		}, []string{"ERROR D16"}, []string{"8972-byte datagrams make 9000-byte packets; MTU sender 9000, receiver 1500; 2000 of 2000 datagrams lost (100%); sender tx_dropped +2000"}},
+		{"MTU mismatch on a veth pair, TCP", func() Direction {
+			d := healthyTCP
+			d.Sender = end("local", nic("veth-a", 5, 6, 9000, 0, nil), nil)
+			return d
+		}, []string{"WARN D16"}, []string{"MTU 9000 on the sender's veth-a, 1500 on the receiver's veth-b"}},
+		{"black hole", func() Direction {
+			return Direction{Seconds: 3, Goodput: 130e3, SentBytes: 4 << 20, ReceivedBytes: 48 << 10, Retransmits: 14, MSS: 8948, PMTU: 9000, Failed: true,
+				Sender: &End{Name: "local", CPUPct: -1, Path: &pathinfo.Delta{Iface: "veth-a", SNMP: map[string]uint64{"TcpExt.TCPTimeouts": 6}},
+					Sysctls: map[string]string{"net.ipv4.tcp_mtu_probing": "0"}}}
+		}, []string{"ERROR D17"}, []string{"the connection was made, then 49152 bytes arrived in 3.0 s with 14 retransmissions; segments of 8948 bytes (path MTU 9000 as this host knows it); 6 retransmission timeouts"}},
+		{"UDP receive buffer overflow", func() Direction {
+			return Direction{UDP: true, Seconds: 3, Goodput: 400e6, Datagram: 1400, Sent: 300000, Lost: 145000,
+				Sender: end("local", vethA(nil), nil),
+				Receiver: &End{Name: "remote", CPUPct: 40, NIC: vethB(nil), RcvBuf: 8192, Sysctls: map[string]string{"net.core.rmem_max": "212992"},
+					Path: &pathinfo.Delta{Iface: "veth-b", SNMP: map[string]uint64{"Udp.RcvbufErrors": 145000}}}}
+		}, []string{"WARN D18"}, []string{"145000 datagrams dropped in full receive buffers on the receiver (RcvbufErrors), 145000 lost of 300000 sent; SO_RCVBUF 8192 bytes; net.core.rmem_max=212992"}},
+		{"shallow queue in front of a shaper", func() Direction {
+			d := healthyTCP
+			d.Goodput, d.SentBytes, d.Retransmits = 60e6, 22.5e6, 1900
+			d.Sender = end("local", vethA(map[string]uint64{"tx_bytes": 23e6}), &pathinfo.Delta{Iface: "veth-a", Qdiscs: []pathinfo.Qdisc{{Kind: "tbf", Handle: "8001:", RateBps: 100e6, LimitBytes: 3000, Drops: 1900, Overlimits: 9000}}})
+			d.Receiver = end("remote", vethB(map[string]uint64{"rx_bytes": 22.9e6}), nil)
+			return d
+		}, []string{"WARN D19", "INFO D14"}, []string{"1900 packets dropped by the sender's qdiscs on veth-a: tbf 8001: 1900 (queue limit 3000 bytes); 1900 retransmissions"}},
+		{"reader-limited", func() Direction {
+			d := healthyTCP
+			d.Goodput = 2e9
+			d.Receiver = &End{Name: "local", CPUPct: 99, Streams: 1, BufLen: 1024, NIC: vethB(nil),
+				IO: engine.Sample{Bytes: 750e6, Calls: 732422}}
+			return d
+		}, []string{"WARN D21", "INFO D22"}, []string{"732422 reads of 1024 bytes on average into a 1024-byte buffer, receiver CPU 99% of a core per stream"}},
+		{"starved reader", func() Direction {
+			d := healthyTCP
+			d.Goodput = 5e6
+			d.Receiver = &End{Name: "local", CPUPct: 2, Streams: 1, BufLen: 128 << 10, NIC: vethB(nil),
+				IO: engine.Sample{Bytes: 1.9e6, Calls: 1300}}
+			return d
+		}, []string{"INFO D21"}, []string{"1300 reads of 1462 bytes on average into a 131072-byte buffer"}},
+		{"below line rate on a real link", func() Direction {
+			d := healthyTCP
+			d.Goodput = 300e6
+			d.Sender = end("local", nic("eth0", 2, 0, 1500, 1000, nil), nil)
+			d.Receiver = end("remote", nic("eth0", 2, 0, 1500, 1000, nil), nil)
+			return d
+		}, []string{"INFO D23"}, []string{"goodput 300.0 Mbit/s is 32% of the 1.00 Gbit/s link's TCP line rate (940.0 Mbit/s)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Diagnose(tc.d())
+			if diff := cmp.Diff(tc.want, rulesOf(got)); diff != "" {
+				t.Fatalf("findings (-want +got):\n%s\n%v", diff, got)
+			}
+			for _, ev := range tc.evidence {
+				if !strings.Contains(got[0].Evidence, ev) {
+					t.Errorf("evidence %q lacks %q", got[0].Evidence, ev)
+				}
+			}
+			for _, f := range got {
+				if f.Fix == "" || f.Summary == "" || f.Evidence == "" {
+					t.Errorf("%s: a finding needs a summary, evidence and a fix: %+v", f.Rule, f)
+				}
+			}
+		})
+	}
+}
+
+// The window rule's fix names the buffer a long path needs.
+func TestWindowFix(t *testing.T) {
+	d := Direction{Seconds: 3, Goodput: 25e6, RTTus: 20000, MaxWnd: 64 << 10, MaxCwnd: 200 << 10,
+		Sender:   &End{Name: "local", CPUPct: -1, NIC: nic("eth0", 2, 0, 1500, 1000, nil)},
+		Receiver: &End{Name: "remote", CPUPct: -1, BufAsked: 64 << 10}}
+	fs := Diagnose(d)
+	if len(fs) == 0 || fs[0].Rule != "D15" {
+		t.Fatalf("got %v, want D15 first", fs)
+	}
+	// 0.94 Gbit/s over 20 ms: 2.35 MB.
+	for _, want := range []string{"the bandwidth-delay product at the link's line rate (940.0 Mbit/s) is 2.2 MiB"} {
+		if !strings.Contains(fs[0].Evidence, want) {
+			t.Errorf("evidence %q lacks %q", fs[0].Evidence, want)
+		}
+	}
+	if want := "a window of at least 2.2 MiB: -w 3M (it was asked smaller), raise net.core.rmem_max and net.core.wmem_max to 4700000"; !strings.HasPrefix(fs[0].Fix, want) {
+		t.Errorf("fix %q, want it to start %q", fs[0].Fix, want)
+	}
+}
+
+// Ranking: the most serious first, then causes before symptoms; a link
+// rule's finding before a path rule's at the same severity.
+func TestRank(t *testing.T) {
+	fs := []nicinfo.Finding{
+		{Rule: "D22", Severity: nicinfo.Info},
+		{Rule: "D20", Severity: nicinfo.Warn},
+		{Rule: "D7", Severity: nicinfo.Warn},
+		{Rule: "D14", Severity: nicinfo.Warn},
+		{Rule: "D6", Severity: nicinfo.Warn},
+		{Rule: "D17", Severity: nicinfo.Error},
+	}
+	Rank(fs)
+	if diff := cmp.Diff([]string{"ERROR D17", "WARN D6", "WARN D14", "WARN D7", "WARN D20", "INFO D22"}, rulesOf(fs)); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+}
+
+// What a stronger finding explains is dropped from a merge: the
+// asymmetry a shaper makes, the loss a black hole makes.
+func TestMergeExplained(t *testing.T) {
+	fs := Merge(
+		[]nicinfo.Finding{{Rule: "D14", Severity: nicinfo.Warn, Iface: "a", Summary: "s"}},
+		[]nicinfo.Finding{{Rule: "D7", Severity: nicinfo.Warn, Summary: "one direction"}, {Rule: "D14", Severity: nicinfo.Warn, Iface: "a", Summary: "s"}},
+	)
+	if diff := cmp.Diff([]string{"WARN D14"}, rulesOf(fs)); diff != "" {
+		t.Errorf("shaper and asymmetry (-want +got):\n%s", diff)
+	}
+	fs = Merge([]nicinfo.Finding{{Rule: "D17", Severity: nicinfo.Error}, {Rule: "D20", Severity: nicinfo.Warn}, {Rule: "D7", Severity: nicinfo.Error}})
+	if diff := cmp.Diff([]string{"ERROR D17", "ERROR D7"}, rulesOf(fs)); diff != "" {
+		t.Errorf("black hole (-want +got):\n%s", diff)
+	}
+}
