@@ -582,8 +582,12 @@ func (t Text) writeSummaryTail(w io.Writer, r *Result) {
 		if r.RemoteNIC != nil && r.RemoteNIC.Interface != nil {
 			nicinfo.WriteBrief(w, "remote ", r.RemoteNIC)
 		}
-		ew := nicinfo.Escaping(w)
-		for _, f := range r.Findings {
+	}
+	// The path findings say why it was slow: WARN and ERROR always,
+	// INFO with -V.
+	ew := nicinfo.Escaping(w)
+	for _, f := range r.Findings {
+		if f.Severity >= nicinfo.Warn || t.Verbose {
 			fmt.Fprintf(ew, "path %s %s %s: %s (%s). Fix: %s\n", f.Severity, f.Rule, f.Iface, f.Summary, f.Evidence, f.Fix)
 		}
 	}

@@ -112,14 +112,14 @@ func TestRules(t *testing.T) {
 				Sender: end("local", vethA(nil), nil),
 				Receiver: &End{Name: "remote", CPUPct: 40, NIC: vethB(nil), RcvBuf: 8192, Sysctls: map[string]string{"net.core.rmem_max": "212992"},
 					Path: &pathinfo.Delta{Iface: "veth-b", SNMP: map[string]uint64{"Udp.RcvbufErrors": 145000}}}}
-		}, []string{"WARN D18"}, []string{"145000 datagrams dropped in full receive buffers on the receiver (RcvbufErrors), 145000 lost of 300000 sent; SO_RCVBUF 8192 bytes; net.core.rmem_max=212992"}},
+		}, []string{"WARN D18"}, []string{"145000 datagrams dropped in full receive buffers on the receiver (RcvbufErrors; with GRO one can be many), 145000 lost of 300000 sent; SO_RCVBUF 8192 bytes; net.core.rmem_max=212992"}},
 		{"shallow queue in front of a shaper", func() Direction {
 			d := healthyTCP
 			d.Goodput, d.SentBytes, d.Retransmits = 60e6, 22.5e6, 1900
-			d.Sender = end("local", vethA(map[string]uint64{"tx_bytes": 23e6}), &pathinfo.Delta{Iface: "veth-a", Qdiscs: []pathinfo.Qdisc{{Kind: "tbf", Handle: "8001:", RateBps: 100e6, LimitBytes: 3000, Drops: 1900, Overlimits: 9000}}})
+			d.Sender = end("local", vethA(map[string]uint64{"tx_bytes": 23e6}), &pathinfo.Delta{Iface: "veth-a", Qdiscs: []pathinfo.Qdisc{{Kind: "tbf", Handle: "8001:", RateBps: 100e6, LimitBytes: 3000, Drops: 1900, Overlimits: 9000, SentPackets: 15000}}})
 			d.Receiver = end("remote", vethB(map[string]uint64{"rx_bytes": 22.9e6}), nil)
 			return d
-		}, []string{"WARN D19", "INFO D14"}, []string{"1900 packets dropped by the sender's qdiscs on veth-a: tbf 8001: 1900 (queue limit 3000 bytes); 1900 retransmissions"}},
+		}, []string{"WARN D19", "INFO D14"}, []string{"1900 packets dropped by the sender's qdiscs on veth-a (11.24% of what they handled): tbf 8001: 1900 (queue limit 3000 bytes); 1900 retransmissions"}},
 		{"reader-limited", func() Direction {
 			d := healthyTCP
 			d.Goodput = 2e9

@@ -22,6 +22,9 @@ const (
 	busyCPU = 90
 	// lossWarn: retransmits or lost datagrams per 100 that earn a warning.
 	lossWarn = 1.0
+	// smallRead: a receive buffer below this (ttcp's default, 8 KiB) is
+	// small enough to be the limit when every read fills it.
+	smallRead = 8192
 )
 
 // D14: a shaper or a policer on the path, and whether it set the pace.
@@ -196,6 +199,13 @@ func D17(d Direction) []nicinfo.Finding {
 	if d.Goodput > 1e6 || d.ReceivedBytes > 1<<20 {
 		return nil
 	}
+	if s := d.Sender; s != nil && s.Path != nil {
+		for _, q := range s.Path.Qdiscs {
+			if q.Drops > 0 {
+				return nil // lost in the sender's own queue: D19
+			}
+		}
+	}
 	ev := fmt.Sprintf("the connection was made, then %s arrived in %.1f s with %d retransmissions", bytesWords(d.ReceivedBytes), d.Seconds, d.Retransmits)
 	if mss > 0 {
 		ev += fmt.Sprintf("; segments of %d bytes (path MTU %d as this host knows it)", mss, d.PMTU)
@@ -224,7 +234,7 @@ func D18(d Direction) []nicinfo.Finding {
 		if d.UDP {
 			n := r.Path.Get("Udp.RcvbufErrors") + r.Path.Get("Udp6.RcvbufErrors")
 			if n > 0 {
-				ev := fmt.Sprintf("%d datagrams dropped in full receive buffers on the receiver (RcvbufErrors)", n)
+				ev := fmt.Sprintf("%d datagrams dropped in full receive buffers on the receiver (RcvbufErrors; with GRO one can be many)", n)
 				if d.Sent > 0 {
 					ev += fmt.Sprintf(", %d lost of %d sent", d.Lost, d.Sent)
 				}
@@ -260,20 +270,28 @@ func D18(d Direction) []nicinfo.Finding {
 	return out
 }
 
-// D19: the sender's egress queue dropped packets.
+// D19: the sender's egress queue dropped packets: a warning from 1% of
+// what it handled (a queue in front of a shaper drops now and then as TCP
+// probes for more; a shallow one drops bursts).
 func D19(d Direction) []nicinfo.Finding {
 	s := d.Sender
 	if s == nil || s.Path == nil {
 		return nil
 	}
-	var drops uint64
+	var drops, sent uint64
 	var where []string
 	for _, q := range s.Path.Qdiscs {
-		if q.Drops > 0 && !q.Class {
+		if q.Class {
+			continue
+		}
+		sent += q.SentPackets
+		if q.Drops > 0 {
 			drops += q.Drops
 			w := fmt.Sprintf("%s %s %d", q.Kind, q.Handle, q.Drops)
 			if q.LimitBytes > 0 {
 				w += fmt.Sprintf(" (queue limit %s)", bytesWords(int64(q.LimitBytes)))
+			} else if q.LimitPackets > 0 {
+				w += fmt.Sprintf(" (queue limit %d packets)", q.LimitPackets)
 			}
 			where = append(where, w)
 		}
@@ -281,11 +299,16 @@ func D19(d Direction) []nicinfo.Finding {
 	if drops == 0 {
 		return nil
 	}
-	ev := fmt.Sprintf("%d packets dropped by the sender's qdiscs on %s: %s", drops, s.Path.Iface, strings.Join(where, ", "))
+	pct := 100 * float64(drops) / float64(sent+drops)
+	ev := fmt.Sprintf("%d packets dropped by the sender's qdiscs on %s (%.2f%% of what they handled): %s", drops, s.Path.Iface, pct, strings.Join(where, ", "))
 	if !d.UDP && d.Retransmits >= 0 {
 		ev += fmt.Sprintf("; %d retransmissions", d.Retransmits)
 	}
-	return []nicinfo.Finding{{Rule: "D19", Severity: nicinfo.Warn, Iface: s.Path.Iface,
+	sev := nicinfo.Warn
+	if pct < lossWarn {
+		sev = nicinfo.Info
+	}
+	return []nicinfo.Finding{{Rule: "D19", Severity: sev, Iface: s.Path.Iface,
 		Summary:  "the sender's egress queue overflowed: packets were dropped before they left the host",
 		Evidence: ev,
 		Fix:      "a deeper queue in front of the shaper (tbf limit, or fq_codel/cake, which drop early and fairly), or a sender at the shaper's rate (-b)"}}
@@ -301,8 +324,10 @@ func D20(d Direction) []nicinfo.Finding {
 		pct = 100 * float64(d.Lost) / float64(d.Sent)
 		ev = fmt.Sprintf("%d of %d datagrams lost (%.2f%%)", d.Lost, d.Sent, pct)
 		if r := d.Receiver; r != nil && r.Path != nil {
-			if n := r.Path.Get("Udp.RcvbufErrors") + r.Path.Get("Udp6.RcvbufErrors"); n*2 >= uint64(d.Lost) {
-				return nil // the receiver's socket lost them: D18
+			if r.Path.Get("Udp.RcvbufErrors")+r.Path.Get("Udp6.RcvbufErrors") > 0 {
+				// The receiver's socket lost them (D18); with GRO one
+				// drop counted there is many datagrams.
+				return nil
 			}
 		}
 	case !d.UDP && d.Retransmits > 0 && d.SentBytes > 0:
@@ -347,9 +372,11 @@ func D21(d Direction) []nicinfo.Finding {
 		ev += fmt.Sprintf(", receiver CPU %.0f%% of a core per stream", cpu)
 	}
 	switch {
-	case per >= 0.9*float64(r.BufLen) && r.BufLen < 64<<10 && cpu >= busyCPU:
+	case per >= 0.9*float64(r.BufLen) && r.BufLen < smallRead:
+		// Full reads: data was always waiting, so the reader, one
+		// system call per small buffer, set the pace.
 		return []nicinfo.Finding{{Rule: "D21", Severity: nicinfo.Warn, Iface: iface(r),
-			Summary:  "reader-limited: each read fills the receiver's small buffer and the receiver's CPU is busy with system calls",
+			Summary:  "reader-limited: each read fills the receiver's small buffer: data was always waiting, and the receiver spent itself on system calls",
 			Evidence: ev,
 			Fix:      "read with a larger buffer on the receiver (-l 128K)"}}
 	case per < 0.5*float64(r.BufLen) && (cpu < 0 || cpu < 50):

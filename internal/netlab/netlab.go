@@ -1,8 +1,10 @@
 // Package netlab builds the network labs blast's tests, demo and
 // benchmarks run in: network namespaces joined by veth pairs, as a direct
-// link or as a routed path through a router namespace, optionally with
-// several queues per veth and a token-bucket rate limit that emulates a
-// 10, 100 or 1000 Mbit/s link.
+// link, as a routed path through a router namespace, or through a
+// userspace delay line that adds round-trip time, a bottleneck rate and
+// random loss (the kernel may lack netem); optionally with several queues
+// per veth and a token-bucket rate limit that emulates a 10, 100 or
+// 1000 Mbit/s link.
 //
 // Addresses come only from the benchmarking ranges 198.18.0.0/15 and
 // 2001:2::/48. Names are unique per process and lab, so parallel tests do
@@ -16,6 +18,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"sync"
+	"time"
 )
 
 // Topology is the shape of a lab.
@@ -27,11 +30,24 @@ const (
 	// Routed puts a router namespace with forwarding on between A and B:
 	// A - R - B, each hop its own veth pair and subnet.
 	Routed
+	// Delayed puts a delay line between A and B: A - R - B, where R's
+	// kernel neither forwards nor owns an address, and this process
+	// relays every Ethernet frame between R's two veths after
+	// Options.Delay/2, through an Options.RateMbit bottleneck and
+	// Options.LossPct random loss. A and B share one subnet and one
+	// Ethernet segment (ARP and neighbour discovery cross the line too),
+	// with the addresses of a Direct lab. A's and B's veths send every
+	// packet as its own frame (no TSO or GSO), so the line delays, queues
+	// and drops packets as a real path does.
+	Delayed
 )
 
 func (t Topology) String() string {
-	if t == Routed {
+	switch t {
+	case Routed:
 		return "routed"
+	case Delayed:
+		return "delayed"
 	}
 	return "direct"
 }
@@ -39,10 +55,25 @@ func (t Topology) String() string {
 // Options shape the links of a lab.
 type Options struct {
 	// RateMbit limits each veth end's egress with a token bucket filter
-	// (0: no limit, the veth runs at memory speed).
+	// (0: no limit, the veth runs at memory speed). In a Delayed lab the
+	// delay line applies it instead, in each direction: a bottleneck that
+	// sends Ethernet frames (header included) at RateMbit behind a
+	// drop-tail queue of 50 ms.
 	RateMbit int
 	// Queues is the number of TX and RX queues per veth (0 or 1: one).
 	Queues int
+
+	// Delay is the round-trip time a Delayed lab's delay line adds: it
+	// holds every frame Delay/2 in each direction, so a ping-pong between
+	// A and B takes Delay plus the (tens of microseconds) the lab takes
+	// without it. 0 to MaxDelay; Delayed labs only.
+	Delay time.Duration
+	// LossPct is the chance, in percent, that the delay line drops a
+	// frame, drawn for each frame in each direction: a round trip of two
+	// frames loses about twice as many. Delayed labs only.
+	LossPct float64
+	// Seed seeds the loss draws (0 is a seed like any other).
+	Seed uint64
 }
 
 // Host is one network namespace of a lab.
@@ -65,12 +96,14 @@ type Lab struct {
 	Topology Topology
 	Options  Options
 	// A sends, B receives in the classic experiment; Router is nil in a
-	// Direct lab.
+	// Direct lab; in a Delayed lab it is the delay line's namespace, with
+	// no addresses.
 	A, B, Router *Host
 
 	hosts []*Host
 	mu    sync.Mutex // guards cmds
 	cmds  []*exec.Cmd
+	stop  func() error // stops the delay line (Delayed)
 }
 
 // String describes the lab in one line.
@@ -82,6 +115,9 @@ func (l *Lab) String() string {
 	s += fmt.Sprintf(" -> %s %s", l.B.Name, l.B.Addr4)
 	if l.Options.RateMbit > 0 {
 		s += fmt.Sprintf(", limited to %d Mbit/s", l.Options.RateMbit)
+	}
+	if l.Topology == Delayed {
+		s += fmt.Sprintf(", %v round trip added, %g%% loss each way", l.Options.Delay, l.Options.LossPct)
 	}
 	return s
 }

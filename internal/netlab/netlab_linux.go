@@ -33,6 +33,9 @@ func New(topo Topology, opt Options) (lab *Lab, err error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("netlab: building a lab needs root (network namespaces and veth pairs)")
 	}
+	if err := opt.check(topo); err != nil {
+		return nil, err
+	}
 	sweepStale()
 	seq := labSeq.Add(1)
 	lab = &Lab{Topology: topo, Options: opt}
@@ -86,6 +89,13 @@ func New(topo Topology, opt Options) (lab *Lab, err error) {
 			return lab, err
 		}
 		if err = lab.B.route(1, addr4(2, 254), addr6(2, 254)); err != nil {
+			return lab, err
+		}
+	case Delayed:
+		if lab.Router, err = newHost("r"); err != nil {
+			return lab, err
+		}
+		if err = lab.delayed(vname("a"), vname("ra"), vname("rb"), vname("b")); err != nil {
 			return lab, err
 		}
 	default:
@@ -324,6 +334,10 @@ func (l *Lab) Close() error {
 	l.cmds = nil
 	l.mu.Unlock()
 	var errs []error
+	if l.stop != nil {
+		errs = append(errs, l.stop()) // its sockets would keep R's namespace alive
+		l.stop = nil
+	}
 	for _, h := range l.hosts {
 		h.ns.Close()
 		if err := netns.DeleteNamed(h.Name); err != nil && !errors.Is(err, os.ErrNotExist) {

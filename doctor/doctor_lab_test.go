@@ -1,0 +1,224 @@
+package doctor_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blastnet/blast/doctor"
+	"github.com/blastnet/blast/internal/blasttest"
+	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/internal/testkit"
+	"github.com/blastnet/blast/nicinfo"
+)
+
+func TestMain(m *testing.M) { blasttest.Main(m, true) }
+
+// server starts blast server in the lab's host B and returns its port.
+func server(t *testing.T, lab *netlab.Lab) string {
+	t.Helper()
+	port := testkit.FreePort(t)
+	blasttest.Listening(t, lab.B, "tcp", port, blasttest.Bin, "server", "-p", strconv.Itoa(port))
+	return strconv.Itoa(port)
+}
+
+// run runs blast with args in host A and returns its stdout and exit status.
+func run(t *testing.T, lab *netlab.Lab, args ...string) (string, int) {
+	t.Helper()
+	p := blasttest.Start(t, lab.A, nil, blasttest.Bin, args...)
+	err := p.WaitErr(3 * time.Minute)
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("%v: %v\nstderr: %s", args, err, p.Stderr.String())
+	}
+	return p.Stdout.String(), code
+}
+
+// doctorRun runs blast doctor against the server in B, as JSON.
+func doctorRun(t *testing.T, lab *netlab.Lab, port string) (*doctor.Report, int) {
+	t.Helper()
+	out, code := run(t, lab, "doctor", lab.B.Addr4.String(), "-p", port, "-t", "2", "-J")
+	var rep doctor.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("doctor -J: %v\n%s", err, out)
+	}
+	return &rep, code
+}
+
+// onlyRule fails unless fs start with rule at sev and no finding of any
+// other rule is at WARN or above.
+func onlyRule(t *testing.T, fs []nicinfo.Finding, rule string, sev nicinfo.Severity) nicinfo.Finding {
+	t.Helper()
+	if len(fs) == 0 || fs[0].Rule != rule || fs[0].Severity != sev {
+		t.Fatalf("first finding: want %s %s, got %v", sev, rule, fs)
+	}
+	for _, f := range fs[1:] {
+		if f.Rule != rule && f.Severity >= nicinfo.Warn {
+			t.Errorf("another finding at %s: %s", f.Severity, f)
+		}
+	}
+	return fs[0]
+}
+
+func tc(t *testing.T, h *netlab.Host, args ...string) {
+	t.Helper()
+	if out, err := h.Command("tc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("tc %v: %v: %s", args, err, out)
+	}
+}
+
+func ip(t *testing.T, h *netlab.Host, args ...string) {
+	t.Helper()
+	if out, err := h.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %v: %v: %s", args, err, out)
+	}
+}
+
+// A healthy path: every test runs, nothing at WARN or above, exit 0, and
+// the verdict says healthy in one line.
+func TestLabDoctorHealthy(t *testing.T) {
+	for _, topo := range []netlab.Topology{netlab.Direct, netlab.Routed} {
+		t.Run(topo.String(), func(t *testing.T) {
+			lab := labtest.New(t, topo, netlab.Options{})
+			rep, code := doctorRun(t, lab, server(t, lab))
+			if code != 0 || !rep.Healthy {
+				t.Errorf("exit %d, healthy %v, verdict %q: want 0, true", code, rep.Healthy, rep.Verdict)
+			}
+			if !strings.HasPrefix(rep.Verdict, "healthy: tcp upload ") || !strings.HasSuffix(rep.Verdict, "; no finding at WARN or above") {
+				t.Errorf("verdict %q", rep.Verdict)
+			}
+			for _, f := range rep.Findings {
+				if f.Severity >= nicinfo.Warn {
+					t.Errorf("finding on a healthy path: %s %s", f.Severity, f)
+				}
+			}
+			var names []string
+			for _, tt := range rep.Tests {
+				names = append(names, tt.Name)
+				if tt.Err != "" {
+					t.Errorf("%s: %s", tt.Name, tt.Err)
+				}
+			}
+			if got := strings.Join(names, ","); got != "tcp upload,tcp download,udp upload,latency" {
+				t.Errorf("tests %s", got)
+			}
+			if u := rep.Tests[2]; u.Lost != 0 || u.Sent == 0 || u.Datagram != 1472 {
+				t.Errorf("udp: %d of %d lost, %d-byte datagrams: want none of some, 1472 (the MTU's)", u.Lost, u.Sent, u.Datagram)
+			}
+			if l := rep.Tests[3]; l.RTT == nil || l.RTT.Count == 0 {
+				t.Errorf("latency through blast server's port: %+v", l)
+			}
+		})
+	}
+}
+
+// A 100 Mbit/s token bucket on A's egress: the upload sits at its rate,
+// the download runs free. The shaper is named first, with its rate; the
+// asymmetry it makes is not a second finding.
+func TestLabDoctorShaper(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	tc(t, lab.A, "qdisc", "add", "dev", lab.A.Iface, "root", "tbf", "rate", "100mbit", "burst", "64kb", "latency", "50ms")
+	rep, code := doctorRun(t, lab, server(t, lab))
+	f := onlyRule(t, rep.Findings, "D14", nicinfo.Warn)
+	if f.Iface != lab.A.Iface || !strings.Contains(f.Evidence, "shapes to 100.0 Mbit/s") || !strings.HasPrefix(f.Evidence, "tbf ") {
+		t.Errorf("D14: %s on %s", f, f.Iface)
+	}
+	if code != 1 || rep.Healthy {
+		t.Errorf("exit %d, healthy %v: want 1, false", code, rep.Healthy)
+	}
+	if want := "WARN D14: the shaper, not the link, is the bottleneck: goodput sits at its rate"; rep.Verdict != want {
+		t.Errorf("verdict %q, want %q", rep.Verdict, want)
+	}
+}
+
+// A's MTU is 9000, B's 1500: TCP hides it (the MSS), UDP datagrams that
+// fill A's MTU are all lost: an ERROR naming the datagram size and both MTUs.
+func TestLabDoctorMTUMismatch(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	ip(t, lab.A, "link", "set", "dev", lab.A.Iface, "mtu", "9000")
+	rep, _ := doctorRun(t, lab, server(t, lab))
+	f := onlyRule(t, rep.Findings, "D16", nicinfo.Error)
+	if !strings.HasPrefix(f.Evidence, "8972-byte datagrams make 9000-byte packets; MTU sender 9000, receiver 1500") {
+		t.Errorf("D16 evidence %q", f.Evidence)
+	}
+	if !strings.Contains(f.Fix, "-l 1472") {
+		t.Errorf("D16 fix %q: want -l 1472", f.Fix)
+	}
+}
+
+// clientFindings runs blast client in A with args against the server in B
+// and returns the path findings of its JSON result.
+func clientFindings(t *testing.T, lab *netlab.Lab, port string, args ...string) []nicinfo.Finding {
+	t.Helper()
+	out, _ := run(t, lab, append([]string{"client", lab.B.Addr4.String(), "-p", port, "-J"}, args...)...)
+	var doc struct {
+		End struct {
+			Blast struct {
+				Findings []nicinfo.Finding `json:"findings"`
+			} `json:"blast"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("client -J: %v\n%s", err, out)
+	}
+	return doc.End.Blast.Findings
+}
+
+// UDP at 2 Gbit/s into 16 KiB receive buffers: the receiver's socket
+// overflows, counted by the receiver's kernel (RcvbufErrors), and said so.
+func TestLabUDPReceiveBuffer(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	fs := clientFindings(t, lab, server(t, lab), "-u", "-b", "2G", "-l", "1400", "-w", "8K", "-t", "2")
+	f := onlyRule(t, fs, "D18", nicinfo.Warn)
+	if f.Iface != lab.B.Iface || !strings.Contains(f.Evidence, "dropped in full receive buffers on the receiver (RcvbufErrors") || !strings.Contains(f.Evidence, "SO_RCVBUF 16384 bytes") {
+		t.Errorf("D18: %s on %s", f, f.Iface)
+	}
+}
+
+// A tbf with a queue of ten packets in front of 100 Mbit/s: TCP's bursts
+// overflow it. The sender's queue is named, with its drops and limit.
+func TestLabShallowQueue(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	tc(t, lab.A, "qdisc", "add", "dev", lab.A.Iface, "root", "tbf", "rate", "100mbit", "burst", "16kb", "limit", "15000")
+	fs := clientFindings(t, lab, server(t, lab), "-t", "2")
+	f := onlyRule(t, fs, "D19", nicinfo.Warn)
+	if f.Iface != lab.A.Iface || !strings.Contains(f.Evidence, "(queue limit 15000 bytes)") {
+		t.Errorf("D19: %s on %s", f, f.Iface)
+	}
+}
+
+// A 20 ms path and 32 KiB windows: goodput is the window over the round
+// trip, and the fix names the window the path needs.
+func TestLabWindowLimited(t *testing.T) {
+	lab := labtest.New(t, netlab.Delayed, netlab.Options{Delay: 20 * time.Millisecond})
+	fs := clientFindings(t, lab, server(t, lab), "-t", "3", "-w", "32K")
+	f := onlyRule(t, fs, "D15", nicinfo.Warn)
+	if !strings.Contains(f.Evidence, "/ RTT 2") || !strings.Contains(f.Fix, "-w ") {
+		t.Errorf("D15: %s; fix %s", f, f.Fix)
+	}
+}
+
+// ttcp: a receiver reading 1448-byte buffers from a sender writing 128 KiB
+// is reader-limited; the transmitter prints its retransmits.
+func TestLabTTCPReaderLimited(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	r := blasttest.Listening(t, lab.B, "tcp", 5001, blasttest.Bin, "-r", "-s", "-l", "1448")
+	tx := blasttest.Start(t, lab.A, nil, blasttest.Bin, "-t", "-s", "-l", "131072", "-n", "20000", lab.B.Addr4.String())
+	tx.Wait(t)
+	r.Wait(t)
+	if !strings.Contains(tx.Stdout.String(), "blast-t: tcp: ") || !strings.Contains(tx.Stdout.String(), " retransmits, rtt ") {
+		t.Errorf("transmitter: no tcp line:\n%s", tx.Stdout.String())
+	}
+	if want := "blast-r: path WARN D21 " + lab.B.Iface + ": reader-limited: "; !strings.Contains(r.Stdout.String(), want) {
+		t.Errorf("receiver: no %q:\n%s", want, r.Stdout.String())
+	}
+}
