@@ -10,7 +10,8 @@ import (
 
 // A result whose NIC report, on either end, has a finding that invalidates
 // it fails with ErrInvalid naming the finding, and the server's log says
-// "invalid" rather than "ok".
+// "invalid" rather than "ok". A valid one says "ok", and then the most
+// serious finding at WARN or above, which says why it was slow.
 func TestInvalidResult(t *testing.T) {
 	flap := &nicinfo.Result{Findings: []nicinfo.Finding{
 		{Rule: "D1", Severity: nicinfo.Error, Summary: "duplex mismatch"},
@@ -35,7 +36,7 @@ func TestInvalidResult(t *testing.T) {
 		var log strings.Builder
 		s := &Server{cfg: ServerConfig{Log: &log}}
 		s.logResult(tc.r)
-		outcome := "ok"
+		outcome := "ok; ERROR D1 duplex mismatch ()"
 		if tc.want != "" {
 			outcome = "invalid: " + tc.want
 		}

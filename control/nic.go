@@ -52,9 +52,16 @@ func (n *nicWatch) stop(goodput float64) (*nicinfo.Result, error) {
 // close releases the NIC source (its netlink and ethtool sockets). The
 // test that started the watch defers it, so every path closes it once.
 func (n *nicWatch) close() {
-	if n != nil && n.src != nil {
+	if n == nil {
+		return
+	}
+	if n.src != nil {
 		n.src.Close()
 		n.src = nil
+	}
+	if n.path != nil {
+		n.path.Close()
+		n.path = nil
 	}
 }
 
@@ -76,6 +83,7 @@ func (r *Result) stopNIC(w *nicWatch) {
 	}
 	if w.path != nil {
 		d, after, err := w.path.Stop()
+		w.path.Close()
 		w.path = nil
 		if err != nil {
 			r.Notes = append(r.Notes, fmt.Sprintf("path facts %s: %v", w.iface, err))

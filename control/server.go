@@ -1179,7 +1179,8 @@ func (s *Server) logResult(r *Result) {
 	if r.Err != nil {
 		outcome = "failed: " + r.Err.Error()
 	}
-	if f := topFinding(r); f != nil {
+	if f := topFinding(r); f != nil && outcome == "ok" {
+		// Why it was slow, in the same line.
 		outcome += "; " + f.Severity.String() + " " + f.String()
 	}
 	line := fmt.Sprintf("%s: %s", r.Peer, what)

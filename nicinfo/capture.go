@@ -34,6 +34,9 @@ type Manifest struct {
 	Source   string    `json:"source"`
 	Hostname string    `json:"hostname,omitempty"`
 	Kernel   string    `json:"kernel,omitempty"`
+	// BootID is /proc/sys/kernel/random/boot_id: two captures with
+	// different ones straddle a reboot, and their counters restarted.
+	BootID string `json:"boot_id,omitempty"`
 }
 
 const manifestName = "blast-nic.json"
@@ -65,6 +68,9 @@ func (s *Source) Capture(dir string, names ...string) error {
 	m.Hostname, _ = os.Hostname()
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		m.BootID = strings.TrimSpace(string(b))
 	}
 	if err := writeJSON(filepath.Join(dir, manifestName), m); err != nil {
 		return fmt.Errorf("nicinfo: capture to %s: %w", dir, err)
@@ -256,23 +262,28 @@ func writeJSON(p string, v any) error {
 func Load(dir string) (*Source, error) {
 	sys, err := subtreeFS(dir, "sys") // nothing under it resolves outside dir
 	if err != nil {
-		return nil, fmt.Errorf("nicinfo: load %s: %w", dir, err)
+		return nil, lineError{fmt.Errorf("nicinfo: load: %w", err)}
 	}
-	s := &Source{sys: sys, desc: "capture " + dir, drv: &capturedDriver{dir: filepath.Join(dir, "ethtool")}}
+	s := &Source{sys: sys, desc: "capture " + dir, root: filepath.Join(dir, "sys"), captured: true,
+		drv: &capturedDriver{dir: filepath.Join(dir, "ethtool")}}
 	if udev, err := subtreeFS(dir, "udev"); err == nil {
 		s.udev = udev
 	}
 	if m, err := ReadManifest(dir); err == nil {
-		s.at = m.Captured
+		s.at, s.kernel, s.boot = m.Captured, m.Kernel, m.BootID
 	}
 	return s, nil
 }
+
+// Captured is the time a loaded tree was captured (zero when unknown, or
+// for a live source).
+func (s *Source) Captured() time.Time { return s.at }
 
 // ReadManifest reads the manifest of a captured tree.
 func ReadManifest(dir string) (*Manifest, error) {
 	b, err := readTreeFile(dir, manifestName, maxJSONSize)
 	if err != nil {
-		return nil, fmt.Errorf("nicinfo: read manifest: %w", err)
+		return nil, lineError{fmt.Errorf("nicinfo: read manifest %s: %w", filepath.Join(dir, manifestName), pathReason(err))}
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
@@ -291,7 +302,7 @@ func (c *capturedDriver) read(name string) (*DriverData, error) {
 	}
 	var d DriverData
 	if err := json.Unmarshal(b, &d); err != nil {
-		return nil, fmt.Errorf("parse %s.json: %w", name, err)
+		return nil, fmt.Errorf("parse %s/%s.json: %w", filepath.Base(c.dir), name, err)
 	}
 	return &d, nil
 }

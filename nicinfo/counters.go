@@ -10,13 +10,19 @@ import (
 // Canonical names of the counters that matter for link diagnosis.
 const (
 	LateCollisions = "late_collisions"
-	FCSErrors      = "fcs_errors"
-	AlignErrors    = "align_errors"
-	Runts          = "runts"
-	HostDrops      = "host_drops"
-	Deferrals      = "deferrals"
-	LinkDownEvents = "link_down_events"
-	Collisions     = "collisions"
+	// ExcessiveCollisions counts frames given up after 16 collisions in a
+	// row (aFramesAbortedDueToXSColls, sysfs tx_aborted_errors): only a
+	// half-duplex MAC has them. Fast full-duplex NICs may use
+	// tx_aborted_errors for other discards, so the rules read it as
+	// collisions only at half duplex or beside counted collisions.
+	ExcessiveCollisions = "excessive_collisions"
+	FCSErrors           = "fcs_errors"
+	AlignErrors         = "align_errors"
+	Runts               = "runts"
+	HostDrops           = "host_drops"
+	Deferrals           = "deferrals"
+	LinkDownEvents      = "link_down_events"
+	Collisions          = "collisions"
 )
 
 // keyRule says how one canonical counter is computed: the first driver (-S) key
@@ -33,11 +39,12 @@ type keyRule struct {
 // drivers not listed; listed drivers fall back to it for names they omit.
 var keyTables = map[string]map[string]keyRule{
 	"": {
-		LateCollisions: {generic: []string{"tx_window_errors"}},
-		FCSErrors:      {generic: []string{"rx_crc_errors"}},
-		AlignErrors:    {generic: []string{"rx_frame_errors"}},
-		HostDrops:      {sumGen: []string{"rx_missed_errors", "rx_fifo_errors", "rx_over_errors"}},
-		Collisions:     {generic: []string{"collisions"}},
+		LateCollisions:      {generic: []string{"tx_window_errors"}},
+		ExcessiveCollisions: {generic: []string{"tx_aborted_errors"}},
+		FCSErrors:           {generic: []string{"rx_crc_errors"}},
+		AlignErrors:         {generic: []string{"rx_frame_errors"}},
+		HostDrops:           {sumGen: []string{"rx_missed_errors", "rx_fifo_errors", "rx_over_errors"}},
+		Collisions:          {generic: []string{"collisions"}},
 	},
 	"e1000": intelKeys, "e1000e": intelKeys, "igb": intelKeys, "igc": intelKeys,
 	"ixgbe": {
@@ -47,8 +54,9 @@ var keyTables = map[string]map[string]keyRule{
 		Collisions: {generic: []string{"collisions"}},
 	},
 	"3c59x": {
-		Deferrals:  {driver: []string{"tx_deferred"}},
-		Collisions: {generic: []string{"collisions"}},
+		Deferrals:           {driver: []string{"tx_deferred"}},
+		Collisions:          {generic: []string{"collisions"}},
+		ExcessiveCollisions: {driver: []string{"tx_max_collisions"}, generic: []string{"tx_aborted_errors"}},
 	},
 	"mlx5_core": {
 		FCSErrors:      {driver: []string{"rx_crc_errors_phy"}, generic: []string{"rx_crc_errors"}},
@@ -72,7 +80,7 @@ var intelKeys = map[string]keyRule{
 }
 
 // keyNames lists the canonical names in display order.
-var keyNames = []string{LateCollisions, Collisions, FCSErrors, AlignErrors, Runts, HostDrops, Deferrals, LinkDownEvents}
+var keyNames = []string{LateCollisions, Collisions, ExcessiveCollisions, FCSErrors, AlignErrors, Runts, HostDrops, Deferrals, LinkDownEvents}
 
 func keyRuleFor(driver, name string) (keyRule, bool) {
 	if t, ok := keyTables[driver]; ok {
@@ -181,6 +189,12 @@ type Deltas struct {
 	DriverStats    map[string]uint64 `json:"driver_stats,omitempty"`
 	Key            map[string]uint64 `json:"key_counters,omitempty"`
 	CarrierChanges *uint64           `json:"carrier_changes,omitempty"`
+	// Restarted says why the counters are counted from zero instead of
+	// from the first snapshot: the interface was recreated between the two
+	// (a driver reload, a reboot), so its counters had restarted. The
+	// changes are then what it counted since it came up again; Interval
+	// and CarrierChanges are unknown (0 and nil).
+	Restarted string `json:"restarted,omitempty"`
 	// Resets lists the counters that went backwards, as "counters/NAME",
 	// "driver/NAME", "key/NAME" or "carrier_changes".
 	Resets []string `json:"resets,omitempty"`
@@ -198,7 +212,10 @@ func Delta(before, after *Snapshot) (*Deltas, error) {
 	if before.Index != after.Index && before.Index != 0 && after.Index != 0 {
 		return nil, fmt.Errorf("nicinfo: delta %s: ifindex changed from %d to %d: the interface was recreated", before.Name, before.Index, after.Index)
 	}
-	d := &Deltas{Name: after.Name, Interval: after.Time.Sub(before.Time)}
+	d := &Deltas{Name: after.Name}
+	if !before.Time.IsZero() && !after.Time.IsZero() {
+		d.Interval = after.Time.Sub(before.Time) // else unknown: a capture without its time
+	}
 	var resets []string
 	d.Counters = diffMap(before.Counters, after.Counters, "counters/", &resets)
 	d.DriverStats = diffMap(before.DriverStats, after.DriverStats, "driver/", &resets)

@@ -93,6 +93,9 @@ type Input struct {
 	// NICBound says the NIC was the narrowest point of the path (D9 only applies
 	// then: a slow far end or a rate limit is not the NIC's fault).
 	NICBound bool
+	// Renamed is set when Iface had another name in an earlier capture
+	// (Pair matched it by identity); D25 reports it.
+	Renamed *Match
 }
 
 // Rule is one diagnosis rule.
@@ -101,11 +104,13 @@ type Rule struct {
 	Check func(Input) []Finding
 }
 
-// Rules are the per-interface rules D1-D6 and D8-D13 of notes/nic.md, in order.
-// D7 compares two results and is DiagnosePath.
+// Rules are the per-interface rules D1-D6 and D8-D13 of notes/nic.md, in
+// order, and D25 (a card renamed between two captures). D7 compares two
+// results and is DiagnosePath.
 var Rules = []Rule{
 	{"D1", D1}, {"D2", D2}, {"D3", D3}, {"D4", D4}, {"D5", D5}, {"D6", D6},
 	{"D8", D8}, {"D9", D9}, {"D10", D10}, {"D11", D11}, {"D12", D12}, {"D13", D13},
+	{"D25", D25},
 }
 
 // Diagnose runs every per-interface rule, most serious findings first (stable
@@ -164,19 +169,87 @@ func (in Input) linkWords() string {
 	return s
 }
 
-// D1: carrier up, autoneg on, duplex half, and the partner advertises nothing.
-func D1(in Input) []Finding {
-	l := in.Iface.Link
-	if !in.carrierUp() || l.Autoneg == nil || !*l.Autoneg || l.Duplex != "half" || !l.ModesKnown || len(l.Partner) > 0 {
-		return nil
+// halfCause is why a link runs half duplex, as the link partner's modes
+// tell it.
+type halfCause int
+
+const (
+	// causeUnknown: no link modes (no ethtool data): a forced peer and a
+	// hub look the same.
+	causeUnknown halfCause = iota
+	// causeThisEnd: this end's autonegotiation is off, its duplex forced.
+	causeThisEnd
+	// causePeerForced: this end negotiates and the partner advertises
+	// nothing: its speed and duplex are hard-set (autonegotiation off), and
+	// parallel detection, which finds the speed but not the duplex, fell
+	// back to half duplex.
+	causePeerForced
+	// causeHalfOnly: the partner negotiates but advertises only
+	// half-duplex modes: a hub, or a 10/half-only device.
+	causeHalfOnly
+	// causePartnerFull: the partner advertises full duplex, and the link
+	// still runs half.
+	causePartnerFull
+)
+
+// partnerSpeedModes are the link partner's speed modes (not Autoneg,
+// Pause, TP, ...).
+func partnerSpeedModes(l Link) []string {
+	var out []string
+	for _, m := range l.Partner {
+		if modeSpeed(m) > 0 {
+			out = append(out, m)
+		}
 	}
-	return []Finding{in.finding("D1", Error,
-		"duplex mismatch: the peer does not negotiate, so parallel detection chose half duplex",
-		in.linkWords()+", link partner advertises no modes",
-		"the far end is probably forced to "+speedWords(l.SpeedMbps)+"/full while this end autonegotiates: set both to autonegotiate, or force both to the same speed and duplex")}
+	return out
 }
 
-// D2: half duplex on a link that could run full.
+// halfCause tells why the interface runs half duplex, with the words of
+// the evidence ("link partner advertises only 10baseT_Half").
+func (in Input) halfCause() (halfCause, string) {
+	l := in.Iface.Link
+	switch {
+	case l.Autoneg != nil && !*l.Autoneg:
+		return causeThisEnd, "this end's autonegotiation is off"
+	case !l.ModesKnown || l.Autoneg == nil:
+		return causeUnknown, "link partner modes unknown (no ethtool link settings)"
+	}
+	pm := partnerSpeedModes(l)
+	if len(pm) == 0 {
+		return causePeerForced, "link partner advertises no modes (peer forced: its speed and duplex are hard-set)"
+	}
+	var full []string
+	for _, m := range pm {
+		if strings.HasSuffix(m, "_Full") {
+			full = append(full, m)
+		}
+	}
+	if len(full) == 0 {
+		return causeHalfOnly, "link partner advertises only " + strings.Join(pm, " ")
+	}
+	return causePartnerFull, "link partner advertises " + strings.Join(full, " ")
+}
+
+// D1: carrier up, autoneg on, duplex half, and the partner advertises
+// nothing: the peer is forced.
+func D1(in Input) []Finding {
+	l := in.Iface.Link
+	if !in.carrierUp() || l.Autoneg == nil || !*l.Autoneg || l.Duplex != "half" || !l.ModesKnown || len(partnerSpeedModes(l)) > 0 {
+		return nil
+	}
+	fix := "the far end is probably forced to " + speedWords(l.SpeedMbps) + "/full while this end autonegotiates: set both to autonegotiate, or force both to the same speed and duplex"
+	if l.SpeedMbps != nil && *l.SpeedMbps == 10 {
+		fix += " (at 10M the partner may also be an old 10BASE-T hub that does not negotiate: then half duplex is right, and a switch is the fix)"
+	}
+	return []Finding{in.finding("D1", Error,
+		"duplex mismatch: the peer does not negotiate (its speed and duplex are forced), so parallel detection chose half duplex",
+		in.linkWords()+", link partner advertises no modes",
+		fix)}
+}
+
+// D2: half duplex on a link that could run full. The partner's modes say
+// why: a forced peer (a mismatch), a hub or half-only device, or this end
+// forced.
 func D2(in Input) []Finding {
 	l := in.Iface.Link
 	if l.Duplex != "half" || !in.carrierUp() {
@@ -196,14 +269,37 @@ func D2(in Input) []Finding {
 	if fullCapable {
 		ev += ", the NIC supports full duplex"
 	}
+	cause, words := in.halfCause()
+	if cause != causeThisEnd {
+		ev += ", " + words
+	}
 	if len(D3(in)) > 0 || len(D5(in)) > 0 {
 		sev = Error
 		ev += "; with collision errors (D3/D5)"
 	}
-	return []Finding{in.finding("D2", sev,
-		"running half duplex on a link that can run full duplex",
-		ev,
-		"make both ends autonegotiate (ethtool -s "+in.Iface.Name+" autoneg on, and the same on the switch port); half duplex belongs to hubs")}
+	name := in.Iface.Name
+	summary := "running half duplex on a link that can run full duplex"
+	fix := "make both ends autonegotiate (ethtool -s " + name + " autoneg on, and the same on the switch port); half duplex belongs to hubs"
+	switch cause {
+	case causeUnknown:
+		fix += "; 'ethtool " + name + "' on that machine shows the link partner's modes: none means the peer is forced (a duplex mismatch), half-duplex ones only a hub"
+	case causeThisEnd:
+		summary = "running half duplex because this end is forced to it (autoneg off)"
+		fix = "set this end to autonegotiate (ethtool -s " + name + " autoneg on), and the switch port too; a forced half-duplex end against a full-duplex port is a duplex mismatch"
+	case causePeerForced:
+		summary = "running half duplex on a link that can run full duplex: the peer is forced, so parallel detection chose half"
+		fix = "this end autonegotiates and the peer (the switch port) has its speed and duplex hard-set: set the peer to autonegotiate, or force both ends to the same speed at full duplex"
+	case causeHalfOnly:
+		summary = "running half duplex: the link partner is a hub or a half-duplex-only device (it advertises no full-duplex mode)"
+		if pm := partnerSpeedModes(l); len(pm) == 1 && pm[0] == "10baseT_Half" {
+			summary = "running half duplex: the link partner is a hub or a 10/half-only device (it advertises only 10baseT_Half)"
+		}
+		fix = "nothing to set on this end (autonegotiation chose the best the partner offers): replace the hub with a switch, or give the device its own switch port; collisions are normal on a hub, late collisions are not"
+	case causePartnerFull:
+		summary = "running half duplex although the link partner advertises full duplex"
+		fix = "renegotiate (ethtool -r " + name + "); if it comes back half, compare the modes both ends advertise (ethtool " + name + ") and check the driver"
+	}
+	return []Finding{in.finding("D2", sev, summary, ev, fix)}
 }
 
 // D3: any late collision.
@@ -242,30 +338,80 @@ func D4(in Input) []Finding {
 	if !ok || c == 0 {
 		return nil
 	}
+	ev := fmt.Sprintf("Δcollisions = %d, %s", c, in.linkWords())
+	if x := in.excessive(); x != "" {
+		ev += "; " + x
+	}
 	return []Finding{in.finding("D4", Warn,
 		"collisions on a full-duplex link: the MAC behaves as half duplex, the reported duplex is wrong",
-		fmt.Sprintf("Δcollisions = %d, %s", c, in.linkWords()),
+		ev,
 		"check the driver's duplex setting (module options, ethtool -s) against the switch port; reload the driver or renegotiate (ethtool -r "+in.Iface.Name+")")}
 }
 
-// D5: heavy collisions at half duplex.
+// excessive is the evidence of excessive collisions ("" when none): frames
+// the MAC gave up after 16 collisions in a row, which tx_aborted_errors
+// counts at half duplex.
+func (in Input) excessive() string {
+	x, ok := in.key(ExcessiveCollisions)
+	if !ok || x == 0 {
+		return ""
+	}
+	src := keySource(in.Iface, ExcessiveCollisions)
+	if src == "" {
+		src = "tx_aborted_errors"
+	}
+	return fmt.Sprintf("Δ%s = %d [%s]: frames dropped after 16 collisions in a row", ExcessiveCollisions, x, src)
+}
+
+// D5: heavy or excessive collisions at half duplex. A MAC that counts
+// collisions runs half duplex, so D5 also fires when the driver does not
+// report the duplex (tulip) but collisions are counted.
 func D5(in Input) []Finding {
-	if in.Iface.Link.Duplex != "half" {
+	duplex := in.Iface.Link.Duplex
+	c, okC := in.key(Collisions)
+	if duplex != "half" && !(duplex == "" && okC && c > 0) {
 		return nil
 	}
-	c, ok := in.key(Collisions)
+	var parts []string
 	txp, _, ratioOK := in.packets()
-	if !ok || !ratioOK || txp == 0 {
+	heavy := false
+	if okC && ratioOK && txp > 0 {
+		r := float64(c) / float64(txp)
+		heavy = r > 0.05
+		if heavy || c > 0 {
+			parts = append(parts, fmt.Sprintf("Δcollisions = %d in %d tx packets (%.1f%%)", c, txp, 100*r))
+		}
+	}
+	x := in.excessive()
+	if !heavy && x == "" {
 		return nil
 	}
-	r := float64(c) / float64(txp)
-	if r <= 0.05 {
-		return nil
+	if x != "" {
+		if len(parts) == 0 && okC {
+			parts = append(parts, fmt.Sprintf("Δcollisions = %d", c))
+		}
+		parts = append(parts, x)
 	}
-	return []Finding{in.finding("D5", Warn,
-		"heavy collisions at half duplex",
-		fmt.Sprintf("Δcollisions = %d in %d tx packets (%.1f%%)", c, txp, 100*r),
-		"if the far end is a switch, it is probably forced to full duplex: make both ends autonegotiate; on a real hub, move to a switch")}
+	if duplex == "" {
+		parts = append(parts, "duplex not reported by the driver, but only a half-duplex MAC counts collisions")
+	}
+	summary := "heavy collisions at half duplex"
+	switch {
+	case x != "" && heavy:
+		summary = "heavy collisions at half duplex, with frames dropped after 16 tries (excessive collisions, tx_aborted_errors): a busy shared segment or a duplex mismatch"
+	case x != "":
+		summary = "excessive collisions at half duplex: frames dropped after 16 tries (tx_aborted_errors), on a busy shared segment or a duplex mismatch"
+	}
+	fix := "if the far end is a switch, it is probably forced to full duplex: make both ends autonegotiate; on a real hub, move to a switch"
+	switch cause, _ := in.halfCause(); cause {
+	case causePeerForced:
+		fix = "the peer is forced (it advertises no modes), probably to full duplex: set it to autonegotiate, or force both ends to full duplex"
+	case causeHalfOnly:
+		fix = "the partner is a hub or a half-duplex-only device: the segment is busy; move this host (or the heavy talkers) to a switch port"
+	case causeThisEnd:
+		fix = "this end is forced to half duplex: set both ends to autonegotiate (ethtool -s " + in.Iface.Name + " autoneg on)"
+	}
+	return []Finding{in.finding("D5", Warn, summary, strings.Join(parts, "; "), fix)}
 }
 
 // D6: receive-side frame errors.
@@ -299,12 +445,41 @@ func D6(in Input) []Finding {
 	l := in.Iface.Link
 	summary := "receive errors (FCS, alignment, runts): a bad cable, optic or interference"
 	fix := "replace the cable (or optic), check the patch panel and the distance, keep it away from power cables"
-	if l.Duplex == "full" && l.Autoneg != nil && !*l.Autoneg {
+	fcs, _ := in.key(FCSErrors)
+	align, _ := in.key(AlignErrors)
+	switch {
+	case l.Duplex == "full" && l.Autoneg != nil && !*l.Autoneg:
 		summary = "receive errors on a forced full-duplex link: the peer is probably at half duplex (duplex mismatch)"
 		fix = "this end is forced to full duplex and the peer, autonegotiating, fell back to half: set both ends to autonegotiate, or force both"
 		ev += ", " + in.linkWords()
+	case l.Duplex == "full" && l.SpeedMbps != nil && *l.SpeedMbps <= 100 && fcs > 0 && align > 0 && !in.negotiatedFull():
+		// A half-duplex peer aborts the frames it sends when it hears
+		// this end as a collision: the stubs arrive as CRC errors and,
+		// cut off mid-octet, as alignment errors. A bad cable gives CRC
+		// errors too; only the far end's counters tell them apart.
+		summary = "CRC and alignment errors on a 10/100 full-duplex link: a duplex mismatch (the peer at half duplex) or a bad cable"
+		fix = "tell them apart at the far end: a peer at half duplex counts collisions and late collisions on that port (ethtool -S, or the switch's show interfaces), a bad cable does not; or set both ends to autonegotiate and see whether the CRC errors stop. If the peer runs full duplex, replace the cable"
+		ev += ", " + in.linkWords()
+		if !l.ModesKnown {
+			ev += ", no ethtool link settings (whether either end is forced is unknown)"
+		}
 	}
 	return []Finding{in.finding("D6", sev, summary, ev, fix)}
+}
+
+// negotiatedFull says both ends autonegotiated full duplex at the current
+// speed: the partner advertises it, so it cannot be at half duplex.
+func (in Input) negotiatedFull() bool {
+	l := in.Iface.Link
+	if l.Autoneg == nil || !*l.Autoneg || !l.ModesKnown || l.SpeedMbps == nil {
+		return false
+	}
+	for _, m := range l.Partner {
+		if modeSpeed(m) == *l.SpeedMbps && strings.HasSuffix(m, "_Full") {
+			return true
+		}
+	}
+	return false
 }
 
 // D8: running below the best speed both ends advertise.
@@ -376,10 +551,15 @@ func D10(in Input) []Finding {
 	if len(parts) == 0 {
 		return nil
 	}
+	ev := strings.Join(parts, ", ")
+	fix := "check the cable, connectors and the switch port's log; power saving (EEE) or a flapping autonegotiation can also bounce the link"
+	if m := in.Renamed; m != nil && in.Delta.Restarted == "" {
+		ev += "; it was renamed (" + m.Before + " → " + m.After + ") between the captures, which takes an interface down"
+		fix = "if the rename is all that happened, capture again for a valid interval; otherwise " + fix
+	}
 	f := in.finding("D10", Error,
 		"the link went down during the test: this result is not valid",
-		strings.Join(parts, ", "),
-		"check the cable, connectors and the switch port's log; power saving (EEE) or a flapping autonegotiation can also bounce the link")
+		ev, fix)
 	f.Invalid = true
 	return []Finding{f}
 }
@@ -450,6 +630,42 @@ func D13(in Input) []Finding {
 		"deferred transmissions on a full-duplex link point to half-duplex operation",
 		fmt.Sprintf("Δ%s = %d", Deferrals, v),
 		"compare the duplex of both ends; a full-duplex MAC never defers")}
+}
+
+// D25: the interface has another name than in an earlier capture of the
+// same machine (matched by permanent MAC and bus address).
+func D25(in Input) []Finding {
+	m := in.Renamed
+	if m == nil || !m.Renamed() {
+		return nil
+	}
+	ifc := in.Iface
+	ev := m.Before + " before is " + m.After + " after: same " + m.By
+	if m.OldNameNow != "" {
+		ev += "; " + m.Before + " is now " + m.OldNameNow
+	}
+	sev := Info
+	if m.OldNameNow != "" {
+		sev = Warn // what configures the old name now configures another card
+	}
+	summary := "renamed between the captures (" + m.Before + " → " + m.After + ")"
+	fix := "update what still names " + m.Before + " (netplan, ifupdown, NetworkManager, firewall rules)"
+	if f := pinnedBy(ifc.Name, ifc.Naming.Udev); f != "" {
+		summary += ": the new name is pinned by " + f
+		return []Finding{in.finding("D25", sev, summary, ev, fix)}
+	}
+	if m.BeforeNaming == "enumerated" && ifc.Naming.Kind == "enumerated" {
+		sev = Warn
+		summary += ": the kernel hands out ethN names in probe order, and the order changed (another kernel, module load order or card)"
+	}
+	pin, err := pinMatch(ifc)
+	if err != nil {
+		fix = "this card has no permanent MAC and no PCI path to pin a name to: " + fix
+	} else {
+		fix = "pin a name outside ethN to this card with a systemd .link file, e.g. /etc/systemd/network/10-lan0.link holding [Match] " + pin.link +
+			" and [Link] Name=lan0 ('blast nic " + ifc.Name + " --pin lan0' on that machine prints it, the udev rule and the steps after); then use that name wherever " + m.Before + " was configured"
+	}
+	return []Finding{in.finding("D25", sev, summary, ev, fix)}
 }
 
 // Direction is one direction of a test over a path.

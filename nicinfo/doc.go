@@ -14,9 +14,14 @@
 //   - snapshots are cheap (sysfs statistics plus one ethtool -S), and Delta flags
 //     counters that went backwards instead of reporting huge deltas;
 //   - the rules D1 to D13 of notes/nic.md turn a report and a delta into findings
-//     with a severity, the evidence and the fix in words;
+//     with a severity, the evidence and the fix in words; D25 reports a card
+//     renamed between two captures;
 //   - Capture writes a tree that Load reads back, so a support bundle from another
-//     machine is analysed by the same code as the live system.
+//     machine is analysed by the same code as the live system;
+//   - Pair follows a card across two captures of a machine by its permanent MAC
+//     and bus address, not its name (which the kernel's probe order may give to
+//     another card), and counters that restarted between them (a reboot, a
+//     recreated interface) are counted from zero, never subtracted.
 //
 // Live access is Linux-only; elsewhere Open, InterfaceFor and Capture return an
 // error wrapping ErrNotSupported, while Load and everything that works on captured

@@ -26,7 +26,7 @@ func Open(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nicinfo: open sysfs: %w", err)
 	}
-	s := &Source{sys: sys, desc: cfg.SysRoot}
+	s := &Source{sys: sys, desc: cfg.SysRoot, root: cfg.SysRoot}
 	if udev, err := dirFS(cfg.UdevRoot); err == nil {
 		s.udev = udev
 	}

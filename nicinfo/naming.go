@@ -45,7 +45,7 @@ func describeNaming(name string, assign *int, udev map[string]string) Naming {
 				break
 			}
 		}
-		if f := udev["ID_NET_LINK_FILE"]; f != "" && !strings.HasSuffix(f, "99-default.link") && udev["ID_NET_NAME"] == name {
+		if f := pinnedBy(name, udev); f != "" {
 			n.Words = "pinned by the .link file " + f + ": stable"
 		}
 	}
@@ -89,25 +89,12 @@ func Advise(ifc *Interface, newName string) (*NamingAdvice, error) {
 		return nil, fmt.Errorf("nicinfo: pin %s: a virtual interface has no card to match; it gets its name from whatever creates it (ip link add, a container runtime, systemd-networkd .netdev)", ifc.Name)
 	}
 	a := &NamingAdvice{Name: newName}
-	var udevMatch string
-	switch {
-	case ifc.PermMAC != "" && ifc.PermMAC != "00:00:00:00:00:00":
-		a.Match = "PermanentMACAddress=" + ifc.PermMAC
-		udevMatch = fmt.Sprintf(`ATTR{address}=="%s"`, ifc.PermMAC)
-		if ifc.MAC != ifc.PermMAC {
-			a.Notes = append(a.Notes, fmt.Sprintf("the current MAC %s differs from the permanent one; the udev rule matches the current address, so use the .link file", ifc.MAC))
-			udevMatch = fmt.Sprintf(`ATTR{address}=="%s"`, ifc.MAC)
-		}
-	case ifc.MAC != "" && ifc.MAC != "00:00:00:00:00:00" && ifc.MACAssign == "permanent":
-		a.Match = "MACAddress=" + ifc.MAC
-		udevMatch = fmt.Sprintf(`ATTR{address}=="%s"`, ifc.MAC)
-	case ifc.PCI != nil && ifc.PCI.Address != "":
-		a.Match = "Path=pci-" + ifc.PCI.Address
-		udevMatch = fmt.Sprintf(`KERNELS=="%s"`, ifc.PCI.Address)
-		a.Notes = append(a.Notes, "no hardware-owned MAC address: matching the PCI path, which changes if the card moves to another slot")
-	default:
-		return nil, fmt.Errorf("nicinfo: pin %s: no permanent MAC and no PCI path to match (virtual interfaces get their names from whatever creates them)", ifc.Name)
+	m, err := pinMatch(ifc)
+	if err != nil {
+		return nil, err
 	}
+	a.Match, a.Notes = m.link, m.notes
+	udevMatch := m.udev
 	a.LinkPath = "/etc/systemd/network/10-" + newName + ".link"
 	a.LinkFile = fmt.Sprintf("# %s: pin the name %s to this card (was %s, driver %s)\n[Match]\n%s\n\n[Link]\nName=%s\n",
 		a.LinkPath, newName, ifc.Name, orDash(ifc.Driver), a.Match, newName)
@@ -123,6 +110,48 @@ func Advise(ifc *Interface, newName string) (*NamingAdvice, error) {
 		a.Notes = append(a.Notes, ifc.Name+" was enumerated by the kernel: it can swap with another card's name between kernels, which is why pinning helps")
 	}
 	return a, nil
+}
+
+// linkMatch is how a .link file (and a udev rule) recognises one card.
+type linkMatch struct {
+	link  string   // the [Match] line: PermanentMACAddress=..., MACAddress=... or Path=pci-...
+	udev  string   // the udev rule's match
+	notes []string // caveats of the match
+}
+
+// pinMatch chooses what identifies ifc's card on every boot: the
+// permanent MAC when the driver reports one, else a MAC the hardware owns,
+// else the PCI path.
+func pinMatch(ifc *Interface) (linkMatch, error) {
+	var m linkMatch
+	switch {
+	case ifc.PermMAC != "" && ifc.PermMAC != "00:00:00:00:00:00":
+		m.link = "PermanentMACAddress=" + ifc.PermMAC
+		m.udev = fmt.Sprintf(`ATTR{address}=="%s"`, ifc.PermMAC)
+		if ifc.MAC != ifc.PermMAC {
+			m.notes = append(m.notes, fmt.Sprintf("the current MAC %s differs from the permanent one; the udev rule matches the current address, so use the .link file", ifc.MAC))
+			m.udev = fmt.Sprintf(`ATTR{address}=="%s"`, ifc.MAC)
+		}
+	case ifc.MAC != "" && ifc.MAC != "00:00:00:00:00:00" && ifc.MACAssign == "permanent":
+		m.link = "MACAddress=" + ifc.MAC
+		m.udev = fmt.Sprintf(`ATTR{address}=="%s"`, ifc.MAC)
+	case ifc.PCI != nil && ifc.PCI.Address != "":
+		m.link = "Path=pci-" + ifc.PCI.Address
+		m.udev = fmt.Sprintf(`KERNELS=="%s"`, ifc.PCI.Address)
+		m.notes = append(m.notes, "no hardware-owned MAC address: matching the PCI path, which changes if the card moves to another slot")
+	default:
+		return m, fmt.Errorf("nicinfo: pin %s: no permanent MAC and no PCI path to match (virtual interfaces get their names from whatever creates them)", ifc.Name)
+	}
+	return m, nil
+}
+
+// pinnedBy is the .link file that set name, from udev's database ("" when
+// no file but systemd's default one did).
+func pinnedBy(name string, udev map[string]string) string {
+	if f := udev["ID_NET_LINK_FILE"]; f != "" && !strings.HasSuffix(f, "99-default.link") && udev["ID_NET_NAME"] == name {
+		return f
+	}
+	return ""
 }
 
 func orDash(s string) string {

@@ -82,6 +82,12 @@ var scenarios = []struct {
 		}
 		wantEvidence(t, a.Findings, "D3", "Δlate_collisions = 377 in 60000 tx packets")
 		wantEvidence(t, a.Findings, "D1", "link partner advertises no modes")
+		// The partner advertises nothing: the peer is forced, not a hub.
+		wantEvidence(t, a.Findings, "D2", "link partner advertises no modes (peer forced")
+		wantSummary(t, a.Findings, "D2", "the peer is forced")
+		// tx_aborted_errors (excessive collisions) is named beside the collisions.
+		wantKey(t, a.Delta.Key, ExcessiveCollisions, 377)
+		wantEvidence(t, a.Findings, "D5", "Δexcessive_collisions = 377 [tx_aborted_errors]: frames dropped after 16 collisions in a row")
 	}},
 	{"e1000e-full-crc", "enp2s0", []string{"D6 ERROR"}, func(t *testing.T, a analysis) {
 		wantKey(t, a.Delta.Key, FCSErrors, 812)
@@ -107,6 +113,13 @@ var scenarios = []struct {
 	}},
 	{"3c59x-halfdup", "eth0", []string{"D2 ERROR", "D5 WARN"}, func(t *testing.T, a analysis) {
 		wantKey(t, a.Delta.Key, Deferrals, 8000)
+		// The partner advertises 10 and 100 at half duplex only: a hub.
+		wantSummary(t, a.Findings, "D2", "the link partner is a hub or a half-duplex-only device")
+		wantEvidence(t, a.Findings, "D2", "link partner advertises only 10baseT_Half 100baseT_Half")
+		wantKey(t, a.Delta.Key, ExcessiveCollisions, 0) // tx_max_collisions (-S)
+		if src := a.Interface.KeySources[ExcessiveCollisions]; src != "tx_max_collisions (-S)" {
+			t.Errorf("3c59x excessive collisions from %q, want tx_max_collisions (-S)", src)
+		}
 		if _, ok := a.Delta.Key[Runts]; ok {
 			t.Errorf("3c59x has no runt counter, got one")
 		}
@@ -169,6 +182,71 @@ var scenarios = []struct {
 			t.Errorf("veth peer down: speed %v operstate %q, want 10000 down", a.Interface.Link.SpeedMbps, a.Interface.OperState)
 		}
 	}},
+	{"rename-eth0-eth2", "eth0", []string{"D25 WARN"}, func(t *testing.T, a analysis) {
+		// eth0 of the first capture is the e1000e, eth2 in the second.
+		if a.Interface.Name != "eth2" || a.Interface.Driver != "e1000e" {
+			t.Errorf("analyzed %s (%s), want eth2, the e1000e", a.Interface.Name, a.Interface.Driver)
+		}
+		want := &Match{Before: "eth0", After: "eth2", By: "permanent MAC 00:25:90:3a:5c:10 and bus 0000:00:19.0",
+			BeforeNaming: "enumerated", OldNameNow: "the igb at 0000:03:00.0 (eth1 before)"}
+		if diff := cmp.Diff(want, a.Renamed); diff != "" {
+			t.Errorf("renamed (-want +got):\n%s", diff)
+		}
+		wantEvidence(t, a.Findings, "D25", "eth0 before is eth2 after: same permanent MAC 00:25:90:3a:5c:10 and bus 0000:00:19.0; eth0 is now the igb at 0000:03:00.0 (eth1 before)")
+		wantSummary(t, a.Findings, "D25", "renamed between the captures (eth0 → eth2): the kernel hands out ethN names in probe order")
+		wantFix(t, a.Findings, "D25", "[Match] PermanentMACAddress=00:25:90:3a:5c:10")
+		wantFix(t, a.Findings, "D25", "'blast nic eth2 --pin lan0'")
+		// A reboot between the captures: counted from zero, not subtracted.
+		if want := "the machine rebooted between the captures (another boot id, kernel 6.12.0 → 6.18.0)"; a.Delta.Restarted != want {
+			t.Errorf("restarted = %q, want %q", a.Delta.Restarted, want)
+		}
+		if a.Delta.Counters["rx_packets"] != 1_204_331 || a.Delta.DriverStats["tx_packets"] != 987_120 || len(a.Delta.Resets) != 0 {
+			t.Errorf("delta rx_packets %d, -S tx_packets %d, resets %v; want the counts since the reboot, no reset",
+				a.Delta.Counters["rx_packets"], a.Delta.DriverStats["tx_packets"], a.Delta.Resets)
+		}
+		if a.Delta.Interval != 0 || a.Delta.CarrierChanges != nil {
+			t.Errorf("interval %v, carrier changes %v: want both unknown across a reboot", a.Delta.Interval, a.Delta.CarrierChanges)
+		}
+	}},
+	{"rename-pinned-lan0", "eth0", []string{"D10 ERROR", "D25 INFO"}, func(t *testing.T, a analysis) {
+		// Renamed at run time: same boot, same ifindex, counters go on.
+		if a.Interface.Name != "lan0" || a.Renamed == nil || a.Renamed.Before != "eth0" || a.Renamed.OldNameNow != "" {
+			t.Errorf("interface %s, renamed %+v; want lan0, from eth0, the old name free", a.Interface.Name, a.Renamed)
+		}
+		if a.Delta.Restarted != "" || a.Delta.Counters["rx_packets"] != 412_877 || a.Delta.Interval != 5*time.Minute+12*time.Second {
+			t.Errorf("delta restarted %q, rx_packets %d, interval %v; want a plain delta of 412877 over 5m12s", a.Delta.Restarted, a.Delta.Counters["rx_packets"], a.Delta.Interval)
+		}
+		wantSummary(t, a.Findings, "D25", "renamed between the captures (eth0 → lan0): the new name is pinned by /etc/systemd/network/10-lan0.link")
+		wantEvidence(t, a.Findings, "D25", "eth0 before is lan0 after: same permanent MAC 74:d4:35:9b:20:4e and bus 0000:02:00.0")
+		wantEvidence(t, a.Findings, "D10", "Δcarrier_changes = 2; it was renamed (eth0 → lan0) between the captures, which takes an interface down")
+	}},
+	{"e1000e-10half-partner", "enp0s25", []string{"D2 WARN"}, func(t *testing.T, a analysis) {
+		// The partner negotiates and offers only 10baseT_Half: not a forced peer (no D1).
+		wantSummary(t, a.Findings, "D2", "running half duplex: the link partner is a hub or a 10/half-only device (it advertises only 10baseT_Half)")
+		wantEvidence(t, a.Findings, "D2", "speed 10M, duplex half, autoneg on, the NIC supports full duplex, link partner advertises only 10baseT_Half")
+		wantFix(t, a.Findings, "D2", "replace the hub with a switch")
+		wantKey(t, a.Delta.Key, Collisions, 240)
+	}},
+	{"tulip-hub-excessive", "eth0", []string{"D5 WARN"}, func(t *testing.T, a analysis) {
+		// No duplex from the driver, but collisions and tx_aborted_errors.
+		if a.Interface.Link.Duplex != "" {
+			t.Errorf("duplex %q, want unknown", a.Interface.Link.Duplex)
+		}
+		wantKey(t, a.Delta.Key, ExcessiveCollisions, 212)
+		wantSummary(t, a.Findings, "D5", "frames dropped after 16 tries (excessive collisions, tx_aborted_errors): a busy shared segment or a duplex mismatch")
+		wantEvidence(t, a.Findings, "D5", "Δcollisions = 9600 in 80000 tx packets (12.0%); Δexcessive_collisions = 212 [tx_aborted_errors]: frames dropped after 16 collisions in a row; duplex not reported by the driver, but only a half-duplex MAC counts collisions")
+	}},
+	{"e1000e-100full-crc-noethtool", "enp3s0", []string{"D6 ERROR"}, func(t *testing.T, a analysis) {
+		if a.Interface.Link.ModesKnown || a.Interface.Link.Autoneg != nil || a.Interface.DriverStats != nil || a.Interface.PermMAC != "" {
+			t.Errorf("link %+v, driver stats %v, permanent MAC %q: want no ethtool data", a.Interface.Link, a.Interface.DriverStats != nil, a.Interface.PermMAC)
+		}
+		wantKey(t, a.Delta.Key, FCSErrors, 655)
+		wantKey(t, a.Delta.Key, AlignErrors, 71)
+		wantSummary(t, a.Findings, "D6", "CRC and alignment errors on a 10/100 full-duplex link: a duplex mismatch (the peer at half duplex) or a bad cable")
+		wantEvidence(t, a.Findings, "D6", "Δfcs_errors = 655, Δalign_errors = 71 in 50000 rx packets (0.015), speed 100M, duplex full, autoneg unknown, no ethtool link settings")
+		wantFix(t, a.Findings, "D6", "a peer at half duplex counts collisions and late collisions on that port")
+		wantFix(t, a.Findings, "D6", "set both ends to autonegotiate and see whether the CRC errors stop")
+	}},
 }
 
 func wantKey(t *testing.T, m map[string]uint64, k string, v uint64) {
@@ -190,6 +268,32 @@ func wantEvidence(t *testing.T, fs []Finding, rule, sub string) {
 		}
 	}
 	t.Errorf("no %s finding", rule)
+}
+
+// finding is the finding of rule rule, failing the test when there is none.
+func finding(t *testing.T, fs []Finding, rule string) Finding {
+	t.Helper()
+	for _, f := range fs {
+		if f.Rule == rule {
+			return f
+		}
+	}
+	t.Errorf("no %s finding in %v", rule, ruleSev(fs))
+	return Finding{}
+}
+
+func wantSummary(t *testing.T, fs []Finding, rule, sub string) {
+	t.Helper()
+	if f := finding(t, fs, rule); f.Rule != "" && !strings.Contains(f.Summary, sub) {
+		t.Errorf("%s summary %q lacks %q", rule, f.Summary, sub)
+	}
+}
+
+func wantFix(t *testing.T, fs []Finding, rule, sub string) {
+	t.Helper()
+	if f := finding(t, fs, rule); f.Rule != "" && !strings.Contains(f.Fix, sub) {
+		t.Errorf("%s fix %q lacks %q", rule, f.Fix, sub)
+	}
 }
 
 func TestScenarios(t *testing.T) {

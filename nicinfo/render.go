@@ -282,7 +282,14 @@ func intCell(p *int) string {
 // WriteDelta writes the nonzero counter changes and any resets.
 func WriteDelta(w io.Writer, d *Deltas) error {
 	w = Escaping(w)
-	fmt.Fprintf(w, "%s: counter changes over %s\n", d.Name, d.Interval.Round(1e6))
+	switch {
+	case d.Restarted != "":
+		fmt.Fprintf(w, "%s: counts since its counters restarted from zero: %s\n", d.Name, d.Restarted)
+	case d.Interval <= 0:
+		fmt.Fprintf(w, "%s: counter changes (over an unknown time: a capture without its time)\n", d.Name)
+	default:
+		fmt.Fprintf(w, "%s: counter changes over %s\n", d.Name, d.Interval.Round(1e6))
+	}
 	nz := d.NonZero()
 	vals := map[string]string{}
 	var labels []string

@@ -13,7 +13,10 @@ import (
 type Result struct {
 	Interface *Interface `json:"interface"`
 	Delta     *Deltas    `json:"delta,omitempty"`
-	Findings  []Finding  `json:"findings"`
+	// Renamed is set when the interface has another name in the second of
+	// two captures: how it was followed across the rename.
+	Renamed  *Match    `json:"renamed,omitempty"`
+	Findings []Finding `json:"findings"`
 }
 
 // Watch holds the snapshot taken before a test.
@@ -52,37 +55,13 @@ func (w *Watch) Stop(goodputBps float64, nicBound bool) (*Result, error) {
 		Findings: Diagnose(Input{Iface: ifc, Delta: d, GoodputBps: goodputBps, NICBound: nicBound})}, nil
 }
 
-// Analyze compares two views of the same system (two captures, for
-// `--sysfs DIR --after DIR2`). With after nil only the state rules run on before.
-func Analyze(before, after *Source, name string) (*Result, error) {
-	if after == nil {
-		ifc, err := before.Inspect(name)
-		if err != nil {
-			return nil, err
-		}
-		return &Result{Interface: ifc, Findings: Diagnose(Input{Iface: ifc})}, nil
-	}
-	s0, err := before.Snapshot(name)
-	if err != nil {
-		return nil, err
-	}
-	s1, err := after.Snapshot(name)
-	if err != nil {
-		return nil, err
-	}
-	d, err := Delta(s0, s1)
-	if err != nil {
-		return nil, err
-	}
-	ifc, err := after.Inspect(name)
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Interface: ifc, Delta: d, Findings: Diagnose(Input{Iface: ifc, Delta: d})}, nil
-}
-
 // WriteResult writes the full report, the counter changes and the findings.
 func WriteResult(w io.Writer, r *Result) error {
+	if m := r.Renamed; m != nil {
+		if _, err := fmt.Fprintf(Escaping(w), "%s before is %s after: same %s\n\n", m.Before, m.After, m.By); err != nil {
+			return err
+		}
+	}
 	if err := WriteReport(w, r.Interface); err != nil {
 		return err
 	}
@@ -123,6 +102,9 @@ func WriteBrief(w io.Writer, prefix string, r *Result) error {
 		}
 		if len(d.Resets) > 0 {
 			line += "; reset: " + strings.Join(d.Resets, ", ")
+		}
+		if d.Restarted != "" {
+			line += "; counted from zero: " + d.Restarted
 		}
 		if _, err := fmt.Fprintf(w, "%snic deltas %s: %s\n", prefix, d.Name, line); err != nil {
 			return err

@@ -33,8 +33,17 @@ type Source struct {
 	drv  driverReader
 	// desc says what the source is, for messages ("/sys", "capture /tmp/x").
 	desc string
-	// at is the capture time of a loaded tree; snapshots of it carry this time.
-	at time.Time
+	// root is the directory the sysfs tree was read from, as the user
+	// named it ("/sys", "/tmp/cap/sys"); errors name files under it.
+	root string
+	// captured marks a loaded tree: its snapshots carry the capture time
+	// at (zero when the tree has no readable manifest), never the clock's.
+	captured bool
+	at       time.Time
+	// kernel and boot are the kernel release and boot id a capture was
+	// taken under ("" when unknown): two captures of the same interface
+	// from different boots cannot be subtracted.
+	kernel, boot string
 }
 
 // Config says where Open reads from. Zero values select the live system.
@@ -70,7 +79,7 @@ func (s *Source) String() string { return s.desc }
 func (s *Source) Names() ([]string, error) {
 	ents, err := fs.ReadDir(s.sys, "class/net")
 	if err != nil {
-		return nil, fmt.Errorf("nicinfo: list interfaces in %s: %w", s.desc, err)
+		return nil, lineError{fmt.Errorf("nicinfo: list interfaces: read %s: %w", s.path("class/net"), pathReason(err))}
 	}
 	type ni struct {
 		name string
@@ -232,10 +241,15 @@ func (s *Source) ifaceDir(name string) (string, error) {
 	}
 	cls := "class/net/" + name
 	if _, err := fs.Stat(s.sys, cls); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("nicinfo: interface %q in %s: %w", name, s.desc, ErrNoInterface)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", lineError{fmt.Errorf("nicinfo: stat %s: %w", s.path(cls), pathReason(err))}
 		}
-		return "", lineError{fmt.Errorf("nicinfo: stat %s: %w", cls, err)}
+		if t, lerr := fs.ReadLink(s.sys, cls); lerr == nil && s.captured {
+			// Listed, but the device directory it links to was not
+			// captured: an incomplete tree, not a vanished interface.
+			return "", lineError{fmt.Errorf("nicinfo: interface %q: %s links to %s, which the capture does not hold (an incomplete tree: capture it again): %w", name, s.path(cls), t, ErrNoInterface)}
+		}
+		return "", fmt.Errorf("nicinfo: interface %q in %s: %w", name, s.desc, ErrNoInterface)
 	}
 	if t, err := fs.ReadLink(s.sys, cls); err == nil {
 		real := path.Join("class/net", t)
@@ -322,16 +336,16 @@ func (s *Source) Snapshot(name string) (*Snapshot, error) {
 		return nil, err
 	}
 	cls := "class/net/" + name
-	snap := &Snapshot{Name: name, Time: time.Now()}
-	if !s.at.IsZero() {
-		snap.Time = s.at
+	snap := &Snapshot{Name: name, Time: s.at}
+	if !s.captured && s.at.IsZero() {
+		snap.Time = time.Now()
 	}
 	var err error
 	if snap.Index, err = readInt(s.sys, cls+"/ifindex"); err != nil {
-		return nil, fmt.Errorf("nicinfo: snapshot %s: read ifindex: %w", name, err)
+		return nil, lineError{fmt.Errorf("nicinfo: snapshot %s: read %s: %w", name, s.path(cls+"/ifindex"), pathReason(err))}
 	}
 	if snap.Counters, err = readStats(s.sys, cls+"/statistics"); err != nil {
-		return nil, fmt.Errorf("nicinfo: snapshot %s: %w", name, err)
+		return nil, lineError{fmt.Errorf("nicinfo: snapshot %s: read %s: %w", name, s.path(cls+"/statistics"), pathReason(err))}
 	}
 	if v, err := readAttr(s.sys, cls+"/carrier_changes"); err == nil {
 		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
@@ -368,17 +382,20 @@ func readInt(fsys fs.FS, p string) (int, error) {
 	}
 	v, err := strconv.Atoi(s)
 	if err != nil {
-		return 0, fmt.Errorf("nicinfo: parse %s: %w", p, err)
+		return 0, &fs.PathError{Op: "parse", Path: p, Err: fmt.Errorf("%q: %w", s, errNotNumber)}
 	}
 	return v, nil
 }
+
+// errNotNumber is an attribute that should hold a number and does not.
+var errNotNumber = errors.New("not a number")
 
 // readStats reads every file of a statistics directory; unreadable files are
 // left out (absent, never zero).
 func readStats(fsys fs.FS, dir string) (map[string]uint64, error) {
 	ents, err := fs.ReadDir(fsys, dir)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", dir, err)
+		return nil, err
 	}
 	m := make(map[string]uint64, len(ents))
 	for _, e := range ents {
@@ -413,12 +430,26 @@ func readUdev(fsys fs.FS, index int) (map[string]string, error) {
 	return m, nil
 }
 
-func errText(err error) string {
+func errText(err error) string { return pathReason(err).Error() }
+
+// pathReason is the reason of a *fs.PathError without its path, which is
+// relative to the tree's root: messages name the file as the user knows it
+// (Source.path) and wrap this.
+func pathReason(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return pe.Err.Error()
+		return pe.Err
 	}
-	return err.Error()
+	return err
+}
+
+// path names p, a path of the sysfs tree, as the user knows it: under the
+// directory the tree was read from ("/tmp/cap/sys/class/net/eth0").
+func (s *Source) path(p string) string {
+	if s.root == "" {
+		return p
+	}
+	return filepath.Join(s.root, filepath.FromSlash(p))
 }
 
 func macAssignWords(t int) string {
@@ -529,19 +560,20 @@ func dirFS(dir string) (fs.FS, error) {
 func subtreeFS(dir, sub string) (fs.FS, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", dir, pathReason(err))
 	}
 	if !st.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory", dir)
 	}
+	where := filepath.Join(dir, sub) // as the caller named it, for messages
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs // a later chdir does not move the tree
 	}
 	t := treeFS{dir: dir, sub: sub}
 	if st, err := t.Stat("."); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", where, pathReason(err))
 	} else if !st.IsDir() {
-		return nil, fmt.Errorf("%s: not a directory", filepath.Join(dir, sub))
+		return nil, fmt.Errorf("%s: not a directory", where)
 	}
 	return t, nil
 }

@@ -183,8 +183,8 @@ func TestTakeTBF(t *testing.T) {
 	}
 }
 
-// parseTCRate reads a rate as tc prints it ("50Mbit", "1600b" sizes are
-// parseTCSize's).
+// parseTCRate reads a rate as tc prints it ("50Mbit"), parseTCSize a size
+// ("1600b", "32Kb").
 func parseTCRate(t *testing.T, s string) uint64 {
 	t.Helper()
 	for _, u := range []struct {
@@ -324,8 +324,8 @@ func TestTakeCake(t *testing.T) {
 }
 
 // quiet makes iface in h carry only what the test sends: no IPv6 (router
-// and neighbour solicitations, MLD reports) and no ARP, the neighbour
-// peer's address resolved for good to peer's MAC.
+// and neighbour solicitations, MLD reports) and no ARP (peer resolved for
+// good to peerMAC).
 func quiet(t *testing.T, h *netlab.Host, iface string, peer netip.Addr, peerMAC net.HardwareAddr) {
 	t.Helper()
 	if err := h.Do(func() error {
@@ -430,7 +430,8 @@ func TestUDPRcvbufErrors(t *testing.T) {
 	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	a := lab.A
 	rx := udpSocket(t, a, netip.AddrPortFrom(a.Addr4, 0))
-	if err := unix.SetsockoptInt(rx, unix.SOL_SOCKET, unix.SO_RCVBUF, 1); err != nil { // the minimum, some 4 KiB
+	// Room for a few datagrams (the kernel doubles what it is asked for).
+	if err := unix.SetsockoptInt(rx, unix.SOL_SOCKET, unix.SO_RCVBUF, 4096); err != nil {
 		t.Fatal(err)
 	}
 	tx := udpSocket(t, a, netip.AddrPortFrom(a.Addr4, 0))
@@ -510,8 +511,12 @@ func TestTBFDrops(t *testing.T) {
 	w := start(t, a, a.Iface)
 	before := find(t, w.Before().Qdiscs, false, "1:")
 	sendN(t, tx, dst, n, 200)
-	d, after, err := w.Stop()
-	if err != nil {
+	var d *pathinfo.Delta
+	var after *pathinfo.Snapshot
+	if err := a.Do(func() (err error) { // in the namespace it started in
+		d, after, err = w.Stop()
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	got := find(t, d.Qdiscs, false, "1:")

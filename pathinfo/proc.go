@@ -90,7 +90,7 @@ func lines(r io.Reader, fn func(n int, line string) error) error {
 			return err
 		}
 	}
-	if lr.N <= 0 {
+	if lr.N <= 0 || errors.Is(sc.Err(), bufio.ErrTooLong) {
 		return fmt.Errorf("longer than %d bytes; not a /proc/net counter file", maxProcFile)
 	}
 	return sc.Err()

@@ -53,6 +53,7 @@ func (w *nicWatch) stopPath() {
 	if d, after, err := w.path.Stop(); err == nil {
 		w.pathDelta, w.sysctls = d, after.Sysctls
 	}
+	w.path.Close()
 	w.path = nil
 }
 

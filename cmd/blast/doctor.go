@@ -192,27 +192,59 @@ func runDoctorOffline(e *env, o offlineArgs, jsonOut bool) int {
 			return exitUsage
 		}
 	}
-	last := src
-	if after != nil {
-		last = after
-	}
-	names := []string{o.iface}
-	if o.iface == "" {
-		if names, err = last.Names(); err != nil {
-			fmt.Fprintf(e.stderr, "blast doctor: %s\n", nicinfo.EscapeLine(err.Error()))
-			return exitFailure
-		}
-	}
 	rep := &doctor.Report{Host: "offline " + o.dir, Tests: []doctor.Test{}}
 	var lists [][]nicinfo.Finding
-	for _, n := range names {
-		r, err := nicinfo.Analyze(src, after, n)
+	add := func(r *nicinfo.Result, err error) error {
 		if err != nil {
-			fmt.Fprintf(e.stderr, "blast doctor: %s\n", nicinfo.EscapeLine(err.Error()))
-			return exitFailure
+			return err
 		}
 		rep.Interfaces = append(rep.Interfaces, r.Interface)
 		lists = append(lists, r.Findings)
+		return nil
+	}
+	err = func() error {
+		if after == nil {
+			names := []string{o.iface}
+			if o.iface == "" {
+				if names, err = src.Names(); err != nil {
+					return err
+				}
+			}
+			for _, n := range names {
+				if err := add(nicinfo.Analyze(src, nil, n)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		// A card renamed between the captures is matched by its
+		// permanent MAC and bus address, as blast nic does.
+		p, err := nicinfo.Pair(src, after)
+		if err != nil {
+			return err
+		}
+		if o.iface != "" {
+			m, err := p.Find(o.iface)
+			if err != nil {
+				return err
+			}
+			return add(p.Analyze(m))
+		}
+		for _, m := range p.Matches {
+			if err := add(p.Analyze(m)); err != nil {
+				return err
+			}
+		}
+		for _, n := range p.New {
+			if err := add(nicinfo.Analyze(after, nil, n)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "blast doctor: %s\n", nicinfo.EscapeLine(err.Error()))
+		return exitFailure
 	}
 	rep.Finish(lists)
 	if jsonOut {

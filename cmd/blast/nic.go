@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -41,7 +42,12 @@ Options:
                       answers) under DIR, a new or empty directory
   --sysfs DIR         analyze a captured tree instead of this machine
   --after DIR2        with --sysfs: a second capture of the same machine;
-                      the counter changes between the two are diagnosed too
+                      the counter changes between the two are diagnosed too.
+                      A card is followed by its permanent MAC and bus
+                      address, so one renamed between the captures (eth0
+                      became eth2 under a new kernel) is reported as such;
+                      IFACE is its name in the first capture (or, if that
+                      has none of the name, in the second)
   -h, --help          this text
 
 Examples:
@@ -145,7 +151,7 @@ func runNic(e *env, args []string) int {
 		}
 	} else {
 		if src, err = nicinfo.Open(nicinfo.Config{}); err != nil {
-			return nicFail(e, err)
+			return nicFail(e, list, err)
 		}
 		defer src.Close()
 	}
@@ -153,36 +159,46 @@ func runNic(e *env, args []string) int {
 	var route *nicinfo.Route
 	if c.To != "" {
 		if route, err = routeTo(e, c.To); err != nil {
-			return nicFail(e, err)
+			return nicFail(e, list, err)
 		}
 		c.Iface = route.Iface
 	}
 
-	if c.Iface == "" {
-		return nicAll(e, c, src, after)
+	var pairing *nicinfo.Pairing
+	if after != nil {
+		if pairing, err = nicinfo.Pair(src, after); err != nil {
+			return nicFail(e, list, err)
+		}
 	}
-	for _, t := range []struct {
-		s   *nicinfo.Source
-		dir string
-	}{{src, c.Sysfs}, {after, c.After}} {
-		if t.s == nil {
-			continue
+	if c.Iface == "" {
+		if err := captureOrder(c, src, after); err != nil {
+			return nicUsage(e, "%v", err)
 		}
-		if names, err := t.s.Names(); err != nil {
-			return nicFail(e, err)
-		} else if !slices.Contains(names, c.Iface) {
-			in := ""
-			if t.dir != "" {
-				in = " in " + t.dir
-			}
-			return nicUsage(e, "no interface %q%s: see '%s' for the list", c.Iface, in, list)
+		return nicAll(e, c, list, src, after, pairing)
+	}
+	var match nicinfo.Match
+	if pairing != nil {
+		var why string
+		if match, why = findMatch(c, pairing); why != "" {
+			return nicUsage(e, "%s: see '%s' for the list", why, list)
 		}
+	} else if names, err := src.Names(); err != nil {
+		return nicFail(e, list, err)
+	} else if !slices.Contains(names, c.Iface) {
+		in := ""
+		if c.Sysfs != "" {
+			in = " in " + c.Sysfs
+		}
+		return nicUsage(e, "no interface %q%s: see '%s' for the list", c.Iface, in, list)
+	}
+	if err := captureOrder(c, src, after); err != nil {
+		return nicUsage(e, "%v", err)
 	}
 
 	if c.Pin != "" {
 		ifc, err := src.Inspect(c.Iface)
 		if err != nil {
-			return nicFail(e, err)
+			return nicFail(e, list, err)
 		}
 		a, err := nicinfo.Advise(ifc, c.Pin)
 		if err != nil {
@@ -190,51 +206,93 @@ func runNic(e *env, args []string) int {
 			return nicUsage(e, "--pin %s: %v", c.Pin, strings.TrimPrefix(err.Error(), "nicinfo: "))
 		}
 		if c.JSON {
-			return nicJSON(e, a)
+			return nicJSON(e, list, a)
 		}
 		if err := nicinfo.WriteAdvice(e.stdout, a); err != nil {
-			return nicFail(e, err)
+			return nicFail(e, list, err)
 		}
 		return exitOK
 	}
 
-	r, err := nicinfo.Analyze(src, after, c.Iface)
+	var r *nicinfo.Result
+	if pairing != nil {
+		r, err = pairing.Analyze(match)
+	} else {
+		r, err = nicinfo.Analyze(src, nil, c.Iface)
+	}
 	if err != nil {
-		return nicFail(e, err)
+		return nicFail(e, list, err)
 	}
 	if c.JSON {
 		if route != nil {
-			return nicJSON(e, struct {
+			return nicJSON(e, list, struct {
 				Host  string         `json:"host"`
 				Route *nicinfo.Route `json:"route"`
 				*nicinfo.Result
 			}{c.To, route, r})
 		}
-		return nicJSON(e, r)
+		return nicJSON(e, list, r)
 	}
 	if route != nil {
 		fmt.Fprintln(e.stdout, nicinfo.Escape(routeLine(c.To, route)))
 		fmt.Fprintln(e.stdout)
 	}
 	if err := nicinfo.WriteResult(e.stdout, r); err != nil {
-		return nicFail(e, err)
+		return nicFail(e, list, err)
 	}
 	return exitOK
 }
 
+// findMatch finds IFACE across two captures: the card named so in the
+// first (or, when the first has none of the name, in the second), under
+// its name in each. why says, when it is not in both, which lacks it.
+func findMatch(c nicConfig, p *nicinfo.Pairing) (m nicinfo.Match, why string) {
+	if m, err := p.Find(c.Iface); err == nil {
+		return m, ""
+	}
+	switch {
+	case slices.Contains(p.Gone, c.Iface):
+		why = fmt.Sprintf("no interface %q in %s", c.Iface, c.After)
+		if m, ok := matchOf(p, c.Iface); ok {
+			why += fmt.Sprintf(" (%s there is another card, %s in %s)", c.Iface, m.Before, c.Sysfs)
+		} else if slices.Contains(p.New, c.Iface) {
+			why += fmt.Sprintf(" (%s there is another card, not in %s)", c.Iface, c.Sysfs)
+		}
+	case slices.Contains(p.New, c.Iface):
+		why = fmt.Sprintf("no interface %q in %s (it is new in %s: 'blast nic --sysfs %s %s' shows its state)", c.Iface, c.Sysfs, c.After, c.After, c.Iface)
+	default:
+		why = fmt.Sprintf("no interface %q in %s", c.Iface, c.Sysfs)
+	}
+	return nicinfo.Match{}, why
+}
+
+// captureOrder refuses two captures given the wrong way round (the
+// second taken before the first): every counter would go backwards.
+func captureOrder(c nicConfig, src, after *nicinfo.Source) error {
+	if after == nil {
+		return nil
+	}
+	t0, t1 := src.Captured(), after.Captured()
+	if t0.IsZero() || t1.IsZero() || !t1.Before(t0) {
+		return nil
+	}
+	return fmt.Errorf("--after %s was captured (%s) before --sysfs %s (%s): give the earlier capture to --sysfs: blast nic --sysfs %s --after %s",
+		c.After, t1.UTC().Format(time.DateTime+" UTC"), c.Sysfs, t0.UTC().Format(time.DateTime+" UTC"), c.After, c.Sysfs)
+}
+
 // nicAll handles the command without an interface: the table of this machine,
 // or the table and the analysis of every interface of a captured tree.
-func nicAll(e *env, c nicConfig, src, after *nicinfo.Source) int {
+func nicAll(e *env, c nicConfig, list string, src, after *nicinfo.Source, p *nicinfo.Pairing) int {
 	if c.Sysfs == "" {
 		ifcs, err := src.All()
 		if err != nil {
-			return nicFail(e, err)
+			return nicFail(e, list, err)
 		}
 		if c.JSON {
-			return nicJSON(e, ifcs)
+			return nicJSON(e, list, ifcs)
 		}
 		if err := nicinfo.WriteTable(e.stdout, ifcs); err != nil {
-			return nicFail(e, err)
+			return nicFail(e, list, err)
 		}
 		return exitOK
 	}
@@ -245,34 +303,26 @@ func nicAll(e *env, c nicConfig, src, after *nicinfo.Source) int {
 	}
 	names, err := last.Names()
 	if err != nil {
-		return nicFail(e, err)
+		return nicFail(e, list, err)
 	}
-	var before []string
-	if after != nil {
-		if before, err = src.Names(); err != nil {
-			return nicFail(e, err)
-		}
-		for _, n := range before {
-			if !slices.Contains(names, n) {
-				fmt.Fprintf(e.stderr, "blast: nic: note: %s is in %s but not in %s: not analyzed\n", nicinfo.Escape(n), c.Sysfs, c.After)
-			}
+	if p != nil {
+		for _, n := range p.Gone {
+			fmt.Fprintf(e.stderr, "blast: nic: note: %s is in %s but not in %s: not analyzed\n", nicinfo.Escape(n), c.Sysfs, c.After)
 		}
 	}
 	var results []*nicinfo.Result
 	for _, n := range names {
-		b := src
-		if after != nil && !slices.Contains(before, n) {
-			fmt.Fprintf(e.stderr, "blast: nic: note: %s is in %s but not in %s: state rules only\n", nicinfo.Escape(n), c.After, c.Sysfs)
-			b = nil
-		}
 		var r *nicinfo.Result
-		if b == nil {
-			r, err = nicinfo.Analyze(after, nil, n)
+		if p == nil {
+			r, err = nicinfo.Analyze(src, nil, n)
+		} else if m, ok := matchOf(p, n); ok {
+			r, err = p.Analyze(m)
 		} else {
-			r, err = nicinfo.Analyze(b, after, n)
+			fmt.Fprintf(e.stderr, "blast: nic: note: %s is in %s but not in %s: state rules only\n", nicinfo.Escape(n), c.After, c.Sysfs)
+			r, err = nicinfo.Analyze(after, nil, n)
 		}
 		if err != nil {
-			return nicFail(e, err)
+			return nicFail(e, list, err)
 		}
 		results = append(results, r)
 	}
@@ -280,39 +330,50 @@ func nicAll(e *env, c nicConfig, src, after *nicinfo.Source) int {
 		if results == nil {
 			results = []*nicinfo.Result{}
 		}
-		return nicJSON(e, results)
+		return nicJSON(e, list, results)
 	}
 	ifcs := make([]*nicinfo.Interface, len(results))
 	for i, r := range results {
 		ifcs[i] = r.Interface
 	}
 	if err := nicinfo.WriteTable(e.stdout, ifcs); err != nil {
-		return nicFail(e, err)
+		return nicFail(e, list, err)
 	}
 	for _, r := range results {
 		fmt.Fprintln(e.stdout)
 		if err := nicinfo.WriteResult(e.stdout, r); err != nil {
-			return nicFail(e, err)
+			return nicFail(e, list, err)
 		}
 	}
 	return exitOK
 }
 
+// matchOf is the match of the interface named name in the second capture.
+func matchOf(p *nicinfo.Pairing, name string) (nicinfo.Match, bool) {
+	for _, m := range p.Matches {
+		if m.After == name {
+			return m, true
+		}
+	}
+	return nicinfo.Match{}, false
+}
+
 // nicCapture saves this machine's interfaces (or one) under c.Capture.
 func nicCapture(e *env, c nicConfig) int {
+	const list = "blast nic"
 	if ents, err := os.ReadDir(c.Capture); err == nil && len(ents) > 0 {
 		return nicUsage(e, "--capture %s: directory not empty: give a new or empty directory", c.Capture)
 	}
 	src, err := nicinfo.Open(nicinfo.Config{})
 	if err != nil {
-		return nicFail(e, err)
+		return nicFail(e, list, err)
 	}
 	defer src.Close()
 	var names []string
 	if c.Iface != "" {
 		all, err := src.Names()
 		if err != nil {
-			return nicFail(e, err)
+			return nicFail(e, list, err)
 		}
 		if !slices.Contains(all, c.Iface) {
 			return nicUsage(e, "no interface %q: see 'blast nic' for the list", c.Iface)
@@ -320,20 +381,21 @@ func nicCapture(e *env, c nicConfig) int {
 		names = []string{c.Iface}
 	}
 	if err := src.Capture(c.Capture, names...); err != nil {
-		return nicFail(e, err)
+		return nicFail(e, list, err)
 	}
 	got, err := loadTree("--capture", c.Capture)
 	if err == nil {
 		names, err = got.Names()
 	}
 	if err != nil {
-		return nicFail(e, err)
+		return nicFail(e, list, err)
 	}
 	fmt.Fprintf(e.stdout, "captured %s to %s; analyze it with: blast nic --sysfs %s\n", nicinfo.Escape(strings.Join(names, ", ")), c.Capture, c.Capture)
 	return exitOK
 }
 
-// loadTree opens a captured tree, saying what is wrong in one line.
+// loadTree opens a captured tree, saying what is wrong in one line and,
+// when dir holds a tree or lies inside one, which directory to give.
 func loadTree(flag, dir string) (*nicinfo.Source, error) {
 	st, err := os.Stat(dir)
 	switch {
@@ -346,20 +408,78 @@ func loadTree(flag, dir string) (*nicinfo.Source, error) {
 	if err == nil {
 		_, err = s.Names()
 	}
-	if err != nil {
-		if isTree(filepath.Join(dir, "before")) {
-			return nil, fmt.Errorf("%s %s: holds before/ (and after/), not a tree: use --sysfs %s --after %s", flag, dir,
-				filepath.Join(dir, "before"), filepath.Join(dir, "after"))
-		}
-		return nil, fmt.Errorf("%s %s: not a captured tree (no readable sys/class/net): give a tree made by 'blast nic --capture DIR'", flag, dir)
+	if err == nil {
+		return s, nil
 	}
-	return s, nil
+	if hint := treeHint(flag, dir); hint != "" {
+		return nil, fmt.Errorf("%s %s: %s", flag, dir, hint)
+	}
+	if isTree(dir) { // sys/class/net is there but cannot be read
+		return nil, fmt.Errorf("%s %s: %v", flag, dir, strings.TrimPrefix(err.Error(), "nicinfo: "))
+	}
+	return nil, fmt.Errorf("%s %s: not a captured tree (no readable sys/class/net): give a tree made by 'blast nic --capture DIR'", flag, dir)
 }
 
-func isTree(dir string) bool {
-	st, err := os.Stat(filepath.Join(dir, "sys", "class", "net"))
+// treeHint names the directory to give when dir is not a captured tree:
+// one holding before/ and after/ (a scenario), the sys/ of a tree or
+// another directory inside one, a bare copy of sysfs, or the live /sys.
+// It is "" when there is nothing better to say.
+func treeHint(flag, dir string) string {
+	before, after := filepath.Join(dir, "before"), filepath.Join(dir, "after")
+	hasB, hasA := isTree(before), isTree(after)
+	switch {
+	case flag == "--after" && hasA:
+		return fmt.Sprintf("holds after/, not a tree: use --after %s", after)
+	case flag == "--sysfs" && hasB && hasA:
+		return fmt.Sprintf("holds before/ (and after/), not a tree: use --sysfs %s --after %s", before, after)
+	case hasB:
+		return fmt.Sprintf("holds before/, not a tree: use %s %s", flag, before)
+	case hasA:
+		return fmt.Sprintf("holds after/, not a tree: use %s %s", flag, after)
+	}
+	sysfs := isDir(filepath.Join(dir, "class", "net"))
+	for up, k := dir, 0; k < 4; k++ {
+		if sameDir(up, "/sys") {
+			return "that is this machine's live sysfs, not a capture: run blast nic without --sysfs, or save it with 'blast nic --capture DIR'"
+		}
+		if k > 0 && isTree(up) {
+			if sameDir(filepath.Join(up, "sys"), "/sys") {
+				break // "/" holds the live sysfs, not a capture
+			}
+			if sysfs {
+				return fmt.Sprintf("holds class/net, not sys/class/net: it is the sys/ of the captured tree %s: use %s %s", up, flag, up)
+			}
+			return fmt.Sprintf("lies inside the captured tree %s: use %s %s", up, flag, up)
+		}
+		parent := filepath.Dir(up)
+		if parent == up {
+			break
+		}
+		up = parent
+	}
+	if sysfs {
+		return "holds class/net, not sys/class/net: a captured tree keeps sysfs under sys/ (move it to T/sys and give --sysfs T), or make one with 'blast nic --capture DIR'"
+	}
+	return ""
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
 }
+
+// sameDir says a and b are the same directory.
+func sameDir(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
+}
+
+// isTree says dir looks like a captured tree: it holds sys/class/net.
+func isTree(dir string) bool { return isDir(filepath.Join(dir, "sys", "class", "net")) }
 
 // pathErr is the reason of a *fs.PathError without the path, which the
 // message already names.
@@ -412,15 +532,15 @@ func routeLine(host string, r *nicinfo.Route) string {
 
 // nicJSON writes v as indented JSON, with what a terminal would act on
 // escaped (nicinfo.EscapeJSON): the strings come from files.
-func nicJSON(e *env, v any) int {
+func nicJSON(e *env, list string, v any) int {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return nicFail(e, err)
+		return nicFail(e, list, err)
 	}
 	if _, err := e.stdout.Write(nicinfo.EscapeJSON(b.Bytes())); err != nil {
-		return nicFail(e, err)
+		return nicFail(e, list, err)
 	}
 	return exitOK
 }
@@ -432,11 +552,14 @@ func nicUsage(e *env, format string, a ...any) int {
 	return exitUsage
 }
 
-// nicFail reports a run-time failure in one line, with the fix where there is one.
-func nicFail(e *env, err error) int {
+// nicFail reports a run-time failure in one line, with the fix where there
+// is one; list is how to list the interfaces read ("blast nic" for this
+// machine, "blast nic --sysfs DIR" for a capture, where an interface
+// cannot vanish: its error says what is missing).
+func nicFail(e *env, list string, err error) int {
 	msg := strings.TrimPrefix(err.Error(), "nicinfo: ")
 	switch {
-	case errors.Is(err, nicinfo.ErrNoInterface):
+	case errors.Is(err, nicinfo.ErrNoInterface) && list == "blast nic":
 		msg += " (it vanished while being read): see 'blast nic' for the list"
 	case errors.Is(err, nicinfo.ErrNotSupported):
 		msg += ": live inspection needs Linux; analyze a capture from a Linux machine with --sysfs DIR"

@@ -42,6 +42,12 @@ func TestNicGolden(t *testing.T) {
 		{"nic-e1000e-pair-all.txt", []string{"--sysfs", fx("e1000e-full-crc", "before"), "--after", fx("e1000e-full-crc", "after")}, ""},
 		{"nic-counter-reset.txt", []string{"--sysfs", fx("counter-reset", "before"), "--after", fx("counter-reset", "after"), "enp4s0"}, ""},
 		{"nic-pin-tulip.txt", []string{"--sysfs", fx("tulip-enumerated", "before"), "eth1", "--pin", "lan0"}, ""},
+		{"nic-rename-eth0-eth2.txt", []string{"--sysfs", fx("rename-eth0-eth2", "before"), "--after", fx("rename-eth0-eth2", "after"), "eth0"}, ""},
+		{"nic-rename-eth0-eth2-all.txt", []string{"--sysfs", fx("rename-eth0-eth2", "before"), "--after", fx("rename-eth0-eth2", "after")}, ""},
+		{"nic-rename-pinned-lan0.txt", []string{"--sysfs", fx("rename-pinned-lan0", "before"), "--after", fx("rename-pinned-lan0", "after"), "lan0"}, ""},
+		{"nic-e1000e-10half-partner.txt", []string{"--sysfs", fx("e1000e-10half-partner", "before"), "--after", fx("e1000e-10half-partner", "after"), "enp0s25"}, ""},
+		{"nic-tulip-hub-excessive.txt", []string{"--sysfs", fx("tulip-hub-excessive", "before"), "--after", fx("tulip-hub-excessive", "after"), "eth0"}, ""},
+		{"nic-e1000e-100full-crc-noethtool.txt", []string{"--sysfs", fx("e1000e-100full-crc-noethtool", "before"), "--after", fx("e1000e-100full-crc-noethtool", "after"), "enp3s0"}, ""},
 	} {
 		t.Run(strings.TrimSuffix(tc.golden, ".txt"), func(t *testing.T) {
 			code, out, errs := runNicArgs(t, tc.args...)
@@ -68,6 +74,138 @@ func TestNicPairFindings(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+}
+
+// A card renamed between two captures is followed by its permanent MAC and
+// bus address: reported as a rename with the pin advice, its counters
+// compared under both names, not listed as one gone and one new.
+func TestNicRename(t *testing.T) {
+	before, after := fx("rename-eth0-eth2", "before"), fx("rename-eth0-eth2", "after")
+	t.Run("by its first name", func(t *testing.T) {
+		code, out, errs := runNicArgs(t, "--sysfs", before, "--after", after, "eth0")
+		if code != exitOK || errs != "" {
+			t.Fatalf("exit %d, stderr %q", code, errs)
+		}
+		first, _, _ := strings.Cut(out, "\n")
+		if want := "eth0 before is eth2 after: same permanent MAC 00:25:90:3a:5c:10 and bus 0000:00:19.0"; first != want {
+			t.Errorf("first line %q, want %q", first, want)
+		}
+		for _, want := range []string{
+			"\neth2 (ifindex 4)\n",
+			"\neth2: counts since its counters restarted from zero: the machine rebooted between the captures (another boot id, kernel 6.12.0 → 6.18.0)\n",
+			"\n    rx_packets          +1204331\n",
+			"\nWARN  D25 eth2: renamed between the captures (eth0 → eth2): ",
+			"      evidence: eth0 before is eth2 after: same permanent MAC 00:25:90:3a:5c:10 and bus 0000:00:19.0; eth0 is now the igb at 0000:03:00.0 (eth1 before)\n",
+			"[Match] PermanentMACAddress=00:25:90:3a:5c:10 and [Link] Name=lan0 ('blast nic eth2 --pin lan0' on that machine",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q", want)
+			}
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		code, out, errs := runNicArgs(t, "-J", "--sysfs", before, "--after", after, "eth0")
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var r nicinfo.Result
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		want := &nicinfo.Match{Before: "eth0", After: "eth2", By: "permanent MAC 00:25:90:3a:5c:10 and bus 0000:00:19.0",
+			BeforeNaming: "enumerated", OldNameNow: "the igb at 0000:03:00.0 (eth1 before)"}
+		if diff := cmp.Diff(want, r.Renamed); diff != "" {
+			t.Errorf("renamed (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"WARN D25"}, findingRules(r.Findings)); diff != "" {
+			t.Errorf("findings (-want +got):\n%s", diff)
+		}
+		if r.Delta == nil || r.Delta.Restarted == "" || r.Delta.Counters["tx_packets"] != 987_120 {
+			t.Errorf("delta %+v: want counted from zero since the reboot, tx_packets 987120", r.Delta)
+		}
+	})
+	t.Run("a name of the first capture wins", func(t *testing.T) {
+		// eth2 is the second igb port in the first capture (eth1 now), not
+		// the e1000e that is eth2 now.
+		code, out, errs := runNicArgs(t, "--sysfs", before, "--after", after, "eth2")
+		if code != exitOK || !strings.HasPrefix(out, "eth2 before is eth1 after: same permanent MAC 00:1b:21:8e:40:ab and bus 0000:03:00.1\n") {
+			t.Errorf("exit %d, stderr %q, output starts %q", code, errs, out[:min(len(out), 100)])
+		}
+	})
+	t.Run("all", func(t *testing.T) {
+		code, out, errs := runNicArgs(t, "-J", "--sysfs", before, "--after", after)
+		if code != exitOK || errs != "" {
+			t.Fatalf("exit %d, stderr %q: want no interface noted gone or new", code, errs)
+		}
+		var rs []nicinfo.Result
+		if err := json.Unmarshal([]byte(out), &rs); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range rs {
+			got = append(got, r.Renamed.Before+" → "+r.Interface.Name+" "+r.Interface.BusInfo)
+		}
+		want := []string{"eth1 → eth0 0000:03:00.0", "eth2 → eth1 0000:03:00.1", "eth0 → eth2 0000:00:19.0"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("renames (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("by its new name", func(t *testing.T) {
+		// lan0 is only in the second capture: found there, followed back to eth0.
+		code, out, errs := runNicArgs(t, "--sysfs", fx("rename-pinned-lan0", "before"), "--after", fx("rename-pinned-lan0", "after"), "lan0")
+		if code != exitOK || !strings.HasPrefix(out, "eth0 before is lan0 after: same permanent MAC 74:d4:35:9b:20:4e and bus 0000:02:00.0\n") ||
+			!strings.Contains(out, "\nlan0: counter changes over 5m12s\n") || !strings.Contains(out, "\nINFO  D25 lan0: renamed between the captures (eth0 → lan0): the new name is pinned by /etc/systemd/network/10-lan0.link\n") {
+			t.Errorf("exit %d, stderr %q, output:\n%s", code, errs, out)
+		}
+	})
+}
+
+// The offline findings of the new scenarios, by rule, severity and the
+// words that carry the diagnosis.
+func TestNicOfflineFindings(t *testing.T) {
+	for _, tc := range []struct {
+		scenario, iface string
+		want            []string // rule and severity, in order
+		lines           []string // in the text output
+	}{
+		{"e1000e-10half-partner", "enp0s25", []string{"WARN D2"}, []string{
+			"WARN  D2 enp0s25: running half duplex: the link partner is a hub or a 10/half-only device (it advertises only 10baseT_Half)\n",
+			"evidence: speed 10M, duplex half, autoneg on, the NIC supports full duplex, link partner advertises only 10baseT_Half\n",
+		}},
+		{"e1000-100half-latecoll", "enp0s11", []string{"ERROR D1", "ERROR D2", "ERROR D3", "WARN D5"}, []string{
+			"ERROR D2 enp0s11: running half duplex on a link that can run full duplex: the peer is forced, so parallel detection chose half\n",
+			"link partner advertises no modes (peer forced: its speed and duplex are hard-set)",
+		}},
+		{"tulip-hub-excessive", "eth0", []string{"WARN D5"}, []string{
+			"WARN  D5 eth0: heavy collisions at half duplex, with frames dropped after 16 tries (excessive collisions, tx_aborted_errors): a busy shared segment or a duplex mismatch\n",
+			"Δexcessive_collisions = 212 [tx_aborted_errors]: frames dropped after 16 collisions in a row",
+		}},
+		{"e1000e-100full-crc-noethtool", "enp3s0", []string{"ERROR D6"}, []string{
+			"ERROR D6 enp3s0: CRC and alignment errors on a 10/100 full-duplex link: a duplex mismatch (the peer at half duplex) or a bad cable\n",
+			"fix: tell them apart at the far end: a peer at half duplex counts collisions and late collisions on that port",
+		}},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			args := []string{"--sysfs", fx(tc.scenario, "before"), "--after", fx(tc.scenario, "after"), tc.iface}
+			code, out, errs := runNicArgs(t, args...)
+			if code != exitOK || errs != "" {
+				t.Fatalf("exit %d, stderr %q", code, errs)
+			}
+			for _, l := range tc.lines {
+				if !strings.Contains(out, l) {
+					t.Errorf("output lacks %q", l)
+				}
+			}
+			code, out, errs = runNicArgs(t, append([]string{"-J"}, args...)...)
+			var r nicinfo.Result
+			if err := json.Unmarshal([]byte(out), &r); code != exitOK || err != nil {
+				t.Fatalf("-J: exit %d, %v, stderr %q", code, err, errs)
+			}
+			if diff := cmp.Diff(tc.want, findingRules(r.Findings)); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -147,6 +285,27 @@ func TestNicErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(full, "x"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A directory holding only before/; a bare copy of sysfs (class/net
+	// without sys/); a tree whose device directory was not captured.
+	onlyBefore := t.TempDir()
+	if abs, err := filepath.Abs(virtio); err != nil {
+		t.Fatal(err)
+	} else if err := os.Symlink(abs, filepath.Join(onlyBefore, "before")); err != nil {
+		t.Fatal(err)
+	}
+	bare := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(bare, "class", "net"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	incomplete := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(incomplete, "sys", "class", "net"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../devices/pci0000:00/0000:00:03.0/net/eth0", filepath.Join(incomplete, "sys", "class", "net", "eth0")); err != nil {
+		t.Fatal(err)
+	}
+	renameB, renameA := fx("rename-eth0-eth2", "before"), fx("rename-eth0-eth2", "after")
+	tulip := fx("tulip-enumerated", "before")
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -163,6 +322,24 @@ func TestNicErrors(t *testing.T) {
 			"blast: nic: --sysfs " + empty + ": not a captured tree (no readable sys/class/net): give a tree made by 'blast nic --capture DIR'"},
 		{"scenario dir", []string{"--sysfs", scenario}, exitUsage,
 			"blast: nic: --sysfs " + scenario + ": holds before/ (and after/), not a tree: use --sysfs " + scenario + "/before --after " + scenario + "/after"},
+		{"scenario dir given to --after", []string{"--sysfs", virtio, "--after", scenario}, exitUsage,
+			"blast: nic: --after " + scenario + ": holds after/, not a tree: use --after " + scenario + "/after"},
+		{"dir holding before/ only", []string{"--sysfs", onlyBefore}, exitUsage,
+			"blast: nic: --sysfs " + onlyBefore + ": holds before/, not a tree: use --sysfs " + onlyBefore + "/before"},
+		{"the sys/ of a tree", []string{"--sysfs", virtio + "/sys"}, exitUsage,
+			"blast: nic: --sysfs " + virtio + "/sys: holds class/net, not sys/class/net: it is the sys/ of the captured tree " + virtio + ": use --sysfs " + virtio},
+		{"class/net of a tree", []string{"--sysfs", virtio, "--after", virtio + "/sys/class/net"}, exitUsage,
+			"blast: nic: --after " + virtio + "/sys/class/net: lies inside the captured tree " + virtio + ": use --after " + virtio},
+		{"a bare copy of sysfs", []string{"--sysfs", bare}, exitUsage,
+			"blast: nic: --sysfs " + bare + ": holds class/net, not sys/class/net: a captured tree keeps sysfs under sys/ (move it to T/sys and give --sysfs T), or make one with 'blast nic --capture DIR'"},
+		{"captures the wrong way round", []string{"--sysfs", renameA, "--after", renameB, "eth2"}, exitUsage,
+			"blast: nic: --after " + renameB + " was captured (2026-03-14 09:26:53 UTC) before --sysfs " + renameA + " (2026-03-15 07:02:11 UTC): give the earlier capture to --sysfs: blast nic --sysfs " + renameB + " --after " + renameA},
+		{"a card gone, its name taken by another", []string{"--sysfs", renameB, "--after", tulip, "eth1"}, exitUsage,
+			`blast: nic: no interface "eth1" in ` + tulip + " (eth1 there is another card, not in " + renameB + "): see 'blast nic --sysfs " + renameB + "' for the list"},
+		{"a card only in the second capture", []string{"--sysfs", tulip, "--after", renameA, "eth0"}, exitUsage,
+			`blast: nic: no interface "eth0" in ` + tulip + " (it is new in " + renameA + ": 'blast nic --sysfs " + renameA + " eth0' shows its state): see 'blast nic --sysfs " + tulip + "' for the list"},
+		{"incomplete tree", []string{"--sysfs", incomplete, "eth0"}, exitFailure,
+			`blast: nic: interface "eth0": ` + incomplete + "/sys/class/net/eth0 links to ../../devices/pci0000:00/0000:00:03.0/net/eth0, which the capture does not hold (an incomplete tree: capture it again): no such interface"},
 		{"bad after dir", []string{"--sysfs", virtio, "--after", missing}, exitUsage,
 			"blast: nic: --after " + missing + ": cannot read it (no such file or directory): give a tree made by 'blast nic --capture DIR'"},
 		{"after without sysfs", []string{"--after", virtio}, exitUsage,
@@ -204,6 +381,20 @@ func TestNicErrors(t *testing.T) {
 				t.Errorf("stderr (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// The live sysfs given to --sysfs is named as such.
+func TestNicLiveSysfsHint(t *testing.T) {
+	if st, err := os.Stat("/sys/class/net"); err != nil || !st.IsDir() {
+		t.Skip("no /sys/class/net here")
+	}
+	for _, dir := range []string{"/sys", "/sys/class/net"} {
+		code, out, errs := runNicArgs(t, "--sysfs", dir)
+		want := "blast: nic: --sysfs " + dir + ": that is this machine's live sysfs, not a capture: run blast nic without --sysfs, or save it with 'blast nic --capture DIR'\n"
+		if code != exitUsage || out != "" || errs != want {
+			t.Errorf("exit %d, stdout %q, stderr %q; want %d, nothing, %q", code, out, errs, exitUsage, want)
+		}
 	}
 }
 

@@ -354,6 +354,17 @@ func (d *direction) run(stopfd int) error {
 	// Wake up at a frame's due time, not up to 50 µs (the default slack)
 	// after it.
 	unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	// Real-time priority where the kernel grants it, so that frames are
+	// read when they arrive and leave when due even while the host's
+	// other threads keep every CPU busy: a loaded machine's scheduling
+	// delays would otherwise become the path's jitter and bursts. The
+	// thread sleeps in ppoll between frames, and the kernel's RT
+	// throttling bounds it regardless.
+	if old, err := unix.SchedGetAttr(0, 0); err == nil {
+		if unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0) == nil {
+			defer unix.SchedSetAttr(0, old, 0)
+		}
+	}
 	fds := []unix.PollFd{{Fd: int32(d.in)}, {Fd: int32(stopfd), Events: unix.POLLIN}, {Fd: int32(d.out)}}
 	for {
 		if err := d.release(d.now()); err != nil {

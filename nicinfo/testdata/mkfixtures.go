@@ -11,7 +11,8 @@
 //	go run ./nicinfo/testdata/mkfixtures.go
 //
 // The virtio and veth-peerdown scenarios are real captures of this machine and
-// are not written by this program.
+// are not written by this program. rename-eth0-eth2 holds two captures of a
+// three-port machine taken under two kernels (written by swapCaptures).
 package main
 
 import (
@@ -53,6 +54,11 @@ type scenario struct {
 	aftRaw  map[string]uint64 // generic counters set (not added) at the end
 	drvRaw  map[string]uint64 // -S counters set (not added) at the end
 	elapsed time.Duration
+
+	noEthtool  bool              // the tree holds no ethtool answers (no ethtool/ directory)
+	boot       string            // the boot id of both captures ("": not recorded)
+	afterIface string            // the interface's name at the end, when it was renamed
+	afterUdev  map[string]string // its udev entry at the end, when it changed
 }
 
 var t0 = time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC)
@@ -306,7 +312,172 @@ func scenarios() []scenario {
 		drvRaw:  map[string]uint64{"rx_packets": 1200, "tx_packets": 1100, "tx_abort_late_coll": 0},
 		elapsed: 10 * time.Second,
 	})
+	// 10. An r8169 renamed at run time: the admin installed
+	// /etc/systemd/network/10-lan0.link and ran "ip link set eth0 down;
+	// udevadm trigger --action=add /sys/class/net/eth0; ip link set lan0 up"
+	// between the captures. Same boot, same ifindex: its counters went on.
+	rtl := nicinfo.DriverData{
+		Info:     &nicinfo.DriverInfo{Driver: "r8169", Version: "6.18.0", Firmware: "rtl8168h-2_0.0.2 02/26/15", NStats: 13},
+		PermAddr: "74:d4:35:9b:20:4e",
+		Link:     &nicinfo.LinkSettings{Speed: 1000, Duplex: 1, Autoneg: 1, Port: 0, Supported: []string{"10baseT_Half", "10baseT_Full", "100baseT_Half", "100baseT_Full", "1000baseT_Full", "Autoneg", "TP", "MII"}, Advertise: []string{"10baseT_Half", "10baseT_Full", "100baseT_Half", "100baseT_Full", "1000baseT_Full", "Autoneg", "TP", "MII"}, Partner: []string{"10baseT_Half", "10baseT_Full", "100baseT_Half", "100baseT_Full", "1000baseT_Full", "Autoneg", "TP"}},
+		Detected: ptr(true),
+		Ring:     &nicinfo.Rings{RX: 256, TX: 256, MaxRX: 256, MaxTX: 256},
+		Features: map[string]bool{"rx-checksum": true, "tx-checksum-ipv4": true, "tx-checksum-ipv6": true, "tx-scatter-gather": true, "tx-tcp-segmentation": false,
+			"tx-generic-segmentation": true, "rx-gro": true, "rx-vlan-hw-parse": true, "tx-vlan-hw-insert": true},
+		Stats: map[string]uint64{"tx_packets": 4_120_331, "rx_packets": 6_000_218, "tx_errors": 0, "rx_errors": 0, "rx_missed": 0, "align_errors": 0,
+			"tx_single_collisions": 0, "tx_multi_collisions": 0, "unicast": 5_990_001, "broadcast": 8_101, "multicast": 2_116, "tx_aborted": 0, "tx_underrun": 0},
+		XDP:    &nicinfo.XDP{},
+		Errors: map[string]string{"channels": "operation not supported"},
+	}
+	out = append(out, scenario{
+		dir: "rename-pinned-lan0", iface: "eth0", index: 2, queues: 1,
+		pci:        pci{"0000:02:00.0", "0x10ec", "0x8168", "0x1458", "0xe000", "r8169"},
+		udev:       map[string]string{"ID_NET_NAME_MAC": "enx74d4359b204e", "ID_NET_NAME_PATH": "enp2s0", "ID_NET_NAMING_SCHEME": "v252", "ID_NET_DRIVER": "r8169"},
+		attrs:      with(baseAttrs("74:d4:35:9b:20:4e", "1"), "speed", "1000", "duplex", "full"),
+		stats:      map[string]uint64{"rx_packets": 6_000_218, "tx_packets": 4_120_331, "rx_bytes": 7_400_112_018, "tx_bytes": 1_020_331_875, "multicast": 2_116},
+		dstats:     map[string]uint64{"rx_packets": 412_877, "tx_packets": 203_419, "rx_bytes": 601_334_120, "tx_bytes": 14_662_004, "multicast": 12},
+		after:      map[string]string{"name_assign_type": "4", "carrier_changes": "4", "carrier_up_count": "2", "carrier_down_count": "2"},
+		drv:        rtl,
+		ddelta:     map[string]uint64{"unicast": 412_801, "broadcast": 64},
+		elapsed:    5*time.Minute + 12*time.Second,
+		boot:       "3f6c2a91-0d7e-4c55-b1a8-6e2f9d40c7b3",
+		afterIface: "lan0",
+		afterUdev: map[string]string{"ID_NET_NAME": "lan0", "ID_NET_NAME_MAC": "enx74d4359b204e", "ID_NET_NAME_PATH": "enp2s0", "ID_NET_NAMING_SCHEME": "v252",
+			"ID_NET_DRIVER": "r8169", "ID_NET_LINK_FILE": "/etc/systemd/network/10-lan0.link"},
+	})
+
+	// 11. e1000e autonegotiating with a lab instrument whose 10BASE-T port
+	// negotiates but offers only 10baseT_Half: the link is rightly
+	// 10/half, and collisions are normal there.
+	lab := intel("e1000e", "6.18.0-k", zeros(intelKeys))
+	lab.PermAddr = "3c:97:0e:41:7a:d2"
+	lab.Link = &nicinfo.LinkSettings{Speed: 10, Duplex: 0, Autoneg: 1, Port: 0, Supported: gigT, Advertise: append(gigTAdv, "Autoneg", "TP"), Partner: []string{"10baseT_Half", "Autoneg"}}
+	out = append(out, scenario{
+		dir: "e1000e-10half-partner", iface: "enp0s25", index: 2, queues: 1,
+		pci:     pci{"0000:00:19.0", "0x8086", "0x1502", "0x17aa", "0x21f3", "e1000e"},
+		udev:    map[string]string{"ID_NET_NAME_PATH": "enp0s25", "ID_NET_NAME_MAC": "enx3c970e417ad2", "ID_NET_NAMING_SCHEME": "v252", "ID_NET_LINK_FILE": "/usr/lib/systemd/network/99-default.link", "ID_NET_DRIVER": "e1000e"},
+		attrs:   with(baseAttrs("3c:97:0e:41:7a:d2", "4"), "speed", "10"),
+		stats:   map[string]uint64{"rx_packets": 120_400, "tx_packets": 98_311, "rx_bytes": 41_000_000, "tx_bytes": 12_500_000, "collisions": 2_410},
+		dstats:  map[string]uint64{"rx_packets": 9_500, "tx_packets": 8_000, "rx_bytes": 6_080_000, "tx_bytes": 1_104_000, "collisions": 240},
+		drv:     lab,
+		ddelta:  map[string]uint64{"tx_deferred_ok": 900, "tx_single_coll_ok": 200, "tx_multi_coll_ok": 40},
+		elapsed: time.Minute,
+	})
+
+	// 12. tulip (DE500) on a busy 100 Mb/s hub: no link settings, so the
+	// kernel cannot say the duplex, but it counts collisions, and
+	// tx_aborted_errors: frames given up after 16 collisions.
+	out = append(out, scenario{
+		dir: "tulip-hub-excessive", iface: "eth0", index: 2, queues: 1,
+		pci:    pci{"0000:00:0a.0", "0x1011", "0x0019", "0x1011", "0x500b", "tulip"},
+		attrs:  with(baseAttrs("00:00:f8:1c:9e:07", "1"), "speed", "", "duplex", ""),
+		einval: []string{"speed", "duplex"},
+		stats:  map[string]uint64{"rx_packets": 2_931_004, "tx_packets": 2_511_870, "rx_bytes": 1_900_000_000, "tx_bytes": 2_700_000_000, "collisions": 301_114, "tx_aborted_errors": 5_120, "tx_errors": 5_120},
+		dstats: map[string]uint64{"rx_packets": 61_000, "tx_packets": 80_000, "rx_bytes": 4_270_000, "tx_bytes": 115_840_000, "collisions": 9_600, "tx_aborted_errors": 212, "tx_errors": 212},
+		drv: nicinfo.DriverData{
+			Info:     &nicinfo.DriverInfo{Driver: "tulip", Version: "1.1.15"},
+			PermAddr: "00:00:f8:1c:9e:07",
+			Detected: ptr(true),
+			XDP:      &nicinfo.XDP{},
+			Errors: map[string]string{"linksettings": "ioctl SIOCETHTOOL: operation not supported", "ring": "operation not supported",
+				"channels": "operation not supported"},
+		},
+		elapsed: time.Minute,
+	})
+
+	// 13. The e1000e-full-crc situation on another machine, captured
+	// without ethtool answers (no ethtool/ directory): sysfs says 100/full
+	// and counts CRC and alignment (rx_frame_errors) errors; whether an end
+	// is forced is unknown.
+	out = append(out, scenario{
+		dir: "e1000e-100full-crc-noethtool", iface: "enp3s0", index: 3, queues: 1,
+		pci:       pci{"0000:03:00.0", "0x8086", "0x10d3", "0x8086", "0xa01f", "e1000e"},
+		udev:      map[string]string{"ID_NET_NAME_PATH": "enp3s0", "ID_NET_NAMING_SCHEME": "v252", "ID_NET_LINK_FILE": "/usr/lib/systemd/network/99-default.link", "ID_NET_DRIVER": "e1000e"},
+		attrs:     with(baseAttrs("00:1b:21:3c:5d:7e", "4"), "duplex", "full"),
+		stats:     map[string]uint64{"rx_packets": 880_000, "tx_packets": 710_000, "rx_bytes": 1_100_000_000, "tx_bytes": 90_000_000},
+		dstats:    map[string]uint64{"rx_packets": 50_000, "tx_packets": 38_000, "rx_bytes": 72_400_000, "tx_bytes": 2_508_000, "rx_crc_errors": 655, "rx_frame_errors": 71, "rx_length_errors": 30, "rx_errors": 756},
+		noEthtool: true,
+		elapsed:   10 * time.Minute,
+	})
 	return out
+}
+
+// swapCaptures are two captures of a server with an onboard e1000e and a
+// dual-port igb, named eth0..eth2 by the kernel (net.ifnames=0): under
+// kernel 6.12 the e1000e probed first and was eth0; after a reboot into
+// 6.18, igb probed first, took eth0 and eth1, and the e1000e became eth2.
+// The counters restarted with the reboot.
+func swapCaptures() (before, after capture) {
+	e1000e := pci{"0000:00:19.0", "0x8086", "0x1502", "0x15d9", "0x0629", "e1000e"}
+	igb0 := pci{"0000:03:00.0", "0x8086", "0x10c9", "0x8086", "0xa03c", "igb"}
+	igb1 := pci{"0000:03:00.1", "0x8086", "0x10c9", "0x8086", "0xa03c", "igb"}
+	gigPartner := []string{"10baseT_Half", "10baseT_Full", "100baseT_Half", "100baseT_Full", "1000baseT_Full", "Autoneg", "TP"}
+	drv := func(driver, perm, kernel string, up bool, stats map[string]uint64) *nicinfo.DriverData {
+		d := intel(driver, kernel+"-k", stats)
+		d.PermAddr = perm
+		d.Link = &nicinfo.LinkSettings{Speed: 1000, Duplex: 1, Autoneg: 1, Port: 0, Supported: gigT, Advertise: append(gigTAdv, "Autoneg", "TP"), Partner: gigPartner}
+		if !up {
+			d.Link = &nicinfo.LinkSettings{Speed: ^uint32(0), Duplex: 0xff, Autoneg: 1, Port: 0, Supported: gigT, Advertise: append(gigTAdv, "Autoneg", "TP"), Partner: []string{}}
+			d.Detected = ptr(false)
+		}
+		return &d
+	}
+	// nic is one port: up with traffic, or down (never configured).
+	nic := func(name string, idx int, p pci, mac, kernel string, up bool, udev map[string]string, gen map[string]uint64) nicState {
+		stats := zeros(genericKeys)
+		maps.Copy(stats, gen)
+		dstats := zeros(intelKeys)
+		for k := range dstats {
+			if v, ok := stats[k]; ok {
+				dstats[k] = v
+			}
+		}
+		n := nicState{iface: name, index: idx, pci: p, queues: 8, udev: udev, stats: stats,
+			attrs: with(baseAttrs(mac, "1"), "speed", "1000", "duplex", "full"),
+			drv:   drv(p.driver, mac, kernel, up, dstats)}
+		if p.driver == "e1000e" {
+			n.queues = 1
+		}
+		if !up {
+			n.attrs = with(n.attrs, "carrier", "", "speed", "", "duplex", "", "operstate", "down", "flags", "0x1002",
+				"carrier_changes", "1", "carrier_up_count", "0", "carrier_down_count", "1")
+			n.einval = []string{"carrier", "speed", "duplex"}
+		}
+		return n
+	}
+	udev := func(p pci, path, onboard string) map[string]string {
+		m := map[string]string{"ID_NET_NAME_PATH": path, "ID_NET_NAMING_SCHEME": "v252", "ID_NET_LINK_FILE": "/usr/lib/systemd/network/99-default.link", "ID_NET_DRIVER": p.driver}
+		if onboard != "" {
+			m["ID_NET_NAME_ONBOARD"] = onboard
+		}
+		return m
+	}
+	const (
+		macE  = "00:25:90:3a:5c:10"
+		macI0 = "00:1b:21:8e:40:aa"
+		macI1 = "00:1b:21:8e:40:ab"
+	)
+	before = capture{
+		source: "fixture rename-eth0-eth2 (written by mkfixtures.go)", at: t0, kernel: "6.12.0", boot: "8c1e5f0a-3d2b-4b8e-9f47-2a6d1c0b7e35",
+		nics: []nicState{
+			nic("eth0", 2, e1000e, macE, "6.12.0", true, udev(e1000e, "enp0s25", "eno1"),
+				map[string]uint64{"rx_packets": 381_220_114, "tx_packets": 402_118_903, "rx_bytes": 301_456_880_112, "tx_bytes": 377_002_118_640, "multicast": 1_204_117}),
+			nic("eth1", 3, igb0, macI0, "6.12.0", true, udev(igb0, "enp3s0f0", ""),
+				map[string]uint64{"rx_packets": 95_331_020, "tx_packets": 88_210_457, "rx_bytes": 70_118_990_431, "tx_bytes": 61_775_123_908, "multicast": 301_422}),
+			nic("eth2", 4, igb1, macI1, "6.12.0", false, udev(igb1, "enp3s0f1", ""), nil),
+		},
+	}
+	after = capture{
+		source: "fixture rename-eth0-eth2 (written by mkfixtures.go)", at: t0.Add(21*time.Hour + 35*time.Minute + 18*time.Second), kernel: "6.18.0", boot: "e2f4a9d1-6b3c-4f0e-8a12-5c7d9e3b1f60",
+		nics: []nicState{
+			nic("eth0", 2, igb0, macI0, "6.18.0", true, udev(igb0, "enp3s0f0", ""),
+				map[string]uint64{"rx_packets": 301_877, "tx_packets": 276_014, "rx_bytes": 221_430_112, "tx_bytes": 190_887_301, "multicast": 911}),
+			nic("eth1", 3, igb1, macI1, "6.18.0", false, udev(igb1, "enp3s0f1", ""), nil),
+			nic("eth2", 4, e1000e, macE, "6.18.0", true, udev(e1000e, "enp0s25", "eno1"),
+				map[string]uint64{"rx_packets": 1_204_331, "tx_packets": 987_120, "rx_bytes": 1_051_220_417, "tx_bytes": 1_318_004_226, "multicast": 3_877}),
+		},
+	}
+	return before, after
 }
 
 func main() {
@@ -330,7 +501,7 @@ func main() {
 				drv0.Stats[k] = v
 			}
 		}
-		write(filepath.Join(dir, "before"), sc, sc.attrs, stats, drv0, t0)
+		write(filepath.Join(dir, "before"), sc, sc.iface, sc.udev, sc.attrs, stats, drv0, t0)
 		if sc.dstats == nil && sc.aftRaw == nil {
 			continue
 		}
@@ -354,59 +525,110 @@ func main() {
 			}
 		}
 		maps.Copy(drv.Stats, sc.drvRaw)
-		write(filepath.Join(dir, "after"), sc, attrs, st1, drv, t0.Add(sc.elapsed))
+		name, udev := sc.iface, sc.udev
+		if sc.afterIface != "" {
+			name = sc.afterIface
+		}
+		if sc.afterUdev != nil {
+			udev = sc.afterUdev
+		}
+		write(filepath.Join(dir, "after"), sc, name, udev, attrs, st1, drv, t0.Add(sc.elapsed))
 	}
+	before, after := swapCaptures()
+	dir := filepath.Join(root, "rename-eth0-eth2")
+	must(os.RemoveAll(dir))
+	writeTree(filepath.Join(dir, "before"), before)
+	writeTree(filepath.Join(dir, "after"), after)
 }
 
-func write(dir string, sc scenario, attrs map[string]string, stats map[string]uint64, drv nicinfo.DriverData, at time.Time) {
+// nicState is one interface as a captured tree records it.
+type nicState struct {
+	iface  string
+	index  int
+	pci    pci
+	queues int
+	udev   map[string]string
+	attrs  map[string]string // top-level sysfs attributes
+	einval []string          // attributes that read EINVAL (left out, recorded)
+	stats  map[string]uint64 // the generic counters
+	drv    *nicinfo.DriverData
+}
+
+// capture is one captured tree: its manifest and its interfaces.
+type capture struct {
+	source       string
+	at           time.Time
+	kernel, boot string
+	nics         []nicState
+}
+
+func write(dir string, sc scenario, iface string, udev, attrs map[string]string, stats map[string]uint64, drv nicinfo.DriverData, at time.Time) {
+	n := nicState{iface: iface, index: sc.index, pci: sc.pci, queues: sc.queues, udev: udev, attrs: attrs, einval: sc.einval, stats: stats, drv: &drv}
+	if sc.noEthtool {
+		n.drv = nil
+	}
+	writeTree(dir, capture{source: "fixture " + sc.dir + " (written by mkfixtures.go)", at: at, kernel: "6.18.0", boot: sc.boot, nics: []nicState{n}})
+}
+
+func writeTree(dir string, c capture) {
 	sys := filepath.Join(dir, "sys")
-	real := filepath.Join("devices", "pci0000:00", sc.pci.addr, "net", sc.iface)
+	for _, n := range c.nics {
+		writeNIC(dir, sys, n)
+	}
+	js(filepath.Join(dir, "blast-nic.json"), nicinfo.Manifest{Format: 1, Captured: c.at, Source: c.source, Kernel: c.kernel, BootID: c.boot})
+}
+
+func writeNIC(dir, sys string, n nicState) {
+	real := filepath.Join("devices", "pci0000:00", n.pci.addr, "net", n.iface)
 	must(os.MkdirAll(filepath.Join(sys, "class", "net"), 0o755))
-	must(os.Symlink(filepath.Join("..", "..", real), filepath.Join(sys, "class", "net", sc.iface)))
+	must(os.Symlink(filepath.Join("..", "..", real), filepath.Join(sys, "class", "net", n.iface)))
 	ifd := filepath.Join(sys, real)
-	attrs = with(attrs, "ifindex", fmt.Sprint(sc.index), "iflink", fmt.Sprint(sc.index))
+	attrs := with(n.attrs, "ifindex", fmt.Sprint(n.index), "iflink", fmt.Sprint(n.index))
 	for k, v := range attrs {
 		file(filepath.Join(ifd, k), v)
 	}
-	for k, v := range stats {
+	for k, v := range n.stats {
 		file(filepath.Join(ifd, "statistics", k), fmt.Sprint(v))
 	}
-	for q := 0; q < sc.queues; q++ {
+	for q := 0; q < n.queues; q++ {
 		file(filepath.Join(ifd, "queues", fmt.Sprintf("rx-%d", q), "rps_cpus"), "0")
 		file(filepath.Join(ifd, "queues", fmt.Sprintf("tx-%d", q), "tx_maxrate"), "0")
 	}
-	must(os.Symlink(filepath.Join("..", "..", "..", sc.pci.addr), filepath.Join(ifd, "device")))
-	dev := filepath.Join(sys, "devices", "pci0000:00", sc.pci.addr)
-	file(filepath.Join(dev, "vendor"), sc.pci.vendor)
-	file(filepath.Join(dev, "device"), sc.pci.device)
-	file(filepath.Join(dev, "subsystem_vendor"), sc.pci.subVendor)
-	file(filepath.Join(dev, "subsystem_device"), sc.pci.subDevice)
+	must(os.Symlink(filepath.Join("..", "..", "..", n.pci.addr), filepath.Join(ifd, "device")))
+	dev := filepath.Join(sys, "devices", "pci0000:00", n.pci.addr)
+	file(filepath.Join(dev, "vendor"), n.pci.vendor)
+	file(filepath.Join(dev, "device"), n.pci.device)
+	file(filepath.Join(dev, "subsystem_vendor"), n.pci.subVendor)
+	file(filepath.Join(dev, "subsystem_device"), n.pci.subDevice)
 	file(filepath.Join(dev, "class"), "0x020000")
-	must(os.Symlink("../../../bus/pci/drivers/"+sc.pci.driver, filepath.Join(dev, "driver")))
+	must(os.Symlink("../../../bus/pci/drivers/"+n.pci.driver, filepath.Join(dev, "driver")))
 	must(os.Symlink("../../../bus/pci", filepath.Join(dev, "subsystem")))
-	if sc.udev != nil {
+	if n.udev != nil {
 		var s string
-		for _, k := range sortedKeys(sc.udev) {
-			s += "E:" + k + "=" + sc.udev[k] + "\n"
+		for _, k := range sortedKeys(n.udev) {
+			s += "E:" + k + "=" + n.udev[k] + "\n"
 		}
-		file(filepath.Join(dir, "udev", fmt.Sprintf("n%d", sc.index)), "I:1234567\n"+s)
+		file(filepath.Join(dir, "udev", fmt.Sprintf("n%d", n.index)), "I:1234567\n"+s)
 	}
+	if n.drv == nil {
+		return // captured without ethtool answers
+	}
+	drv := *n.drv
 	if drv.Info != nil && drv.Info.BusInfo == "" {
 		info := *drv.Info
-		info.BusInfo = sc.pci.addr
+		info.BusInfo = n.pci.addr
 		drv.Info = &info
 	}
-	if len(sc.einval) > 0 {
+	if len(n.einval) > 0 {
 		drv.Errors = maps.Clone(drv.Errors)
 		if drv.Errors == nil {
 			drv.Errors = map[string]string{}
 		}
-		for _, a := range sc.einval {
+		for _, a := range n.einval {
 			drv.Errors[a] = "invalid argument"
 		}
 	}
-	js(filepath.Join(dir, "ethtool", sc.iface+".json"), drv)
-	js(filepath.Join(dir, "blast-nic.json"), nicinfo.Manifest{Format: 1, Captured: at, Source: "fixture " + sc.dir + " (written by mkfixtures.go)", Kernel: "6.18.0"})
+	js(filepath.Join(dir, "ethtool", n.iface+".json"), drv)
 }
 
 func sortedKeys(m map[string]string) []string {
