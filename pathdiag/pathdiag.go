@@ -114,7 +114,17 @@ func Diagnose(d Direction) []nicinfo.Finding {
 	}
 	out = explained(out)
 	Rank(out)
-	return out
+	// One finding per rule and interface: the most serious (another
+	// test's milder view of the same limit adds nothing).
+	var seen []string
+	return slices.DeleteFunc(out, func(f nicinfo.Finding) bool {
+		k := f.Rule + " " + f.Iface
+		if slices.Contains(seen, k) {
+			return true
+		}
+		seen = append(seen, k)
+		return false
+	})
 }
 
 // explained drops the findings that a stronger one explains, so the
@@ -164,8 +174,8 @@ func Rank(fs []nicinfo.Finding) {
 	})
 }
 
-// Merge joins findings of several tests or both ends, dropping repeats
-// (same rule, interface and summary), and ranks them.
+// Merge joins findings of several tests or both ends, ranks them, and
+// keeps the most serious of each rule on each interface.
 func Merge(lists ...[]nicinfo.Finding) []nicinfo.Finding {
 	var out []nicinfo.Finding
 	for _, l := range lists {
