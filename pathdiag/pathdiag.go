@@ -112,6 +112,12 @@ func Diagnose(d Direction) []nicinfo.Finding {
 	for _, r := range rules {
 		out = append(out, r.check(d)...)
 	}
+	// nicinfo's D9 (far below line rate, the NIC to blame) applies only
+	// when nothing on the path set the pace: the path rules decide that.
+	if NICBound(d, out) {
+		n := d.Sender.NIC
+		out = append(out, nicinfo.D9(nicinfo.Input{Iface: n.Interface, Delta: n.Delta, GoodputBps: d.Goodput, NICBound: true})...)
+	}
 	out = explained(out)
 	Rank(out)
 	// One finding per rule and interface: the most serious (another
@@ -131,15 +137,17 @@ func Diagnose(d Direction) []nicinfo.Finding {
 // verdict names the cause once: the asymmetry a shaper or a window makes
 // (D7 at WARN beside D14 or D15 at WARN), and the loss on the path (D20)
 // that a black hole (D17), an MTU (D16 at ERROR) or the sender's own queue
-// (D19) accounts for.
+// (D19) accounts for; and the distance from line rate (D23) that D9 names
+// as the NIC's.
 func explained(fs []nicinfo.Finding) []nicinfo.Finding {
 	has := func(rule string, sev nicinfo.Severity) bool {
 		return slices.ContainsFunc(fs, func(f nicinfo.Finding) bool { return f.Rule == rule && f.Severity >= sev })
 	}
 	shaped := has("D14", nicinfo.Warn) || has("D15", nicinfo.Warn)
 	lost := has("D17", nicinfo.Error) || has("D16", nicinfo.Error) || has("D19", nicinfo.Warn)
+	nicBound := has("D9", nicinfo.Warn)
 	return slices.DeleteFunc(fs, func(f nicinfo.Finding) bool {
-		return f.Rule == "D7" && f.Severity == nicinfo.Warn && shaped || f.Rule == "D20" && lost
+		return f.Rule == "D7" && f.Severity == nicinfo.Warn && shaped || f.Rule == "D20" && lost || f.Rule == "D23" && nicBound
 	})
 }
 

@@ -141,6 +141,20 @@ func TestRules(t *testing.T) {
 			d.Receiver = end("remote", nic("eth0", 2, 0, 1500, 1000, nil), nil)
 			return d
 		}, []string{"INFO D23"}, []string{"goodput 300.0 Mbit/s is 32% of the 1.00 Gbit/s link's TCP line rate (940.0 Mbit/s)"}},
+		{"far below line rate with the NIC to blame: D9", func() Direction {
+			d := healthyTCP
+			d.Goodput = 300e6
+			d.Sender = end("local", nic("eth0", 2, 0, 1500, 1000, nil), nil)
+			d.Sender.NIC.Interface.Carrier = ptr(true)
+			return d
+		}, []string{"WARN D9"}, []string{"300 Mbit/s is 32% of the 940 Mbit/s a 1G link carries"}},
+		{"far below line rate behind a shaper: no D9", func() Direction {
+			d := healthyTCP
+			d.Goodput = 94e6
+			d.Sender = end("local", nic("eth0", 2, 0, 1500, 1000, nil), tbf)
+			d.Sender.NIC.Interface.Carrier = ptr(true)
+			return d
+		}, []string{"WARN D14", "INFO D23"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Diagnose(tc.d())
