@@ -82,6 +82,9 @@ func Run(ctx context.Context, cfg Config, progress func(Interval)) (*Result, err
 		return nil, err
 	}
 	rt, res, err := dial(ctx, cfg)
+	if errors.Is(err, errGreetingInterrupted) {
+		return res, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -190,14 +193,22 @@ func dial(ctx context.Context, cfg Config) (roundTripper, *Result, error) {
 	if err != nil {
 		return nil, nil, explain("connect to", addr, err)
 	}
+	res := &Result{Protocol: network, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String(),
+		Size: cfg.Size, Warmup: cfg.Warmup, Timeout: cfg.Timeout}
 	if !cfg.UDP {
-		if err := hello(c, addr, max(cfg.Timeout, 5*time.Second)); err != nil {
+		err := hello(ctx, c, addr, max(cfg.Timeout, 5*time.Second))
+		if err != nil {
 			c.Close()
+			if ctx.Err() != nil {
+				// Interrupted before the first round trip: a result
+				// with nothing in it, as an interrupt later gives one
+				// with what ran.
+				res.Interrupted = true
+				return nil, res, errGreetingInterrupted
+			}
 			return nil, nil, err
 		}
 	}
-	res := &Result{Protocol: network, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String(),
-		Size: cfg.Size, Warmup: cfg.Warmup, Timeout: cfg.Timeout}
 	rt, err := newRawFlow(c, res.Remote, cfg)
 	switch {
 	case err == nil:

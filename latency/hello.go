@@ -22,12 +22,20 @@ import (
 // of [a-z2-7] and a NUL).
 var Hello = [37]byte{'b', 'L', 'a', 't', ' ', 'e', 'c', 'h', 'o', ' ', 'v', '1', '\n'}
 
-// hello sends Hello on c and reads it back.
-func hello(c net.Conn, addr string, timeout time.Duration) error {
+// errGreetingInterrupted: ctx ended while the client waited for the
+// greeting's echo.
+var errGreetingInterrupted = errors.New("latency: interrupted during the greeting")
+
+// hello sends Hello on c and reads it back; ctx ending interrupts it.
+func hello(ctx context.Context, c net.Conn, addr string, timeout time.Duration) error {
 	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return err
 	}
-	defer c.SetDeadline(time.Time{})
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	defer func() {
+		stop()
+		c.SetDeadline(time.Time{})
+	}()
 	if _, err := c.Write(Hello[:]); err != nil {
 		return explain("send to", addr, err)
 	}

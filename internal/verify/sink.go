@@ -31,6 +31,7 @@ type Sink struct {
 	mu      sync.Mutex
 	faults  []Fault
 	peerLen int
+	lenSeen int // a block length a corrupt block gave, not yet confirmed
 }
 
 // NewSink returns the Sink for blocks of f: one per datagram if
@@ -172,9 +173,16 @@ func (s *Sink) bad(b []byte) {
 	}
 	if framed {
 		if l := int(binary.BigEndian.Uint32(b[4:])); l != s.g.Len {
+			// Another block length is believed once two corrupt
+			// blocks say the same: a sender with another -l makes
+			// every block say it, a corrupted length field one.
 			s.mu.Lock()
-			if s.peerLen == 0 {
+			switch {
+			case s.peerLen != 0:
+			case l == s.lenSeen:
 				s.peerLen = l
+			default:
+				s.lenSeen = l
 			}
 			s.mu.Unlock()
 		}

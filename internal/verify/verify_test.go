@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"math/rand/v2"
 	"strconv"
@@ -423,5 +424,22 @@ func BenchmarkVerifySink(b *testing.B) {
 	for b.Loop() {
 		src.Read(p)
 		s.Write(p)
+	}
+}
+
+// A corrupted length field in one block is a corrupt block, not a sender
+// with another block length: that takes two blocks that agree.
+func TestVerifyCorruptLengthField(t *testing.T) {
+	f := Format{Len: 2048}
+	d := blocks(t, f, 4)
+	binary.BigEndian.PutUint32(d[1][4:], 0xff00ff00)
+	s := sink(t, f, true)
+	for _, b := range d {
+		s.Write(b)
+	}
+	s.Close()
+	err := s.Counts().Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "verify: 4 blocks received: 1 corrupt (block 1 at byte 4") || strings.Contains(err.Error(), "the sender's blocks are") {
+		t.Errorf("Err = %v, want the corrupt block named and no block-length advice", err)
 	}
 }
