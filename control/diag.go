@@ -118,16 +118,9 @@ func (r *Result) direction(up bool) *pathdiag.Direction {
 			recvIO.Idle += io.Idle
 			recvIOKnown = true
 		}
-		snd, rcv := sr.UDP, sr.PeerUDP
-		if !localSends {
-			snd, rcv = sr.PeerUDP, sr.UDP
-		}
-		if snd != nil {
-			d.Sent += snd.Packets
-		}
-		if rcv != nil {
-			d.Lost += rcv.Lost
-		}
+		sent, lost := sr.UDPLoss()
+		d.Sent += sent
+		d.Lost += lost
 	}
 	if n == 0 {
 		return nil
@@ -185,4 +178,25 @@ func topFinding(r *Result) *nicinfo.Finding {
 		return nil
 	}
 	return &fs[0]
+}
+
+// UDPLoss is a UDP stream's datagrams sent and lost, whichever side this
+// is: the receiver's count of gaps, or, when more is missing, what the
+// sender sent and the receiver never saw (a receiver that got nothing, or
+// lost the tail, counts no gap).
+func (sr *StreamResult) UDPLoss() (sent, lost int64) {
+	snd, rcv := sr.UDP, sr.PeerUDP
+	if !sr.Sender {
+		snd, rcv = sr.PeerUDP, sr.UDP
+	}
+	if snd != nil {
+		sent = snd.Packets
+	}
+	if rcv != nil {
+		lost = rcv.Lost
+		if snd != nil {
+			lost = max(lost, snd.Packets-rcv.Packets)
+		}
+	}
+	return sent, lost
 }

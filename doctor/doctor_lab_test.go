@@ -140,6 +140,21 @@ func TestLabDoctorShaper(t *testing.T) {
 	}
 }
 
+// A's MTU is 9000, B's 1500: TCP hides it (the MSS), UDP datagrams that
+// fill A's MTU are all lost: an ERROR naming the datagram size and both MTUs.
+func TestLabDoctorMTUMismatch(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	ip(t, lab.A, "link", "set", "dev", lab.A.Iface, "mtu", "9000")
+	rep, _ := doctorRun(t, lab, server(t, lab))
+	f := onlyRule(t, rep.Findings, "D16", nicinfo.Error)
+	if !strings.HasPrefix(f.Evidence, "8972-byte datagrams make 9000-byte packets; MTU sender 9000, receiver 1500") {
+		t.Errorf("D16 evidence %q", f.Evidence)
+	}
+	if !strings.Contains(f.Fix, "-l 1472") {
+		t.Errorf("D16 fix %q: want -l 1472", f.Fix)
+	}
+}
+
 // clientFindings runs blast client in A with args against the server in B
 // and returns the path findings of its JSON result.
 func clientFindings(t *testing.T, lab *netlab.Lab, port string, args ...string) []nicinfo.Finding {

@@ -147,7 +147,8 @@ func explained(fs []nicinfo.Finding) []nicinfo.Finding {
 	lost := has("D17", nicinfo.Error) || has("D16", nicinfo.Error) || has("D19", nicinfo.Warn)
 	nicBound := has("D9", nicinfo.Warn)
 	return slices.DeleteFunc(fs, func(f nicinfo.Finding) bool {
-		return f.Rule == "D7" && f.Severity == nicinfo.Warn && shaped || f.Rule == "D20" && lost || f.Rule == "D23" && nicBound
+		return f.Rule == "D7" && f.Severity == nicinfo.Warn && shaped || f.Rule == "D20" && lost || f.Rule == "D23" && nicBound ||
+			f.Rule == "D18" && f.Severity == nicinfo.Info && has("D16", nicinfo.Error) // the MTU refused the sends
 	})
 }
 

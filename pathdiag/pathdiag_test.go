@@ -97,6 +97,11 @@ func TestRules(t *testing.T) {
 				Sender:   end("local", nic("veth-a", 5, 6, 9000, 0, map[string]uint64{"tx_dropped": 2000}), nil),
 				Receiver: end("remote", vethB(nil), nil)}
 		}, []string{"ERROR D16"}, []string{"8972-byte datagrams make 9000-byte packets; MTU sender 9000, receiver 1500; 2000 of 2000 datagrams lost (100%); sender tx_dropped +2000"}},
+		{"UDP datagrams over the receiver's MTU that a veth let through", func() Direction {
+			return Direction{UDP: true, Seconds: 3, Datagram: 8972, Sent: 2000, Lost: 0,
+				Sender:   end("local", nic("veth-a", 5, 6, 9000, 0, nil), nil),
+				Receiver: end("remote", vethB(nil), nil)}
+		}, []string{"WARN D16"}, []string{"8972-byte datagrams make 9000-byte packets; MTU sender 9000, receiver 1500; 0 of 2000 datagrams lost (0%)"}},
 		{"MTU mismatch on a veth pair, TCP", func() Direction {
 			d := healthyTCP
 			d.Sender = end("local", nic("veth-a", 5, 6, 9000, 0, nil), nil)

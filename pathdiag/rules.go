@@ -159,7 +159,7 @@ func D16(d Direction) []nicinfo.Finding {
 		}
 		frame := d.Datagram + 8 + 20 // UDP and IPv4 headers
 		lost := float64(d.Lost) / float64(d.Sent)
-		if path > 0 && frame > path && lost >= 0.1 {
+		if path > 0 && frame > path {
 			ev := fmt.Sprintf("%d-byte datagrams make %d-byte packets; MTU sender %s, receiver %s; %d of %d datagrams lost (%.0f%%)",
 				d.Datagram, frame, mtuWords(sm), mtuWords(rm), d.Lost, d.Sent, 100*lost)
 			if s := d.Sender; s != nil && s.NIC != nil && s.NIC.Delta != nil {
@@ -167,8 +167,19 @@ func D16(d Direction) []nicinfo.Finding {
 					ev += fmt.Sprintf("; sender tx_dropped +%d", v)
 				}
 			}
-			out = append(out, nicinfo.Finding{Rule: "D16", Severity: nicinfo.Error, Iface: iface(d.Sender),
-				Summary:  "datagrams larger than the path's MTU are lost",
+			sev, summary := nicinfo.Error, "datagrams larger than the path's MTU are lost"
+			if d.Lost == 0 {
+				// Through a veth, a GSO train passes whatever the MTU
+				// on the far side: a real link drops them.
+				sev, summary = nicinfo.Warn, "datagrams larger than the path's MTU (none lost here, but a link that checks the MTU drops them)"
+			}
+			if s := d.Sender; s != nil && s.Path != nil {
+				if n := s.Path.Get("Udp.SndbufErrors") + s.Path.Get("Udp6.SndbufErrors"); n > 0 {
+					ev += fmt.Sprintf("; %d sends refused on the sender (SndbufErrors)", n)
+				}
+			}
+			out = append(out, nicinfo.Finding{Rule: "D16", Severity: sev, Iface: iface(d.Sender),
+				Summary:  summary,
 				Evidence: ev,
 				Fix:      fmt.Sprintf("send datagrams of at most %d bytes (-l %d), or set the same MTU on both ends of every link (ip link set dev IFACE mtu N)", path-28, path-28)})
 		}
