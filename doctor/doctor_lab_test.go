@@ -222,3 +222,40 @@ func TestLabTTCPReaderLimited(t *testing.T) {
 		t.Errorf("receiver: no %q:\n%s", want, r.Stdout.String())
 	}
 }
+
+// ttcp: a receiver with 128 KiB buffers fed 1448-byte writes at 20 Mbit/s
+// gets short reads because data arrives slowly: starved, not the limit.
+func TestLabTTCPStarved(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	r := blasttest.Listening(t, lab.B, "tcp", 5001, blasttest.Bin, "-r", "-s", "-l", "131072")
+	tx := blasttest.Start(t, lab.A, nil, blasttest.Bin, "-t", "-s", "-l", "1448", "-n", "3000", "--rate", "20M", lab.B.Addr4.String())
+	tx.Wait(t)
+	r.Wait(t)
+	out := r.Stdout.String()
+	if want := "blast-r: path INFO D21 " + lab.B.Iface + ": starved receiver: "; !strings.Contains(out, want) {
+		t.Errorf("receiver: no %q:\n%s", want, out)
+	}
+	if strings.Contains(out, "path WARN") || strings.Contains(out, "path ERROR") {
+		t.Errorf("receiver: a finding at WARN or above on a paced transfer:\n%s", out)
+	}
+}
+
+// ttcp: a transmitter writing 1 KiB buffers as fast as it can keeps its
+// core busy: D22 (INFO) names the CPU. A shared machine may take the core
+// away for a while, so a run that saw less gets two more tries.
+func TestLabTTCPCPUBound(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	var out string
+	for try := 1; try <= 3; try++ {
+		r := blasttest.Listening(t, lab.B, "tcp", 5001, blasttest.Bin, "-r", "-s", "-l", "131072")
+		tx := blasttest.Start(t, lab.A, nil, blasttest.Bin, "-t", "-s", "-l", "1024", "-n", "1000000", lab.B.Addr4.String())
+		tx.Wait(t)
+		r.Wait(t)
+		out = tx.Stdout.String()
+		if strings.Contains(out, "blast-t: path INFO D22 "+lab.A.Iface+": the sender is CPU-bound: a core per stream was busy the whole test (the sender (local) used ") {
+			return
+		}
+		t.Logf("try %d: no D22:\n%s", try, out)
+	}
+	t.Errorf("transmitter: no D22 in three tries")
+}

@@ -1,0 +1,61 @@
+package doctor_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/nicinfo"
+)
+
+// A path-MTU black hole: A and B have 9000-byte MTUs, the router's link
+// towards B has 1500 and sends no ICMP "fragmentation needed" (its own
+// ICMP is routed into a blackhole). The connection is made, then full-size segments vanish.
+func TestLabBlackHole(t *testing.T) {
+	lab := labtest.New(t, netlab.Routed, netlab.Options{})
+	ip(t, lab.A, "link", "set", "dev", lab.A.Iface, "mtu", "9000")
+	ip(t, lab.B, "link", "set", "dev", lab.B.Iface, "mtu", "9000")
+	ip(t, lab.Router, "link", "set", "dev", lab.Router.Iface, "mtu", "9000")
+	var towardB string
+	if err := lab.Router.Do(func() error {
+		links, err := netlink.LinkList()
+		for _, l := range links {
+			if n := l.Attrs().Name; n != "lo" && n != lab.Router.Iface {
+				towardB = n
+			}
+		}
+		return err
+	}); err != nil || towardB == "" {
+		t.Fatalf("the router's link towards B: %q, %v", towardB, err)
+	}
+	ip(t, lab.Router, "link", "set", "dev", towardB, "mtu", "1500")
+	// The router's own ICMP goes nowhere: a rule sends it to a table
+	// that holds only a blackhole route.
+	ip(t, lab.Router, "route", "add", "blackhole", "default", "table", "100")
+	ip(t, lab.Router, "rule", "add", "ipproto", "icmp", "lookup", "100", "pref", "10")
+	port := server(t, lab)
+	fs := clientFindings(t, lab, port, "-t", "2")
+	f := onlyRule(t, fs, "D17", nicinfo.Error)
+	if !strings.HasPrefix(f.Evidence, "the connection was made, then ") || !strings.Contains(f.Evidence, "segments of 8948 bytes") {
+		t.Errorf("D17 evidence %q", f.Evidence)
+	}
+}
+
+// One direction is throttled where neither end can see it (a token bucket
+// on the router's link towards A): the download is far slower than the
+// upload, and D7 says so, with no shaper to name.
+func TestLabAsymmetry(t *testing.T) {
+	lab := labtest.New(t, netlab.Routed, netlab.Options{})
+	tc(t, lab.Router, "qdisc", "add", "dev", lab.Router.Iface, "root", "tbf", "rate", "50mbit", "burst", "64kb", "latency", "50ms")
+	rep, code := doctorRun(t, lab, server(t, lab))
+	f := onlyRule(t, rep.Findings, "D7", nicinfo.Warn)
+	if !strings.Contains(f.Evidence, "the reverse direction is") || !strings.Contains(f.Evidence, "no link errors counted") {
+		t.Errorf("D7 evidence %q", f.Evidence)
+	}
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+}
