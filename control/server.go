@@ -290,6 +290,11 @@ func (s *Server) Close() error { return s.ln.Close() }
 func (s *Server) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The UDP port is open from the start, so blast lat -u finds it; a
+	// failure here is the first UDP test's to report.
+	s.udpMu.Lock()
+	s.openUDPLocked()
+	s.udpMu.Unlock()
 	var bg sync.WaitGroup
 	bg.Go(func() {
 		select {
@@ -353,6 +358,26 @@ func (s *Server) Serve(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// openUDPLocked opens the server's UDP port (the gate) unless it is open;
+// s.udpMu is held.
+func (s *Server) openUDPLocked() error {
+	if s.udp != nil {
+		return nil
+	}
+	nw := "udp" + s.cfg.Family
+	addr := net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.port()))
+	var g *udpGate
+	err := s.netns.Do(func() (err error) {
+		g, err = openUDPGate(nw, addr, engine.SockOpts{TOS: engine.NoTOS, Device: s.cfg.Device}, s.allowed)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("open the UDP port %s: %w", addr, err)
+	}
+	s.udp = g
+	return nil
 }
 
 // closeUDP closes the shared UDP port, if a test opened it.
@@ -997,17 +1022,9 @@ func (s *Server) udpStreams(ctx context.Context, ctrl net.Conn, p *Params, host 
 	nw := "udp" + s.cfg.Family
 	addr := net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.port()))
 	s.udpMu.Lock()
-	if s.udp == nil {
-		var g *udpGate
-		err := s.netns.Do(func() (err error) {
-			g, err = openUDPGate(nw, addr, engine.SockOpts{TOS: engine.NoTOS, Device: s.cfg.Device})
-			return err
-		})
-		if err != nil {
-			s.udpMu.Unlock()
-			return nil, setupError{102, fmt.Errorf("open the UDP port %s: %w", addr, err)}
-		}
-		s.udp = g
+	if err := s.openUDPLocked(); err != nil {
+		s.udpMu.Unlock()
+		return nil, setupError{102, err}
 	}
 	w, unregister := s.udp.wait(host, n)
 	s.udpMu.Unlock()

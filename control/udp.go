@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/latency"
 )
 
 // UDP limits and defaults (iperf.h, iperf_api.c).
@@ -321,6 +322,9 @@ func udpHandshake(ctx context.Context, sock *engine.Socket) error {
 type udpGate struct {
 	sock *engine.Socket
 	done chan struct{}
+	// echo says whether to answer a blast lat request from this address
+	// (--allow): the gate echoes them, so one port serves latency too.
+	echo func(netip.Addr) bool
 
 	mu      sync.Mutex
 	waiting map[netip.Addr][]*udpWaiter
@@ -331,24 +335,31 @@ type udpWaiter struct {
 	seen map[netip.AddrPort]bool
 }
 
-// openUDPGate binds the UDP port with opts and starts reading hellos.
-func openUDPGate(nw, address string, opts engine.SockOpts) (*udpGate, error) {
+// openUDPGate binds the UDP port with opts and starts reading hellos,
+// and echoing blast lat requests from the addresses echo admits.
+func openUDPGate(nw, address string, opts engine.SockOpts, echo func(netip.Addr) bool) (*udpGate, error) {
 	sock, err := engine.ListenUDP(context.Background(), nw, address, opts)
 	if err != nil {
 		return nil, err
 	}
-	g := &udpGate{sock: sock, done: make(chan struct{}), waiting: map[netip.Addr][]*udpWaiter{}}
+	g := &udpGate{sock: sock, done: make(chan struct{}), echo: echo, waiting: map[netip.Addr][]*udpWaiter{}}
 	go g.loop()
 	return g, nil
 }
 
 func (g *udpGate) loop() {
 	defer close(g.done)
-	var buf [64]byte
+	buf := make([]byte, 64<<10) // a latency request may be as large as a datagram
 	for {
-		n, from, err := g.sock.ReadFrom(buf[:])
+		n, from, err := g.sock.ReadFrom(buf)
 		if err != nil || (n == 0 && !from.IsValid()) {
 			return // shut down (close), or the socket failed
+		}
+		if latency.IsUDPRequest(buf[:n]) {
+			if g.echo == nil || g.echo(unmap(from).Addr()) {
+				g.sock.WriteTo(buf[:n], from)
+			}
+			continue
 		}
 		if n != 4 {
 			continue

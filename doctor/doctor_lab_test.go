@@ -259,3 +259,31 @@ func TestLabTTCPCPUBound(t *testing.T) {
 	}
 	t.Errorf("transmitter: no D22 in three tries")
 }
+
+// blast server answers blast lat on its own port, TCP and UDP, so a host
+// needs one service; a UDP test still runs on that port after it.
+func TestLabLatencyOnServerPort(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	port := server(t, lab)
+	for _, udp := range []bool{false, true} {
+		args := []string{"lat", lab.B.Addr4.String(), "-p", port, "-n", "500", "-J"}
+		if udp {
+			args = append(args, "-u")
+		}
+		out, code := run(t, lab, args...)
+		var res struct {
+			RoundTrips int64 `json:"round_trips"`
+			Lost       int64 `json:"lost"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 {
+			t.Fatalf("udp %v: exit %d, %v\n%s", udp, code, err, out)
+		}
+		if res.RoundTrips != 500 || res.Lost != 0 {
+			t.Errorf("udp %v: %d round trips, %d lost; want 500, 0", udp, res.RoundTrips, res.Lost)
+		}
+	}
+	out, code := run(t, lab, "client", lab.B.Addr4.String(), "-p", port, "-u", "-b", "10M", "-t", "1")
+	if code != 0 || !strings.Contains(out, "receiver") {
+		t.Errorf("a UDP test after the latency runs: exit %d\n%s", code, out)
+	}
+}

@@ -626,6 +626,35 @@ func (s *Socket) Write(p []byte) (int, error) {
 	}
 }
 
+// WriteTo sends p as one datagram to to, from an unconnected UDP socket
+// (a reply to a ReadFrom).
+func (s *Socket) WriteTo(p []byte, to netip.AddrPort) (int, error) {
+	var n int
+	err := s.Control(func(fd int) error {
+		family := unix.AF_INET6
+		if sa, err := unix.Getsockname(fd); err == nil {
+			if _, ok := sa.(*unix.SockaddrInet4); ok {
+				family = unix.AF_INET
+			}
+		}
+		if family == unix.AF_INET6 && to.Addr().Is4() {
+			to = netip.AddrPortFrom(netip.AddrFrom16(to.Addr().As16()), to.Port())
+		}
+		for {
+			err := unix.Sendto(fd, p, unix.MSG_NOSIGNAL, sockaddr(to, family))
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				return IOErr("sendto", err)
+			}
+			n = len(p)
+			return nil
+		}
+	})
+	return n, err
+}
+
 // Connect connects an unconnected UDP socket to peer (the sender it heard
 // from first), so that it hears from nobody else.
 func (s *Socket) Connect(peer netip.AddrPort) error {

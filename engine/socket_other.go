@@ -37,6 +37,7 @@ func (s *Socket) SetTimeout(time.Duration) error               { return errOS }
 func (s *Socket) Read([]byte) (int, error)                     { return 0, errOS }
 func (s *Socket) ReadFrom([]byte) (int, netip.AddrPort, error) { return 0, netip.AddrPort{}, errOS }
 func (s *Socket) Write([]byte) (int, error)                    { return 0, errOS }
+func (s *Socket) WriteTo([]byte, netip.AddrPort) (int, error)  { return 0, errOS }
 func (s *Socket) Connect(netip.AddrPort) error                 { return errOS }
 func (s *Socket) BufSize(bool) (int, error)                    { return 0, errOS }
 func (f *Flow) Cancelled() bool                                { return false }

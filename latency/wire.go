@@ -33,6 +33,13 @@ func header(b []byte) (kind byte, seq uint64, ok bool) {
 	return b[4], binary.BigEndian.Uint64(b[8:]), true
 }
 
+// IsUDPRequest says whether b is a blast lat UDP request, which an echo
+// server sends back (a goodbye is not one).
+func IsUDPRequest(b []byte) bool {
+	kind, _, ok := header(b)
+	return ok && kind == kindRequest
+}
+
 // hostPort joins host and port for net.Dial and net.Listen.
 func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
 

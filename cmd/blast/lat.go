@@ -29,8 +29,8 @@ reply received), never RTT/2: sockperf without --full-rtt and qperf
 report RTT/2; double their figures to compare.
 
 The server echoes TCP and UDP on the same port (default ` + strconv.Itoa(latency.DefaultPort) + `).
-blast server answers TCP runs too, on its own port, so a host that runs
-blast server needs no second service: blast lat HOST -p 5201.
+blast server answers blast lat too (TCP and UDP), on its own port, so a
+host that runs blast server needs no second service: blast lat HOST -p 5201.
 
 Server:
   -s, --server          serve (echo) instead of measuring
