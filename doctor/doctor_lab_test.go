@@ -287,3 +287,27 @@ func TestLabLatencyOnServerPort(t *testing.T) {
 		t.Errorf("a UDP test after the latency runs: exit %d\n%s", code, out)
 	}
 }
+
+// A path that loses 2% of its frames with no queue or socket to blame:
+// retransmissions, and the loss is placed between the ends.
+func TestLabLossOnThePath(t *testing.T) {
+	lab := labtest.New(t, netlab.Delayed, netlab.Options{Delay: 2 * time.Millisecond, LossPct: 2, Seed: 7})
+	fs := clientFindings(t, lab, server(t, lab), "-t", "3")
+	f := onlyRule(t, fs, "D20", nicinfo.Warn)
+	if !strings.Contains(f.Evidence, " retransmissions for about ") {
+		t.Errorf("D20 evidence %q", f.Evidence)
+	}
+}
+
+// A sender held to its own -b is healthy: nothing at WARN or above.
+func TestLabHealthyOwnRate(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	port := server(t, lab)
+	for _, args := range [][]string{{"-b", "100M", "-t", "2"}, {"-u", "-b", "200M", "-t", "2"}, {"-R", "-b", "100M", "-t", "2"}} {
+		for _, f := range clientFindings(t, lab, port, args...) {
+			if f.Severity >= nicinfo.Warn {
+				t.Errorf("%v: %s %s", args, f.Severity, f)
+			}
+		}
+	}
+}
