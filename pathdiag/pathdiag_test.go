@@ -139,6 +139,11 @@ func TestRules(t *testing.T) {
 				IO: engine.Sample{Bytes: 1.9e6, Calls: 1300}}
 			return d
 		}, []string{"INFO D21"}, []string{"1300 reads of 1462 bytes on average into a 131072-byte buffer"}},
+		{"a receiver's core in softirq", func() Direction {
+			d := healthyTCP
+			d.Receiver = end("remote", vethB(nil), &pathinfo.Delta{Iface: "veth-b", SoftirqPct: []float64{12, 97.5}})
+			return d
+		}, []string{"INFO D22"}, []string{"cpu1 spent 98% of the test in softirq on the receiver (remote)"}},
 		{"below line rate on a real link", func() Direction {
 			d := healthyTCP
 			d.Goodput = 300e6

@@ -406,6 +406,16 @@ func D22(d Direction) []nicinfo.Finding {
 		if e == nil {
 			continue
 		}
+		if cpu, pct := softirqBusiest(e); pct >= busySoftirq {
+			role := "sender"
+			if e == d.Receiver {
+				role = "receiver"
+			}
+			out = append(out, nicinfo.Finding{Rule: "D22", Severity: nicinfo.Info, Iface: iface(e),
+				Summary:  "the " + role + "'s host is bound by packet processing: a core spent the test in softirq",
+				Evidence: fmt.Sprintf("cpu%d spent %.0f%% of the test in softirq on the %s (%s)", cpu, pct, role, e.Name),
+				Fix:      "spread the packet work over more cores: more queues (ethtool -L IFACE combined N) with irqbalance, RPS/RFS, or GRO/GSO to handle fewer, larger packets"})
+		}
 		if cpu := perStreamCPU(e); cpu >= busyCPU {
 			role := "sender"
 			if e == d.Receiver {
@@ -418,6 +428,24 @@ func D22(d Direction) []nicinfo.Finding {
 		}
 	}
 	return out
+}
+
+// busySoftirq is the share of a CPU in softirq that makes it the limit.
+const busySoftirq = 90
+
+// softirqBusiest is the CPU of e's host that spent the most time in
+// softirq during the test, and that share in percent (-1: unknown).
+func softirqBusiest(e *End) (cpu int, pct float64) {
+	cpu, pct = -1, -1
+	if e == nil || e.Path == nil {
+		return
+	}
+	for i, p := range e.Path.SoftirqPct {
+		if p > pct {
+			cpu, pct = i, p
+		}
+	}
+	return
 }
 
 // D23: goodput well below what the sender's link carries, when the link

@@ -28,6 +28,8 @@ type Snapshot struct {
 	// Sysctls holds the settings named by SysctlNames that could be read,
 	// runs of blanks made one space ("4096 131072 6291456").
 	Sysctls map[string]string `json:"sysctls"`
+	// CPUs are the host's CPU times (all namespaces), for softirq load.
+	CPUs []CPUTime `json:"cpus,omitempty"`
 }
 
 // Qdisc is one qdisc or class. Counters are cumulative in a Snapshot and
@@ -165,6 +167,10 @@ type Delta struct {
 	// count from zero, so their differences are lower bounds) or went
 	// away ("qdisc tbf 1: root gone").
 	Resets []string `json:"resets,omitempty"`
+	// SoftirqPct is each CPU's share of time in softirq between the
+	// snapshots, in percent: a CPU near 100 is busy moving packets
+	// (receive and transmit processing), whoever asked for them.
+	SoftirqPct []float64 `json:"softirq_percent,omitempty"`
 }
 
 // Get returns the increase of an SNMP counter ("Udp.RcvbufErrors"), 0
@@ -180,7 +186,8 @@ func (d *Delta) Shapers() []Qdisc { return shapers(d.Qdiscs) }
 // interfaces share no qdisc, so every one of after counts from zero and
 // every one of before is gone.
 func Diff(before, after *Snapshot) *Delta {
-	d := &Delta{Iface: after.Iface, Seconds: after.Time.Sub(before.Time).Seconds(), SNMP: map[string]uint64{}}
+	d := &Delta{Iface: after.Iface, Seconds: after.Time.Sub(before.Time).Seconds(), SNMP: map[string]uint64{},
+		SoftirqPct: softirqShares(before.CPUs, after.CPUs)}
 	for k, a := range after.SNMP {
 		b, ok := before.SNMP[k]
 		switch {

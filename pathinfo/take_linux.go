@@ -104,6 +104,7 @@ func take(iface string) (*Snapshot, error) {
 		return nil, err
 	}
 	s.Sysctls = readSysctls(os.DirFS("/proc"))
+	s.CPUs = readCPUs(os.DirFS("/proc"))
 	return s, nil
 }
 
