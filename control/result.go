@@ -68,9 +68,9 @@ type Result struct {
 	// its buffer settings; RemotePath and RemoteSysctls the peer's, if it
 	// is blast. RemoteSndBuf and RemoteRcvBuf are the buffers the peer's
 	// kernel granted.
-	Path, RemotePath             *pathinfo.Delta
-	Sysctls, RemoteSysctls       map[string]string
-	RemoteSndBuf, RemoteRcvBuf   int
+	Path, RemotePath           *pathinfo.Delta
+	Sysctls, RemoteSysctls     map[string]string
+	RemoteSndBuf, RemoteRcvBuf int
 	// Findings are the path and transport findings of the test (pathdiag,
 	// D14 and up, and D7 for --bidir), both ends' facts judged together;
 	// the interfaces' own findings are in NIC and RemoteNIC.

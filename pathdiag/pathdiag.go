@@ -70,10 +70,10 @@ type Direction struct {
 	// when unknown), the largest congestion and send windows in bytes,
 	// the mean and smallest smoothed RTT in microseconds, the path MTU
 	// and the MSS.
-	Retransmits      int64
-	MaxCwnd, MaxWnd  int64
-	RTTus, MinRTTus  float64
-	PMTU, MSS        int
+	Retransmits     int64
+	MaxCwnd, MaxWnd int64
+	RTTus, MinRTTus float64
+	PMTU, MSS       int
 	// UDP: the datagram payload length, datagrams sent and lost.
 	Datagram   int
 	Sent, Lost int64

@@ -47,7 +47,7 @@ func TestRules(t *testing.T) {
 	tbf := &pathinfo.Delta{Iface: "veth-a", Qdiscs: []pathinfo.Qdisc{{Kind: "tbf", Handle: "8001:", Parent: "root", RateBps: 100e6, LimitBytes: 30000, Overlimits: 5000}}}
 	healthyTCP := Direction{Seconds: 3, Goodput: 20e9, SentBytes: 7.5e9, ReceivedBytes: 7.5e9, Retransmits: 0,
 		MaxCwnd: 4 << 20, MaxWnd: 3 << 20, RTTus: 80, MSS: 1448, PMTU: 1500,
-		Sender: end("local", vethA(map[string]uint64{"tx_bytes": 7.6e9}), &pathinfo.Delta{Iface: "veth-a"}),
+		Sender:   end("local", vethA(map[string]uint64{"tx_bytes": 7.6e9}), &pathinfo.Delta{Iface: "veth-a"}),
 		Receiver: end("remote", vethB(map[string]uint64{"rx_bytes": 7.6e9}), &pathinfo.Delta{Iface: "veth-b"})}
 	for _, tc := range []struct {
 		name     string
@@ -81,7 +81,7 @@ func TestRules(t *testing.T) {
 		{"window-limited", func() Direction {
 			d := healthyTCP
 			// 64 KiB over 20 ms is 26.2 Mbit/s.
-			d.Goodput, d.RTTus, d.MaxWnd, d.MaxCwnd = 25e6, 20000, 64 << 10, 200 << 10
+			d.Goodput, d.RTTus, d.MaxWnd, d.MaxCwnd = 25e6, 20000, 64<<10, 200<<10
 			d.Receiver = end("remote", vethB(nil), nil)
 			d.Receiver.RcvBuf, d.Receiver.BufAsked = 128<<10, 64<<10
 			d.Receiver.Sysctls = map[string]string{"net.core.rmem_max": "212992"}

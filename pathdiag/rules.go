@@ -547,7 +547,6 @@ func wireBytes(d Direction) (tx, rx uint64, ok bool) {
 	return tx, rx, okT && okR
 }
 
-
 func bits(bps float64) string {
 	switch {
 	case bps >= 1e9:

@@ -37,9 +37,9 @@ type run struct {
 	nic      *nicWatch
 	// tcpInfo is the transmitter's TCP_INFO when the transfer ended.
 	tcpInfo *engine.TCPInfo
-	blocks   *blockWriter // -B: the Sink that writes whole blocks
-	verify   *verifier    // --verify: the blocks' Source or Sink
-	bufAddr  uintptr      // the sentinels' buffer, for -v (UDP)
+	blocks  *blockWriter // -B: the Sink that writes whole blocks
+	verify  *verifier    // --verify: the blocks' Source or Sink
+	bufAddr uintptr      // the sentinels' buffer, for -v (UDP)
 }
 
 // Run performs the transfer c describes, printing ttcp's lines as it

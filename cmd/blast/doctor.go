@@ -175,7 +175,6 @@ func parseDoctor(args []string) (cfg doctor.Config, jsonOut bool, off *offlineAr
 	return cfg, jsonOut, nil, nil
 }
 
-
 // runDoctorOffline runs the interface rules over a captured tree (and a
 // second capture for counter deltas), and ranks every finding into one
 // verdict, as a run against a server does.
