@@ -31,7 +31,6 @@ type Sink struct {
 	mu      sync.Mutex
 	faults  []Fault
 	peerLen int
-	lenSeen int // a block length a corrupt block gave, not yet confirmed
 }
 
 // NewSink returns the Sink for blocks of f: one per datagram if
@@ -173,18 +172,17 @@ func (s *Sink) bad(b []byte) {
 	}
 	if framed {
 		if l := int(binary.BigEndian.Uint32(b[4:])); l != s.g.Len {
-			// Another block length is believed once two corrupt
-			// blocks say the same: a sender with another -l makes
-			// every block say it, a corrupted length field one.
-			s.mu.Lock()
-			switch {
-			case s.peerLen != 0:
-			case l == s.lenSeen:
-				s.peerLen = l
-			default:
-				s.lenSeen = l
+			// Another block length is believed when a sender could
+			// have used it (a header up to the largest -l): a
+			// corrupted length field mostly says something no
+			// sender sends.
+			if l >= HeaderLen && l <= MaxBlockLen {
+				s.mu.Lock()
+				if s.peerLen == 0 {
+					s.peerLen = l
+				}
+				s.mu.Unlock()
 			}
-			s.mu.Unlock()
 		}
 	}
 	seq, off := s.attribute(b, framed)

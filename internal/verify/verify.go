@@ -83,6 +83,10 @@ import (
 // long.
 const HeaderLen = 24
 
+// MaxBlockLen is the largest block a sender makes: blast's largest -l
+// (64 MiB).
+const MaxBlockLen = 64 << 20
+
 // Magic opens every block: "BLV1".
 const Magic = 0x424c5631
 

@@ -427,8 +427,8 @@ func BenchmarkVerifySink(b *testing.B) {
 	}
 }
 
-// A corrupted length field in one block is a corrupt block, not a sender
-// with another block length: that takes two blocks that agree.
+// A corrupted length field that no sender could have written (over the
+// largest block) is a corrupt block, not a sender with another -l.
 func TestVerifyCorruptLengthField(t *testing.T) {
 	f := Format{Len: 2048}
 	d := blocks(t, f, 4)

@@ -1,0 +1,203 @@
+package plot
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/blastnet/blast/latency"
+)
+
+// Latency draws a latency run into path: the histogram of its round-trip
+// times on a log time axis, and below it on the same axis their CDF, with
+// p50, p99 and p99.9 marked across both. title is the picture's title; if
+// empty it says what ran where ("blast lat -> HOST:PORT: TCP, ...").
+func Latency(path string, r *latency.Result, title string) error {
+	if _, err := format(path); err != nil {
+		return err
+	}
+	if r == nil {
+		return errors.New("plot: no result to draw")
+	}
+	var total int64
+	lo, hi := math.Inf(1), 0.0
+	for _, b := range r.Buckets {
+		if b.Count <= 0 {
+			continue
+		}
+		total += b.Count
+		lo, hi = min(lo, float64(max(b.From, 1))), max(hi, float64(max(b.To, b.From, 1)))
+	}
+	if total == 0 {
+		return fmt.Errorf("plot %s: the run has no round trips to draw", path)
+	}
+	if title == "" {
+		title = latencyTitle(r)
+	}
+
+	// The axis unit: µs unless every round trip took a millisecond or more.
+	div, unit := 1e3, "µs"
+	if lo >= 1e6 {
+		div, unit = 1e6, "ms"
+	}
+	// The range, out to the next 1/24 of a decade.
+	xmin := math.Pow(10, math.Floor(math.Log10(lo/div)*24)/24)
+	xmax := math.Pow(10, math.Ceil(math.Log10(hi/div)*24)/24)
+	if xmax/xmin < 3 { // at least half a decade, centred
+		g := math.Sqrt(3 / (xmax / xmin))
+		xmin, xmax = xmin/g, xmax*g
+	}
+
+	// Both axes of times, and the count axis, are logarithmic: the
+	// panels plot log10 of the values on linear axes that powTicks label
+	// with the values. (gonum's LogScale misplaces the axis label's
+	// glyph box, which squeezes the panel.)
+	lg := math.Log10
+
+	// About 48 bins across the axis, however wide its range.
+	binsPerDecade := min(max(int(math.Ceil(48/math.Log10(xmax/xmin))), 12), 120)
+
+	// Histogram: the buckets regrouped into log bins, as a share of the
+	// round trips. HDR buckets are narrower than a bin, so each goes
+	// whole into the bin of its middle.
+	nb := int(math.Ceil(math.Log10(xmax/xmin)*float64(binsPerDecade))) + 1
+	counts := make([]int64, nb)
+	edge := func(i int) float64 { return xmin * math.Pow(10, float64(i)/float64(binsPerDecade)) }
+	for _, b := range r.Buckets {
+		if b.Count <= 0 {
+			continue
+		}
+		mid := (float64(b.From) + float64(b.To)) / 2 / div
+		i := int(math.Floor(math.Log10(mid/xmin) * float64(binsPerDecade)))
+		counts[min(max(i, 0), nb-1)] += b.Count
+	}
+	// Counts on a log axis, so that the tail's few round trips show.
+	hp := newPlot("", "round trips per bin")
+	hb := &bars{thumb: palette[0]}
+	const floor = 0.6 // the bars' base, under a bin of one
+	var most int64
+	for i, c := range counts {
+		if c > 0 {
+			lo, hi := lg(edge(i)), lg(edge(i+1))
+			w := (hi - lo) * 0.06
+			hb.rects = append(hb.rects, rect{x0: lo + w, x1: hi - w, y0: lg(floor), y1: lg(float64(c)), fill: palette[0]})
+			most = max(most, c)
+		}
+	}
+	hp.Add(hb)
+	hp.Y.Tick.Marker = powTicks{}
+	hp.Y.Min, hp.Y.Max = lg(floor), math.Ceil(lg(float64(most)*1.5))
+	hl := newLegend()
+	hl.Add(fmt.Sprintf("%d round trips", total), hb)
+
+	// CDF: the share of round trips that took at most each bucket's end.
+	var cdf plotter.XYs
+	var seen int64
+	cdf = append(cdf, plotter.XY{X: lg(xmin), Y: 0})
+	for _, b := range r.Buckets {
+		if b.Count <= 0 {
+			continue
+		}
+		if len(cdf) == 1 {
+			cdf = append(cdf, plotter.XY{X: lg(float64(b.From) / div), Y: 0})
+		}
+		seen += b.Count
+		cdf = append(cdf, plotter.XY{X: lg(float64(max(b.To, b.From)) / div), Y: 100 * float64(seen) / float64(total)})
+	}
+	cdf = append(cdf, plotter.XY{X: lg(xmax), Y: 100})
+	cp := newPlot("round-trip time ("+unit+")", "CDF (% of round trips)")
+	cl := line(cdf, palette[0], 1.8)
+	cp.Add(cl)
+	cp.Y.Min, cp.Y.Max = 0, 100
+	cLegend := newLegend()
+	cLegend.Add("CDF", cl)
+
+	// The percentiles, marked on both panels and named on the CDF.
+	marks := []struct {
+		name string
+		d    time.Duration
+		y    float64 // where its label sits, in % on the CDF
+	}{{"p50", r.RTT.P50, 22}, {"p99", r.RTT.P99, 52}, {"p99.9", r.RTT.P999, 82}}
+	markStyle := draw.LineStyle{Color: rgb(0xd62728), Width: vg.Points(1.1), Dashes: []vg.Length{vg.Points(4), vg.Points(2.5)}}
+	var xs []float64
+	var labels notes
+	for _, m := range marks {
+		if m.d <= 0 {
+			continue
+		}
+		x := lg(float64(m.d) / div)
+		xs = append(xs, x)
+		sty := textStyle(sans, noteSize, rgb(0xb01e1e))
+		sty.YAlign = draw.YCenter
+		dx := vg.Points(4)
+		// Right of its mark, or left of it near the right edge.
+		if (x-lg(xmin))/(lg(xmax)-lg(xmin)) > 0.72 {
+			sty.XAlign, dx = draw.XRight, -dx
+		}
+		labels = append(labels, note{x: x, y: m.y, dx: dx, text: m.name + " " + fmtDur(m.d), sty: sty, box: true})
+	}
+	if len(xs) > 0 {
+		v := vlines{xs: xs, sty: markStyle}
+		hp.Add(v)
+		cp.Add(v, labels)
+		cLegend.Add("percentiles", v)
+	}
+
+	for _, p := range []*gplot.Plot{hp, cp} {
+		p.X.Tick.Marker = powTicks{}
+		p.X.Min, p.X.Max = lg(xmin), lg(xmax)
+	}
+	hp.X.Tick.Marker = unlabelled{powTicks{}}
+
+	s := r.RTT
+	caption := []string{fmt.Sprintf("Min %s, p50 %s, p90 %s, p99 %s, p99.9 %s, max %s; mean %s, standard deviation %s.",
+		fmtDur(s.Min), fmtDur(s.P50), fmtDur(s.P90), fmtDur(s.P99), fmtDur(s.P999), fmtDur(s.Max), fmtDur(s.Mean), fmtDur(s.StdDev))}
+	var more []string
+	if r.Lost > 0 {
+		more = append(more, fmt.Sprintf("%d of %d requests lost (no reply within %s)", r.Lost, r.Requests, fmtDur(r.Timeout)))
+	}
+	if ps := r.PerSecond(); ps > 0 {
+		more = append(more, fmt.Sprintf("%.0f round trips per second", ps))
+	}
+	if r.Interrupted {
+		more = append(more, "the run was cut short")
+	}
+	more = append(more, fmt.Sprintf("bins are %d per decade", binsPerDecade))
+	caption = append(caption, sentence(more...))
+
+	f := &figure{title: title, caption: caption, panels: []*panel{
+		{p: hp, legend: hl, weight: 1},
+		{p: cp, legend: cLegend, weight: 1.3},
+	}}
+	return f.save(path)
+}
+
+func latencyTitle(r *latency.Result) string {
+	proto := strings.ToUpper(r.Protocol)
+	if proto == "" {
+		proto = "TCP"
+	}
+	t := fmt.Sprintf("blast lat -> %s: %s, %d-byte requests", r.Remote, proto, r.Size)
+	if r.Elapsed > 0 {
+		t += ", " + fmtDur(r.Elapsed)
+	}
+	return t
+}
+
+// fmtDur prints a round-trip time in µs or ms with three figures.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.3g s", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.3g ms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.3g µs", float64(d)/1e3)
+}
