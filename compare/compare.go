@@ -19,6 +19,7 @@ import (
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/stats"
 )
 
 // Config is one comparison.
@@ -34,6 +35,13 @@ type Config struct {
 	Host    string
 	Port    int
 	Reverse bool
+
+	// Plan repeats each row (--repeat, --confidence): the row's
+	// throughput is then the mean, with its interval in Row.Repeat.
+	Plan stats.Plan
+	// Progress, when set, hears each row as it starts: its number (from
+	// 1), the number of rows, and its name.
+	Progress func(n, of int, name string)
 }
 
 // Case is one row: a sending and a receiving backend with their options.
@@ -124,6 +132,10 @@ type Row struct {
 	// (the other ran on the server). CPU is then each end's whole process.
 	// Empty in lab mode, where both ends are threads of this process.
 	LocalEnd string `json:"local_end,omitempty"`
+	// Repeat holds every run's throughput and their summary when the row
+	// ran several times; BitsPerSec is then their mean, and the other
+	// columns are the last run's.
+	Repeat *stats.Result `json:"repeat,omitempty"`
 }
 
 // CPU is the CPU time one end's thread used.
@@ -146,11 +158,15 @@ func RunLab(ctx context.Context, cfg Config) (rows []Row, err error) {
 	if cases == nil {
 		cases = DefaultCases(cfg.UDP)
 	}
-	for _, c := range cases {
+	for i, c := range cases {
 		if ctx.Err() != nil {
 			return rows, ctx.Err()
 		}
-		rows = append(rows, runCase(ctx, cfg, lab, c))
+		row, err := repeated(ctx, cfg, i+1, len(cases), c.Name(), func() (Row, error) { return runCase(ctx, cfg, lab, c), nil })
+		rows = append(rows, row)
+		if err != nil {
+			return rows, err
+		}
 	}
 	return rows, nil
 }

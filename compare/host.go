@@ -40,11 +40,11 @@ func RunHost(ctx context.Context, cfg Config) ([]Row, error) {
 		cases = DefaultCases(false)
 	}
 	var rows []Row
-	for _, c := range cases {
+	for i, c := range cases {
 		if ctx.Err() != nil {
 			return rows, ctx.Err()
 		}
-		row, err := runHostCase(ctx, cfg, c)
+		row, err := repeated(ctx, cfg, i+1, len(cases), c.Name(), func() (Row, error) { return runHostCase(ctx, cfg, c) })
 		if err != nil {
 			return rows, err
 		}

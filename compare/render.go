@@ -3,34 +3,65 @@ package compare
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/blastnet/blast/report"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/stats"
 )
 
 // WriteTable prints rows as one aligned table, then each row's notes.
 func WriteTable(w io.Writer, rows []Row, udp bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	repeats := false
+	for _, r := range rows {
+		repeats = repeats || r.Repeat != nil
+	}
+	same := NotDifferent(rows)
 	head := "backend (tx -> rx)\tthroughput\t"
+	if repeats {
+		head = "#\tbackend (tx -> rx)\tthroughput (mean ± CI)\truns\tnot different from\t"
+	}
 	if udp {
 		head += "pkt/s\tlost\t"
 	}
 	head += "tx cpu usr/sys\trx cpu usr/sys\tcpu-s/GB\ttx calls\ttx B/call\trx calls\trx B/call\tnot copied\t"
 	fmt.Fprintln(tw, head)
 	cells := strings.Count(head, "\t")
-	for _, r := range rows {
+	for i, r := range rows {
+		name := r.Case
+		lead := 2
+		if repeats {
+			name = fmt.Sprintf("%d\t%s", i+1, r.Case)
+			lead = 3
+		}
 		if r.Skipped != "" {
-			fmt.Fprintf(tw, "%s\tskipped\t%s\n", r.Case, strings.Repeat("-\t", cells-2))
+			fmt.Fprintf(tw, "%s\tskipped\t%s\n", name, strings.Repeat("-\t", cells-lead))
 			continue
 		}
 		if r.Error != "" {
 			// Every cell, so the columns below stay aligned; the reason
 			// follows the table.
-			fmt.Fprintf(tw, "%s\tfailed\t%s\n", r.Case, strings.Repeat("-\t", cells-2))
+			fmt.Fprintf(tw, "%s\tfailed\t%s\n", name, strings.Repeat("-\t", cells-lead))
 			continue
 		}
-		line := fmt.Sprintf("%s\t%s\t", r.Case, report.SIRate(r.BitsPerSec))
+		line := fmt.Sprintf("%s\t%s\t", name, report.SIRate(r.BitsPerSec))
+		if repeats {
+			ci, runs, others := "", "1", "-"
+			if rp := r.Repeat; rp != nil {
+				ci = " ±" + stats.Percent(rp.Summary.HalfWidthPct)
+				runs = fmt.Sprint(rp.Runs)
+			}
+			if len(same[i]) > 0 {
+				var ns []string
+				for _, j := range same[i] {
+					ns = append(ns, fmt.Sprintf("#%d", j+1))
+				}
+				others = strings.Join(ns, " ")
+			}
+			line = fmt.Sprintf("%s\t%s%s\t%s\t%s\t", name, report.SIRate(r.BitsPerSec), ci, runs, others)
+		}
 		if udp {
 			line += fmt.Sprintf("%.0f\t%.2f%%\t", r.PacketsSec, r.LostPercent)
 		}
@@ -59,6 +90,23 @@ func WriteTable(w io.Writer, rows []Row, udp bool) error {
 		cpu = fmt.Sprintf("%s is this host, %s the server; CPU is each end's whole process over the test (a server running other tests charges theirs too; softirq work is charged to whichever process the kernel ran it on)", here, there)
 	}
 	fmt.Fprintf(w, "\n%s; not copied: bytes that never crossed between user memory and the kernel by a copy, both ends, as a share of the bytes received.\n", cpu)
+	if repeats {
+		level := "95%"
+		for _, r := range rows {
+			if r.Repeat != nil {
+				level = stats.LevelPercent(r.Repeat.Summary.Level)
+				break
+			}
+		}
+		fmt.Fprintf(w, "Throughput is the mean of each row's runs, ± the half-width of its %s confidence interval as a share of the mean; rows whose intervals overlap are not different (the gap is within the noise); the other columns are each row's last run.\n", level)
+		for _, r := range rows {
+			if r.Repeat != nil {
+				if note := r.Repeat.Note(); note != "" {
+					fmt.Fprintf(w, "  %s: %s\n", r.Case, note)
+				}
+			}
+		}
+	}
 	for _, r := range rows {
 		if r.Skipped != "" {
 			fmt.Fprintf(w, "  %s: skipped: %s\n", r.Case, r.Skipped)

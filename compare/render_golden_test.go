@@ -1,11 +1,13 @@
 package compare
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/golden"
+	"github.com/blastnet/blast/stats"
 )
 
 // measured is what one case of a lab comparison measured; row derives
@@ -143,6 +145,7 @@ func TestTableGolden(t *testing.T) {
 		{"lab-tcp", tcpRows(), false},
 		{"lab-udp", udpRows(), true},
 		{"host-reverse", hostRows(), false},
+		{"lab-tcp-confidence", repeatedRows(), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
@@ -156,5 +159,42 @@ func TestTableGolden(t *testing.T) {
 			}
 			golden.Check(t, "testdata/golden/"+tc.name+".json", j.String())
 		})
+	}
+}
+
+// repeatedRows are tcpRows run with --confidence 95,5: each row that ran
+// carries its runs, its throughput is their mean; two rows overlap.
+func repeatedRows() []Row {
+	rows := tcpRows()
+	runs := [][]float64{
+		{18.1e9, 18.4e9, 18.2e9},
+		{24.6e9, 25.1e9, 24.9e9, 24.8e9, 24.9e9, 24.85e9, 24.9e9, 24.8e9, 24.9e9, 24.85e9},
+		{24.2e9, 25.5e9, 24.8e9, 25.0e9, 24.4e9, 25.3e9, 24.1e9, 25.6e9, 24.9e9, 24.0e9},
+	}
+	k := 0
+	for i := range rows {
+		if rows[i].Skipped != "" || rows[i].Error != "" || k == len(runs) {
+			continue
+		}
+		p := stats.Plan{Level: 0.95, Width: 5, MinRuns: 3, MaxRuns: 10}
+		res, _ := stats.Run(context.Background(), p, func(n int) (float64, error) { return runs[k][n], nil })
+		rows[i].BitsPerSec, rows[i].Repeat = res.Summary.Mean, &res
+		k++
+	}
+	return rows
+}
+
+func TestNotDifferent(t *testing.T) {
+	rows := repeatedRows()
+	got := NotDifferent(rows)
+	var pairs []string
+	for i, js := range got {
+		for _, j := range js {
+			pairs = append(pairs, rows[i].Case+" ~ "+rows[j].Case)
+		}
+	}
+	want := []string{rows[1].Case + " ~ " + rows[2].Case, rows[2].Case + " ~ " + rows[1].Case}
+	if strings.Join(pairs, "; ") != strings.Join(want, "; ") {
+		t.Errorf("not different: %q, want %q", pairs, want)
 	}
 }

@@ -112,6 +112,26 @@ func (r *Result) connected() bool { return !r.Time.IsZero() }
 // name, kernel release and version, and machine, as uname -a prints them.
 func SystemInfo() string { return systemInfo() }
 
+// ReceivedBitsPerSecond is the rate at which the receivers got the test's
+// bytes, both directions together, over the longest stream's seconds (0
+// when no receiver's count is known).
+func (r *Result) ReceivedBitsPerSecond() float64 {
+	var b int64
+	var secs float64
+	for _, st := range r.Streams {
+		got, s := st.ReceivedBytes()
+		if got < 0 {
+			continue
+		}
+		b += got
+		secs = max(secs, s)
+	}
+	if secs <= 0 {
+		return 0
+	}
+	return 8 * float64(b) / secs
+}
+
 // Reverse reports whether the server sends (-R).
 func (r *Result) Reverse() bool { return bool(r.Params.Reverse) }
 

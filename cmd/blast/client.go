@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -18,6 +19,9 @@ import (
 
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/plot"
+	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/stats"
 )
 
 func init() {
@@ -42,7 +46,8 @@ client is here; the few blast refuses say why.
 // clientFlags are the command line of blast client, iperf3's client flags
 // and blast's own.
 type clientFlags struct {
-	fs *pflag.FlagSet
+	fs  *pflag.FlagSet
+	rep repeatFlags
 
 	host, bytes, blocks, window, tos, dscp, rate, fqRate, pacingTimer, length   string
 	cc, title, backend, rxBackend, format, pidfile, file, affinity, bind        string
@@ -159,6 +164,7 @@ func newClientFlags() *clientFlags {
 	fs.StringVar(&f.backend, "backend", "", "how to send, NAME[:OPTIONS] (see 'blast backends'; readwrite by default); the server sends with it too")
 	fs.StringVar(&f.rxBackend, "rx-backend", "", "how to receive (default: --backend, or readwrite if that only sends)")
 	f.auth = addClientAuthFlags(fs)
+	addRepeatFlags(fs, &f.rep, "receivers' throughput")
 	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
 	for _, name := range []string{"bandwidth", "linux-congestion", "no-fq-socket-pacing"} {
 		fs.MarkHidden(name)
@@ -201,6 +207,9 @@ type clientRun struct {
 	forceflush bool
 	pidfile    string
 	warnings   []string
+	// plan repeats the test (--repeat, --confidence); plot draws it.
+	plan stats.Plan
+	plot string
 }
 
 func runClient(e *env, args []string) int {
@@ -260,6 +269,14 @@ func (f *clientFlags) config(ctx context.Context) (control.Config, *clientRun, e
 	run := &clientRun{text: control.Text{Verbose: f.verbose}, json: f.json || f.jsonStream, jsonStream: f.jsonStream,
 		jsonFull: f.jsonStreamFull, title: f.title, timestamps: f.timestamps, logfile: f.logfile,
 		forceflush: f.forceflush, pidfile: f.pidfile}
+	plan, perr := f.rep.plan()
+	if perr != nil {
+		return fail("%v", perr)
+	}
+	run.plan, run.plot = plan, f.rep.plot
+	if !run.plan.IsZero() && f.jsonStream {
+		return fail("--json-stream with --repeat or --confidence: the events of several tests make no one stream; use -J (one document with every run and the summary)")
+	}
 	// --backend NAME:OPTIONS, as in ttcp mode.
 	cfg.Backend, cfg.BackendOptions, _ = strings.Cut(f.backend, ":")
 	cfg.RxBackend, cfg.RxBackendOptions, _ = strings.Cut(f.rxBackend, ":")
@@ -494,10 +511,67 @@ func runClientTest(e *env, cfg control.Config, run *clientRun) int {
 		}
 	}
 
+	if run.plan.IsZero() {
+		res, err := runClientOnce(e, cfg, run, out, lockedBase, nil)
+		if err != nil {
+			fmt.Fprintf(errOut, "blast client: %v\n", err)
+			if log != nil && !run.json {
+				fmt.Fprintf(out, "blast client: %v\n", err)
+			}
+			return exitFailure
+		}
+		if !run.json {
+			fmt.Fprintf(out, "\niperf Done.\n")
+		}
+		return plotClient(errOut, run, res)
+	}
+
+	// Several runs: each as usual (in -J, collected into one document),
+	// then the spread of the receivers' throughput.
+	var docs []json.RawMessage
+	var last *control.Result
+	rr, err := stats.Run(e.ctx, run.plan, func(i int) (float64, error) {
+		if !run.json {
+			fmt.Fprintf(out, "== run %d\n", i+1)
+		}
+		res, err := runClientOnce(e, cfg, run, out, lockedBase, &docs)
+		last = res
+		if err != nil {
+			return 0, err
+		}
+		return res.ReceivedBitsPerSecond(), nil
+	})
+	if run.json {
+		enc := json.NewEncoder(lockedBase)
+		enc.SetIndent("", "\t")
+		enc.Encode(struct {
+			Runs   []json.RawMessage `json:"runs"`
+			Repeat stats.Result      `json:"repeat"`
+		}{docs, rr})
+	} else {
+		fmt.Fprintf(out, "\nblast: receivers' throughput: %s\n", rr.Summary.Line(report.SIRate))
+		if note := rr.Note(); note != "" {
+			fmt.Fprintf(out, "blast: %s\n", note)
+		}
+		if err == nil {
+			fmt.Fprintf(out, "\niperf Done.\n")
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(errOut, "blast client: run %d: %v\n", rr.Runs+1, err)
+		return exitFailure
+	}
+	return plotClient(errOut, run, last)
+}
+
+// runClientOnce runs one test and writes its output: iperf3's text, its
+// -J document (into docs when collecting several), or its --json-stream
+// events.
+func runClientOnce(e *env, cfg control.Config, run *clientRun, out, base io.Writer, docs *[]json.RawMessage) (*control.Result, error) {
 	var stream *control.JSONStream
 	switch {
 	case run.jsonStream:
-		stream = &control.JSONStream{W: lockedBase}
+		stream = &control.JSONStream{W: base}
 		cfg.OnStart = func(r *control.Result) { stream.Start(r) }
 		cfg.OnInterval = func(r *control.Result, iv *control.Interval) { stream.Interval(r, iv) }
 	case !run.json:
@@ -520,22 +594,28 @@ func runClientTest(e *env, cfg control.Config, run *clientRun) int {
 	case run.jsonStream:
 		stream.End(res)
 		if run.jsonFull {
-			control.EncodeJSON(lockedBase, res)
+			control.EncodeJSON(base, res)
+		}
+	case run.json && docs != nil:
+		if b, jerr := control.JSONBytes(res); jerr == nil {
+			*docs = append(*docs, b)
 		}
 	case run.json:
-		control.EncodeJSON(lockedBase, res)
+		control.EncodeJSON(base, res)
 	case len(res.Streams) > 0:
 		run.text.WriteSummary(out, res)
 	}
-	if err != nil {
-		fmt.Fprintf(errOut, "blast client: %v\n", err)
-		if log != nil && !run.json {
-			fmt.Fprintf(out, "blast client: %v\n", err)
-		}
-		return exitFailure
+	return res, err
+}
+
+// plotClient draws the (last) run into --plot's file.
+func plotClient(errOut io.Writer, run *clientRun, res *control.Result) int {
+	if run.plot == "" || res == nil {
+		return exitOK
 	}
-	if !run.json {
-		fmt.Fprintf(out, "\niperf Done.\n")
+	if err := plot.ClientRun(run.plot, res); err != nil {
+		fmt.Fprintf(errOut, "blast client: --plot %s: %v\n", run.plot, err)
+		return exitFailure
 	}
 	return exitOK
 }

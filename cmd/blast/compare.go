@@ -14,6 +14,8 @@ import (
 	"github.com/blastnet/blast/compare"
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/plot"
+	"github.com/blastnet/blast/stats"
 	"github.com/blastnet/blast/ttcp"
 )
 
@@ -47,13 +49,23 @@ Options:
   -t, --time SECS    seconds per backend (default 3; whole seconds with HOST)
   -l, --len BYTES    buffer length (default 131072 for TCP, 64 for UDP)
   -J, --json         JSON instead of the table
+      --repeat N     run each row N times: the mean throughput with its 95%
+                     confidence interval, and which rows are not different
+      --confidence LEVEL,WIDTH
+                     run each row until the LEVEL% confidence interval of its
+                     mean is within ±WIDTH/2 percent (netperf's -I), 3 to
+                     --max-runs (default 10) times
+      --plot FILE    draw the rows, with their intervals, into FILE (.svg, .png)
   -h, --help         this text
+
+On a terminal, standard error shows which row runs and how many remain.
 
 Examples:
   sudo blast compare --lab
   sudo blast compare --lab -u -l 64 -t 5
   blast compare 10.0.0.2 -t 5         (after 'blast server' on 10.0.0.2)
   blast compare 10.0.0.2 -R -p 5202
+  sudo blast compare --lab --confidence 95,5 --plot cmp.svg
 `
 
 // labMaxLen bounds -l of a TCP lab: both ends run in this process, and
@@ -71,6 +83,8 @@ func runCompare(e *env, args []string) int {
 	secs := fs.Float64P("time", "t", 3, "")
 	bufLen := fs.IntP("len", "l", 0, "")
 	jsonOut := fs.BoolP("json", "J", false, "")
+	var rep repeatFlags
+	addRepeatFlags(fs, &rep, "throughput of each row")
 	help := fs.BoolP("help", "h", false, "")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintf(e.stderr, "blast compare: %s: run 'blast help compare' for the options\n", flagError(err))
@@ -103,8 +117,17 @@ func runCompare(e *env, args []string) int {
 	case host != "" && (*port < 1 || *port > 65535):
 		return usage("-p %d: must be 1 to 65535", *port)
 	}
+	plan, err := rep.plan()
+	if err != nil {
+		return usage("%v", err)
+	}
 	cfg := compare.Config{UDP: *udp, Duration: time.Duration(*secs * float64(time.Second)), BufLen: *bufLen,
-		Host: host, Port: *port, Reverse: *reverse}
+		Host: host, Port: *port, Reverse: *reverse, Plan: plan}
+	if !*jsonOut && isTerminal(e.stderr) {
+		cfg.Progress = func(n, of int, name string) {
+			fmt.Fprintf(e.stderr, "compare: row %d of %d: %s (%d to go after it)\n", n, of, name, of-n)
+		}
+	}
 	if !fs.Changed("len") {
 		cfg.BufLen = 128 << 10
 		if cfg.UDP {
@@ -150,6 +173,30 @@ func runCompare(e *env, args []string) int {
 	if runErr != nil {
 		fmt.Fprintf(e.stderr, "blast compare: %v\n", runErr)
 		return exitFailure
+	}
+	if rep.plot != "" {
+		intervals := map[string]plot.Interval{}
+		for _, r := range rows {
+			if r.Repeat != nil && r.Repeat.Summary.HasInterval() {
+				intervals[r.Case] = plot.Interval{Low: r.Repeat.Summary.Low, High: r.Repeat.Summary.High}
+			}
+		}
+		where := "--lab"
+		if host != "" {
+			where = host
+		}
+		proto := "TCP"
+		if cfg.UDP {
+			proto = "UDP"
+		}
+		title := fmt.Sprintf("blast compare %s: %s, %g s per run", where, proto, *secs)
+		if len(intervals) > 0 {
+			title += fmt.Sprintf(", %s confidence intervals", stats.LevelPercent(plan.Level))
+		}
+		if err := plot.Compare(rep.plot, rows, intervals, title); err != nil {
+			fmt.Fprintf(e.stderr, "blast compare: --plot %s: %v\n", rep.plot, err)
+			return exitFailure
+		}
 	}
 	return exitOK
 }

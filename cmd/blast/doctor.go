@@ -11,6 +11,7 @@ import (
 
 	"github.com/blastnet/blast/doctor"
 	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/plot"
 )
 
 func init() {
@@ -41,6 +42,7 @@ first, with its evidence and the fix; a healthy path gets one line.
   -4, --version4      IPv4 only
   -6, --version6      IPv6 only
   -J, --json          the report as one JSON document
+      --plot FILE     draw the tests' rates and the verdict into FILE (.svg, .png)
       --offline DIR   no tests: run the interface rules over a capture
                       (blast nic --capture DIR), with --after DIR2 a second
                       capture for counter deltas
@@ -56,7 +58,7 @@ Examples:
 `
 
 func runDoctor(e *env, args []string) int {
-	cfg, jsonOut, offline, err := parseDoctor(args)
+	cfg, jsonOut, offline, plotFile, err := parseDoctor(args)
 	if errors.Is(err, pflag.ErrHelp) {
 		io.WriteString(e.stdout, doctorHelp)
 		return exitOK
@@ -83,6 +85,12 @@ func runDoctor(e *env, args []string) int {
 	} else {
 		doctor.WriteText(e.stdout, rep)
 	}
+	if plotFile != "" {
+		if err := plot.Doctor(plotFile, rep); err != nil {
+			fmt.Fprintf(e.stderr, "blast doctor: --plot %s: %v\n", plotFile, err)
+			return exitFailure
+		}
+	}
 	if e.ctx.Err() != nil {
 		fmt.Fprintln(e.stderr, "blast doctor: interrupted")
 		return exitFailure
@@ -98,7 +106,7 @@ type offlineArgs struct {
 	dir, after, iface string
 }
 
-func parseDoctor(args []string) (cfg doctor.Config, jsonOut bool, off *offlineArgs, err error) {
+func parseDoctor(args []string) (cfg doctor.Config, jsonOut bool, off *offlineArgs, plotFile string, err error) {
 	fs := pflag.NewFlagSet("doctor", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var (
@@ -115,42 +123,48 @@ func parseDoctor(args []string) (cfg doctor.Config, jsonOut bool, off *offlineAr
 	fs.BoolVarP(&jsonOut, "json", "J", false, "")
 	fs.StringVar(&offDir, "offline", "", "")
 	fs.StringVar(&after, "after", "", "")
+	fs.StringVar(&plotFile, "plot", "", "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	if err := fs.Parse(args); err != nil {
-		return cfg, false, nil, fmt.Errorf("%s: run 'blast doctor -h' for the flags", flagError(err))
+		return cfg, false, nil, "", fmt.Errorf("%s: run 'blast doctor -h' for the flags", flagError(err))
 	}
 	if help {
-		return cfg, false, nil, pflag.ErrHelp
+		return cfg, false, nil, "", pflag.ErrHelp
 	}
 	rest := fs.Args()
 	if offDir != "" {
-		for _, f := range []string{"port", "time", "bitrate", "version4", "version6"} {
+		for _, f := range []string{"port", "time", "bitrate", "version4", "version6", "plot"} {
 			if fs.Changed(f) {
-				return cfg, false, nil, fmt.Errorf("--%s is for a run against a server: --offline runs no tests", f)
+				return cfg, false, nil, "", fmt.Errorf("--%s is for a run against a server: --offline runs no tests", f)
 			}
 		}
 		if len(rest) > 1 {
-			return cfg, false, nil, fmt.Errorf("too many arguments: %q: give at most one interface", strings.Join(rest, " "))
+			return cfg, false, nil, "", fmt.Errorf("too many arguments: %q: give at most one interface", strings.Join(rest, " "))
 		}
 		off = &offlineArgs{dir: offDir, after: after}
 		if len(rest) == 1 {
 			off.iface = rest[0]
 		}
-		return cfg, jsonOut, off, nil
+		return cfg, jsonOut, off, "", nil
+	}
+	if plotFile != "" {
+		if err := plot.CheckPath(plotFile); err != nil {
+			return cfg, false, nil, "", fmt.Errorf("--plot %s: the file name must end in .svg or .png", plotFile)
+		}
 	}
 	if after != "" {
-		return cfg, false, nil, errors.New("--after needs --offline: blast doctor --offline BEFORE --after AFTER")
+		return cfg, false, nil, "", errors.New("--after needs --offline: blast doctor --offline BEFORE --after AFTER")
 	}
 	switch len(rest) {
 	case 0:
-		return cfg, false, nil, errors.New("no host: blast doctor HOST (a blast server runs there: blast server), or --offline DIR")
+		return cfg, false, nil, "", errors.New("no host: blast doctor HOST (a blast server runs there: blast server), or --offline DIR")
 	case 1:
 		cfg.Host = rest[0]
 	default:
-		return cfg, false, nil, fmt.Errorf("too many arguments: %q: give one host", strings.Join(rest, " "))
+		return cfg, false, nil, "", fmt.Errorf("too many arguments: %q: give one host", strings.Join(rest, " "))
 	}
 	if v4 && v6 {
-		return cfg, false, nil, errors.New("-4 and -6 conflict: pick one address family, or neither")
+		return cfg, false, nil, "", errors.New("-4 and -6 conflict: pick one address family, or neither")
 	}
 	if v4 {
 		cfg.Family = "4"
@@ -159,20 +173,20 @@ func parseDoctor(args []string) (cfg doctor.Config, jsonOut bool, off *offlineAr
 		cfg.Family = "6"
 	}
 	if cfg.Port, err = parsePort(port, false); err != nil {
-		return cfg, false, nil, err
+		return cfg, false, nil, "", err
 	}
 	if secs < 1 || secs > 3600 {
-		return cfg, false, nil, fmt.Errorf("-t %g: give whole seconds from 1 to 3600 for each test", secs)
+		return cfg, false, nil, "", fmt.Errorf("-t %g: give whole seconds from 1 to 3600 for each test", secs)
 	}
 	cfg.Duration = time.Duration(secs * float64(time.Second))
 	if rate != "" {
 		v, err := parseRate(rate)
 		if err != nil || v <= 0 {
-			return cfg, false, nil, fmt.Errorf("-b %s: give a positive rate in bits per second (100M, 1G)", rate)
+			return cfg, false, nil, "", fmt.Errorf("-b %s: give a positive rate in bits per second (100M, 1G)", rate)
 		}
 		cfg.UDPRate = v
 	}
-	return cfg, jsonOut, nil, nil
+	return cfg, jsonOut, nil, plotFile, nil
 }
 
 // runDoctorOffline runs the interface rules over a captured tree (and a

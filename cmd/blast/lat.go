@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/blastnet/blast/latency"
 	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/plot"
+	"github.com/blastnet/blast/stats"
 )
 
 func init() {
@@ -51,6 +54,13 @@ Client:
       --timeout SEC     wait this long for a reply (default 1): UDP counts
                         the request lost, TCP fails the run
   -S, --tos TOS         IP TOS byte (0x10 ...)
+      --repeat N        run N times; then the median round trip's mean,
+                        spread and 95% confidence interval over the runs
+      --confidence L,W  run until the L% confidence interval of the mean
+                        median round trip is within ±W/2 percent (3 to
+                        --max-runs, default 10, runs)
+      --plot FILE       draw the histogram and the CDF with the percentiles
+                        into FILE (.svg or .png)
 
 Reports min, mean, p50, p90, p99, p99.9, p99.99, max and standard deviation
 of the round-trip time, and round trips (transactions) per second.
@@ -61,10 +71,11 @@ Examples:
   blast lat 198.18.0.2 -u -l 1400 -t 30 -i 1
   blast lat 198.18.0.2 -J > rtt.json
   blast lat 198.18.0.2 -p 5201         # against a blast server
+  blast lat 198.18.0.2 --repeat 5 --plot rtt.png
 `
 
 func runLat(e *env, args []string) int {
-	cfg, jsonOut, interval, err := parseLat(args)
+	cfg, jsonOut, interval, rep, err := parseLat(args)
 	if errors.Is(err, pflag.ErrHelp) {
 		io.WriteString(e.stdout, latHelp)
 		return exitOK
@@ -85,20 +96,72 @@ func runLat(e *env, args []string) int {
 		return exitOK
 	}
 
-	var progress func(latency.Interval)
-	if !jsonOut {
-		latency.WriteHeader(e.stdout, cfg)
-		if interval {
-			latency.WriteIntervalHeader(e.stdout, cfg.UDP)
-			progress = func(iv latency.Interval) { latency.WriteInterval(e.stdout, iv, cfg.UDP) }
+	plan, _ := rep.plan() // parseLat validated it
+	once := func(i int, collect *[]*latency.Result) (*latency.Result, error) {
+		var progress func(latency.Interval)
+		if !jsonOut {
+			if !plan.IsZero() {
+				fmt.Fprintf(e.stdout, "== run %d\n", i+1)
+			}
+			latency.WriteHeader(e.stdout, cfg)
+			if interval {
+				latency.WriteIntervalHeader(e.stdout, cfg.UDP)
+				progress = func(iv latency.Interval) { latency.WriteInterval(e.stdout, iv, cfg.UDP) }
+			}
+		}
+		res, err := latency.Run(e.ctx, cfg, progress)
+		if res != nil {
+			switch {
+			case jsonOut && collect != nil:
+				*collect = append(*collect, res)
+			case jsonOut:
+				latency.WriteJSON(e.stdout, res)
+			default:
+				latency.WriteText(e.stdout, res)
+			}
+		}
+		return res, err
+	}
+	var res *latency.Result
+	if plan.IsZero() {
+		res, err = once(0, nil)
+	} else {
+		// Several runs: the median round trip of each, and their spread.
+		var runs []*latency.Result
+		var rr stats.Result
+		rr, err = stats.Run(e.ctx, plan, func(i int) (float64, error) {
+			r, err := once(i, &runs)
+			res = r
+			if err == nil && r.Interrupted {
+				err = errors.New("interrupted")
+			}
+			if err != nil {
+				return 0, err
+			}
+			return r.RTT.P50.Seconds() * 1e6, nil
+		})
+		if jsonOut {
+			docs := make([]any, len(runs))
+			for i, r := range runs {
+				docs[i] = latency.ToJSON(r)
+			}
+			enc := json.NewEncoder(e.stdout)
+			enc.SetIndent("", "  ")
+			enc.Encode(struct {
+				Runs   []any        `json:"runs"`
+				Repeat stats.Result `json:"repeat"`
+			}{docs, rr})
+		} else {
+			fmt.Fprintf(e.stdout, "\nblast lat: median round trip (µs): %s\n", rr.Summary.Line(nil))
+			if note := rr.Note(); note != "" {
+				fmt.Fprintf(e.stdout, "blast lat: %s\n", note)
+			}
 		}
 	}
-	res, err := latency.Run(e.ctx, cfg, progress)
-	if res != nil {
-		if jsonOut {
-			latency.WriteJSON(e.stdout, res)
-		} else {
-			latency.WriteText(e.stdout, res)
+	if err == nil && res != nil && !res.Interrupted && rep.plot != "" {
+		if perr := plot.Latency(rep.plot, res, ""); perr != nil {
+			fmt.Fprintf(e.stderr, "blast lat: --plot %s: %v\n", rep.plot, perr)
+			return exitFailure
 		}
 	}
 	switch {
@@ -116,7 +179,7 @@ func runLat(e *env, args []string) int {
 }
 
 // parseLat turns blast lat's command line into a latency.Config.
-func parseLat(args []string) (cfg latency.Config, jsonOut, interval bool, err error) {
+func parseLat(args []string) (cfg latency.Config, jsonOut, interval bool, rep repeatFlags, err error) {
 	cfg = latency.Defaults()
 	fs := pflag.NewFlagSet("lat", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -139,24 +202,25 @@ func parseLat(args []string) (cfg latency.Config, jsonOut, interval bool, err er
 	fs.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "")
 	fs.Float64Var(&timeout, "timeout", cfg.Timeout.Seconds(), "")
 	fs.StringVarP(&tos, "tos", "S", "", "")
+	addRepeatFlags(fs, &rep, "median round trip")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	if err := fs.Parse(args); err != nil {
-		return cfg, false, false, fmt.Errorf("%s: run 'blast lat -h' for the flags", flagError(err))
+		return cfg, false, false, rep, fmt.Errorf("%s: run 'blast lat -h' for the flags", flagError(err))
 	}
 	if help {
-		return cfg, false, false, pflag.ErrHelp
+		return cfg, false, false, rep, pflag.ErrHelp
 	}
 	if fs.Changed("time") && fs.Changed("count") {
-		return cfg, false, false, errors.New("-t and -n conflict: measure for a time (-t SECONDS) or a number of round trips (-n COUNT), not both")
+		return cfg, false, false, rep, errors.New("-t and -n conflict: measure for a time (-t SECONDS) or a number of round trips (-n COUNT), not both")
 	}
 	if p, err := parsePort(port, cfg.UDP); err != nil {
-		return cfg, false, false, err
+		return cfg, false, false, rep, err
 	} else {
 		cfg.Port = p
 	}
 	rest := fs.Args()
 	if len(rest) > 1 {
-		return cfg, false, false, fmt.Errorf("too many arguments: %q: give one host", strings.Join(rest, " "))
+		return cfg, false, false, rep, fmt.Errorf("too many arguments: %q: give one host", strings.Join(rest, " "))
 	}
 	if len(rest) == 1 {
 		cfg.Host = rest[0]
@@ -164,31 +228,37 @@ func parseLat(args []string) (cfg latency.Config, jsonOut, interval bool, err er
 	if cfg.Server {
 		for _, f := range []string{"udp", "len", "time", "count", "interval", "json", "warmup", "timeout"} {
 			if fs.Changed(f) {
-				return cfg, false, false, fmt.Errorf("--%s is for the client: the server (-s) echoes TCP and UDP on one port as they come", f)
+				return cfg, false, false, rep, fmt.Errorf("--%s is for the client: the server (-s) echoes TCP and UDP on one port as they come", f)
 			}
 		}
 	}
 	if fs.Changed("count") && cfg.Count <= 0 {
-		return cfg, false, false, fmt.Errorf("-n %d: give a positive number of round trips", cfg.Count)
+		return cfg, false, false, rep, fmt.Errorf("-n %d: give a positive number of round trips", cfg.Count)
 	}
 	var derr error
 	if cfg.Duration, derr = seconds("-t", secs); derr != nil {
-		return cfg, false, false, derr
+		return cfg, false, false, rep, derr
 	}
 	if cfg.Interval, derr = seconds("-i", ivSecs); derr != nil {
-		return cfg, false, false, derr
+		return cfg, false, false, rep, derr
 	}
 	if cfg.Timeout, derr = seconds("--timeout", timeout); derr != nil {
-		return cfg, false, false, derr
+		return cfg, false, false, rep, derr
 	}
 	if tos != "" {
 		v, err := strconv.ParseUint(tos, 0, 8)
 		if err != nil {
-			return cfg, false, false, fmt.Errorf("-S %s: the TOS byte is a number from 0 to 255 (0x10, 16, 020)", tos)
+			return cfg, false, false, rep, fmt.Errorf("-S %s: the TOS byte is a number from 0 to 255 (0x10, 16, 020)", tos)
 		}
 		cfg.Sock.TOS = int(v)
 	}
-	return cfg, jsonOut, cfg.Interval > 0, cfg.Validate()
+	if _, err := rep.plan(); err != nil {
+		return cfg, false, false, rep, err
+	}
+	if cfg.Server && (rep.repeat != 0 || rep.confidence != "" || rep.plot != "") {
+		return cfg, false, false, rep, errors.New("--repeat, --confidence and --plot are for the client: the server (-s) echoes")
+	}
+	return cfg, jsonOut, cfg.Interval > 0, rep, cfg.Validate()
 }
 
 // seconds converts a flag's seconds to a Duration.

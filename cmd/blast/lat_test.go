@@ -34,7 +34,7 @@ func TestLatFlags(t *testing.T) {
 		}, false},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			got, js, _, err := parseLat(tc.args)
+			got, js, _, _, err := parseLat(tc.args)
 			if err != nil {
 				t.Fatal(err)
 			}
