@@ -48,6 +48,7 @@ client is here; the few blast refuses say why.
 type clientFlags struct {
 	fs  *pflag.FlagSet
 	rep repeatFlags
+	csv bool
 
 	host, bytes, blocks, window, tos, dscp, rate, fqRate, pacingTimer, length   string
 	cc, title, backend, rxBackend, format, pidfile, file, affinity, bind        string
@@ -165,6 +166,7 @@ func newClientFlags() *clientFlags {
 	fs.StringVar(&f.rxBackend, "rx-backend", "", "how to receive (default: --backend, or readwrite if that only sends)")
 	f.auth = addClientAuthFlags(fs)
 	addRepeatFlags(fs, &f.rep, "receivers' throughput")
+	fs.BoolVar(&f.csv, "csv", false, "CSV instead of text: a row per stream per interval and the totals (with --repeat or --confidence: a row per run and the summary)")
 	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
 	for _, name := range []string{"bandwidth", "linux-congestion", "no-fq-socket-pacing"} {
 		fs.MarkHidden(name)
@@ -207,9 +209,11 @@ type clientRun struct {
 	forceflush bool
 	pidfile    string
 	warnings   []string
-	// plan repeats the test (--repeat, --confidence); plot draws it.
+	// plan repeats the test (--repeat, --confidence); plot draws it;
+	// csv writes CSV instead of text.
 	plan stats.Plan
 	plot string
+	csv  bool
 }
 
 func runClient(e *env, args []string) int {
@@ -273,7 +277,10 @@ func (f *clientFlags) config(ctx context.Context) (control.Config, *clientRun, e
 	if perr != nil {
 		return fail("%v", perr)
 	}
-	run.plan, run.plot = plan, f.rep.plot
+	run.plan, run.plot, run.csv = plan, f.rep.plot, f.csv
+	if f.csv && (f.json || f.jsonStream) {
+		return fail("--csv and -J (or --json-stream): pick one output format")
+	}
 	if !run.plan.IsZero() && f.jsonStream {
 		return fail("--json-stream with --repeat or --confidence: the events of several tests make no one stream; use -J (one document with every run and the summary)")
 	}
@@ -520,7 +527,7 @@ func runClientTest(e *env, cfg control.Config, run *clientRun) int {
 			}
 			return exitFailure
 		}
-		if !run.json {
+		if !run.json && !run.csv {
 			fmt.Fprintf(out, "\niperf Done.\n")
 		}
 		return plotClient(errOut, run, res)
@@ -531,7 +538,7 @@ func runClientTest(e *env, cfg control.Config, run *clientRun) int {
 	var docs []json.RawMessage
 	var last *control.Result
 	rr, err := stats.Run(e.ctx, run.plan, func(i int) (float64, error) {
-		if !run.json {
+		if !run.json && !run.csv {
 			fmt.Fprintf(out, "== run %d\n", i+1)
 		}
 		res, err := runClientOnce(e, cfg, run, out, lockedBase, &docs)
@@ -541,14 +548,17 @@ func runClientTest(e *env, cfg control.Config, run *clientRun) int {
 		}
 		return res.ReceivedBitsPerSecond(), nil
 	})
-	if run.json {
+	switch {
+	case run.csv:
+		stats.WriteCSV(lockedBase, "client", "bits_per_second", rr)
+	case run.json:
 		enc := json.NewEncoder(lockedBase)
 		enc.SetIndent("", "\t")
 		enc.Encode(struct {
 			Runs   []json.RawMessage `json:"runs"`
 			Repeat stats.Result      `json:"repeat"`
 		}{docs, rr})
-	} else {
+	default:
 		fmt.Fprintf(out, "\nblast: receivers' throughput: %s\n", rr.Summary.Line(report.SIRate))
 		if note := rr.Note(); note != "" {
 			fmt.Fprintf(out, "blast: %s\n", note)
@@ -574,6 +584,8 @@ func runClientOnce(e *env, cfg control.Config, run *clientRun, out, base io.Writ
 		stream = &control.JSONStream{W: base}
 		cfg.OnStart = func(r *control.Result) { stream.Start(r) }
 		cfg.OnInterval = func(r *control.Result, iv *control.Interval) { stream.Interval(r, iv) }
+	case run.csv:
+		// The rows come at the end, under one header.
 	case !run.json:
 		first := true
 		var mu sync.Mutex
@@ -602,6 +614,10 @@ func runClientOnce(e *env, cfg control.Config, run *clientRun, out, base io.Writ
 		}
 	case run.json:
 		control.EncodeJSON(base, res)
+	case run.csv && docs != nil:
+		// Repeated: one row per run at the end.
+	case run.csv:
+		control.WriteCSV(base, res)
 	case len(res.Streams) > 0:
 		run.text.WriteSummary(out, res)
 	}

@@ -56,6 +56,8 @@ Options:
                      mean is within ±WIDTH/2 percent (netperf's -I), 3 to
                      --max-runs (default 10) times
       --plot FILE    draw the rows, with their intervals, into FILE (.svg, .png)
+      --csv          CSV: a row per backend (with --repeat or --confidence:
+                     a row per run of each backend and its summary)
   -h, --help         this text
 
 On a terminal, standard error shows which row runs and how many remain.
@@ -85,6 +87,7 @@ func runCompare(e *env, args []string) int {
 	jsonOut := fs.BoolP("json", "J", false, "")
 	var rep repeatFlags
 	addRepeatFlags(fs, &rep, "throughput of each row")
+	fs.BoolVar(&rep.csv, "csv", false, "")
 	help := fs.BoolP("help", "h", false, "")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintf(e.stderr, "blast compare: %s: run 'blast help compare' for the options\n", flagError(err))
@@ -121,9 +124,12 @@ func runCompare(e *env, args []string) int {
 	if err != nil {
 		return usage("%v", err)
 	}
+	if rep.csv && *jsonOut {
+		return usage("--csv and -J: pick one output format")
+	}
 	cfg := compare.Config{UDP: *udp, Duration: time.Duration(*secs * float64(time.Second)), BufLen: *bufLen,
 		Host: host, Port: *port, Reverse: *reverse, Plan: plan}
-	if !*jsonOut && isTerminal(e.stderr) {
+	if !*jsonOut && !rep.csv && isTerminal(e.stderr) {
 		cfg.Progress = func(n, of int, name string) {
 			fmt.Fprintf(e.stderr, "compare: row %d of %d: %s (%d to go after it)\n", n, of, name, of-n)
 		}
@@ -161,9 +167,22 @@ func runCompare(e *env, args []string) int {
 	// a server that is not blast has no rows worth showing.
 	if len(rows) > 0 && !errors.Is(runErr, compare.ErrNotBlast) {
 		var err error
-		if *jsonOut {
+		switch {
+		case rep.csv && !plan.IsZero():
+			cw := stats.NewCSVWriter(e.stdout, "bits_per_second")
+			for _, r := range rows {
+				if r.Repeat != nil && err == nil {
+					err = cw.Write(r.Case, *r.Repeat)
+				}
+			}
+			if err == nil {
+				err = cw.Flush()
+			}
+		case rep.csv:
+			err = compare.WriteCSV(e.stdout, rows)
+		case *jsonOut:
 			err = compare.WriteJSON(e.stdout, rows)
-		} else {
+		default:
 			err = compare.WriteTable(e.stdout, rows, cfg.UDP)
 		}
 		if err != nil && runErr == nil {

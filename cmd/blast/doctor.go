@@ -43,6 +43,7 @@ first, with its evidence and the fix; a healthy path gets one line.
   -6, --version6      IPv6 only
   -J, --json          the report as one JSON document
       --plot FILE     draw the tests' rates and the verdict into FILE (.svg, .png)
+      --csv           CSV: a row per test, the verdict, a row per finding
       --offline DIR   no tests: run the interface rules over a capture
                       (blast nic --capture DIR), with --after DIR2 a second
                       capture for counter deltas
@@ -58,7 +59,8 @@ Examples:
 `
 
 func runDoctor(e *env, args []string) int {
-	cfg, jsonOut, offline, plotFile, err := parseDoctor(args)
+	cfg, o, offline, err := parseDoctor(args)
+	jsonOut, plotFile := o.json, o.plot
 	if errors.Is(err, pflag.ErrHelp) {
 		io.WriteString(e.stdout, doctorHelp)
 		return exitOK
@@ -68,9 +70,9 @@ func runDoctor(e *env, args []string) int {
 		return exitUsage
 	}
 	if offline != nil {
-		return runDoctorOffline(e, *offline, jsonOut)
+		return runDoctorOffline(e, *offline, o)
 	}
-	if !jsonOut {
+	if !jsonOut && !o.csv {
 		cfg.Progress = func(s doctor.Step) {
 			fmt.Fprintf(e.stderr, "doctor: %d/%d %s: %s\n", s.N, s.Of, s.Name, nicinfo.EscapeLine(s.Command))
 		}
@@ -80,11 +82,7 @@ func runDoctor(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "blast doctor: %s\n", nicinfo.EscapeLine(err.Error()))
 		return exitFailure
 	}
-	if jsonOut {
-		doctor.WriteJSON(e.stdout, rep)
-	} else {
-		doctor.WriteText(e.stdout, rep)
-	}
+	writeDoctor(e.stdout, rep, o)
 	if plotFile != "" {
 		if err := plot.Doctor(plotFile, rep); err != nil {
 			fmt.Fprintf(e.stderr, "blast doctor: --plot %s: %v\n", plotFile, err)
@@ -106,7 +104,25 @@ type offlineArgs struct {
 	dir, after, iface string
 }
 
-func parseDoctor(args []string) (cfg doctor.Config, jsonOut bool, off *offlineArgs, plotFile string, err error) {
+// doctorOut is how the report is written: -J, --csv, --plot.
+type doctorOut struct {
+	json, csv bool
+	plot      string
+}
+
+// writeDoctor writes the report as o asks.
+func writeDoctor(w io.Writer, rep *doctor.Report, o doctorOut) {
+	switch {
+	case o.json:
+		doctor.WriteJSON(w, rep)
+	case o.csv:
+		doctor.WriteCSV(w, rep)
+	default:
+		doctor.WriteText(w, rep)
+	}
+}
+
+func parseDoctor(args []string) (cfg doctor.Config, o doctorOut, off *offlineArgs, err error) {
 	fs := pflag.NewFlagSet("doctor", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var (
@@ -120,51 +136,55 @@ func parseDoctor(args []string) (cfg doctor.Config, jsonOut bool, off *offlineAr
 	fs.StringVarP(&rate, "bitrate", "b", "", "")
 	fs.BoolVarP(&v4, "version4", "4", false, "")
 	fs.BoolVarP(&v6, "version6", "6", false, "")
-	fs.BoolVarP(&jsonOut, "json", "J", false, "")
+	fs.BoolVarP(&o.json, "json", "J", false, "")
+	fs.BoolVar(&o.csv, "csv", false, "")
 	fs.StringVar(&offDir, "offline", "", "")
 	fs.StringVar(&after, "after", "", "")
-	fs.StringVar(&plotFile, "plot", "", "")
+	fs.StringVar(&o.plot, "plot", "", "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	if err := fs.Parse(args); err != nil {
-		return cfg, false, nil, "", fmt.Errorf("%s: run 'blast doctor -h' for the flags", flagError(err))
+		return cfg, o, nil, fmt.Errorf("%s: run 'blast doctor -h' for the flags", flagError(err))
 	}
 	if help {
-		return cfg, false, nil, "", pflag.ErrHelp
+		return cfg, o, nil, pflag.ErrHelp
+	}
+	if o.json && o.csv {
+		return cfg, o, nil, errors.New("--csv and -J: pick one output format")
 	}
 	rest := fs.Args()
 	if offDir != "" {
 		for _, f := range []string{"port", "time", "bitrate", "version4", "version6", "plot"} {
 			if fs.Changed(f) {
-				return cfg, false, nil, "", fmt.Errorf("--%s is for a run against a server: --offline runs no tests", f)
+				return cfg, o, nil, fmt.Errorf("--%s is for a run against a server: --offline runs no tests", f)
 			}
 		}
 		if len(rest) > 1 {
-			return cfg, false, nil, "", fmt.Errorf("too many arguments: %q: give at most one interface", strings.Join(rest, " "))
+			return cfg, o, nil, fmt.Errorf("too many arguments: %q: give at most one interface", strings.Join(rest, " "))
 		}
 		off = &offlineArgs{dir: offDir, after: after}
 		if len(rest) == 1 {
 			off.iface = rest[0]
 		}
-		return cfg, jsonOut, off, "", nil
+		return cfg, o, off, nil
 	}
-	if plotFile != "" {
-		if err := plot.CheckPath(plotFile); err != nil {
-			return cfg, false, nil, "", fmt.Errorf("--plot %s: the file name must end in .svg or .png", plotFile)
+	if o.plot != "" {
+		if err := plot.CheckPath(o.plot); err != nil {
+			return cfg, o, nil, fmt.Errorf("--plot %s: the file name must end in .svg or .png", o.plot)
 		}
 	}
 	if after != "" {
-		return cfg, false, nil, "", errors.New("--after needs --offline: blast doctor --offline BEFORE --after AFTER")
+		return cfg, o, nil, errors.New("--after needs --offline: blast doctor --offline BEFORE --after AFTER")
 	}
 	switch len(rest) {
 	case 0:
-		return cfg, false, nil, "", errors.New("no host: blast doctor HOST (a blast server runs there: blast server), or --offline DIR")
+		return cfg, o, nil, errors.New("no host: blast doctor HOST (a blast server runs there: blast server), or --offline DIR")
 	case 1:
 		cfg.Host = rest[0]
 	default:
-		return cfg, false, nil, "", fmt.Errorf("too many arguments: %q: give one host", strings.Join(rest, " "))
+		return cfg, o, nil, fmt.Errorf("too many arguments: %q: give one host", strings.Join(rest, " "))
 	}
 	if v4 && v6 {
-		return cfg, false, nil, "", errors.New("-4 and -6 conflict: pick one address family, or neither")
+		return cfg, o, nil, errors.New("-4 and -6 conflict: pick one address family, or neither")
 	}
 	if v4 {
 		cfg.Family = "4"
@@ -173,26 +193,26 @@ func parseDoctor(args []string) (cfg doctor.Config, jsonOut bool, off *offlineAr
 		cfg.Family = "6"
 	}
 	if cfg.Port, err = parsePort(port, false); err != nil {
-		return cfg, false, nil, "", err
+		return cfg, o, nil, err
 	}
 	if secs < 1 || secs > 3600 {
-		return cfg, false, nil, "", fmt.Errorf("-t %g: give whole seconds from 1 to 3600 for each test", secs)
+		return cfg, o, nil, fmt.Errorf("-t %g: give whole seconds from 1 to 3600 for each test", secs)
 	}
 	cfg.Duration = time.Duration(secs * float64(time.Second))
 	if rate != "" {
 		v, err := parseRate(rate)
 		if err != nil || v <= 0 {
-			return cfg, false, nil, "", fmt.Errorf("-b %s: give a positive rate in bits per second (100M, 1G)", rate)
+			return cfg, o, nil, fmt.Errorf("-b %s: give a positive rate in bits per second (100M, 1G)", rate)
 		}
 		cfg.UDPRate = v
 	}
-	return cfg, jsonOut, nil, plotFile, nil
+	return cfg, o, nil, nil
 }
 
 // runDoctorOffline runs the interface rules over a captured tree (and a
 // second capture for counter deltas), and ranks every finding into one
 // verdict, as a run against a server does.
-func runDoctorOffline(e *env, o offlineArgs, jsonOut bool) int {
+func runDoctorOffline(e *env, o offlineArgs, out doctorOut) int {
 	src, err := loadTree("--offline", o.dir)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "blast doctor: %s\n", nicinfo.EscapeLine(err.Error()))
@@ -260,11 +280,7 @@ func runDoctorOffline(e *env, o offlineArgs, jsonOut bool) int {
 		return exitFailure
 	}
 	rep.Finish(lists)
-	if jsonOut {
-		doctor.WriteJSON(e.stdout, rep)
-	} else {
-		doctor.WriteText(e.stdout, rep)
-	}
+	writeDoctor(e.stdout, rep, out)
 	if !rep.Healthy {
 		return exitFailure
 	}

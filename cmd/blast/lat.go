@@ -61,6 +61,8 @@ Client:
                         --max-runs, default 10, runs)
       --plot FILE       draw the histogram and the CDF with the percentiles
                         into FILE (.svg or .png)
+      --csv             CSV: a row per interval and the totals (with --repeat
+                        or --confidence: a row per run and the summary)
 
 Reports min, mean, p50, p90, p99, p99.9, p99.99, max and standard deviation
 of the round-trip time, and round trips (transactions) per second.
@@ -99,7 +101,7 @@ func runLat(e *env, args []string) int {
 	plan, _ := rep.plan() // parseLat validated it
 	once := func(i int, collect *[]*latency.Result) (*latency.Result, error) {
 		var progress func(latency.Interval)
-		if !jsonOut {
+		if !jsonOut && !rep.csv {
 			if !plan.IsZero() {
 				fmt.Fprintf(e.stdout, "== run %d\n", i+1)
 			}
@@ -112,10 +114,12 @@ func runLat(e *env, args []string) int {
 		res, err := latency.Run(e.ctx, cfg, progress)
 		if res != nil {
 			switch {
-			case jsonOut && collect != nil:
+			case (jsonOut || rep.csv) && collect != nil:
 				*collect = append(*collect, res)
 			case jsonOut:
 				latency.WriteJSON(e.stdout, res)
+			case rep.csv:
+				latency.WriteCSV(e.stdout, res)
 			default:
 				latency.WriteText(e.stdout, res)
 			}
@@ -140,7 +144,10 @@ func runLat(e *env, args []string) int {
 			}
 			return r.RTT.P50.Seconds() * 1e6, nil
 		})
-		if jsonOut {
+		switch {
+		case rep.csv:
+			stats.WriteCSV(e.stdout, "lat", "us", rr)
+		case jsonOut:
 			docs := make([]any, len(runs))
 			for i, r := range runs {
 				docs[i] = latency.ToJSON(r)
@@ -151,7 +158,7 @@ func runLat(e *env, args []string) int {
 				Runs   []any        `json:"runs"`
 				Repeat stats.Result `json:"repeat"`
 			}{docs, rr})
-		} else {
+		default:
 			fmt.Fprintf(e.stdout, "\nblast lat: median round trip (µs): %s\n", rr.Summary.Line(nil))
 			if note := rr.Note(); note != "" {
 				fmt.Fprintf(e.stdout, "blast lat: %s\n", note)
@@ -203,6 +210,7 @@ func parseLat(args []string) (cfg latency.Config, jsonOut, interval bool, rep re
 	fs.Float64Var(&timeout, "timeout", cfg.Timeout.Seconds(), "")
 	fs.StringVarP(&tos, "tos", "S", "", "")
 	addRepeatFlags(fs, &rep, "median round trip")
+	fs.BoolVar(&rep.csv, "csv", false, "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	if err := fs.Parse(args); err != nil {
 		return cfg, false, false, rep, fmt.Errorf("%s: run 'blast lat -h' for the flags", flagError(err))
@@ -255,8 +263,11 @@ func parseLat(args []string) (cfg latency.Config, jsonOut, interval bool, rep re
 	if _, err := rep.plan(); err != nil {
 		return cfg, false, false, rep, err
 	}
-	if cfg.Server && (rep.repeat != 0 || rep.confidence != "" || rep.plot != "") {
-		return cfg, false, false, rep, errors.New("--repeat, --confidence and --plot are for the client: the server (-s) echoes")
+	if rep.csv && jsonOut {
+		return cfg, false, false, rep, errors.New("--csv and -J: pick one output format")
+	}
+	if cfg.Server && (rep.repeat != 0 || rep.confidence != "" || rep.plot != "" || rep.csv) {
+		return cfg, false, false, rep, errors.New("--repeat, --confidence, --plot and --csv are for the client: the server (-s) echoes")
 	}
 	return cfg, jsonOut, cfg.Interval > 0, rep, cfg.Validate()
 }
