@@ -23,7 +23,7 @@ func init() {
 	register(command{name: "compare", summary: "run the same test once per backend and print them side by side", run: runCompare})
 }
 
-const compareHelp = `Usage: blast compare --lab [options]
+const compareHelpText = `Usage: blast compare --lab [options]
        blast compare HOST [options]
 
 Runs the same test once per backend (each sending strategy against a
@@ -41,27 +41,10 @@ runs the other end with the backend the row names, then reports its CPU
 time, I/O counters and backend facts. A plain iperf3 server cannot; TCP
 only, until client/server mode carries UDP.
 
-Options:
-  --lab              run both ends in a netns lab on this machine (root)
-  -p, --port PORT    the server's port (HOST; default 5201)
-  -R, --reverse      the server sends, this host receives (HOST)
-  -u, --udp          compare the UDP backends (--lab)
-  -t, --time SECS    seconds per backend (default 3; whole seconds with HOST)
-  -l, --len BYTES    buffer length (default 131072 for TCP, 64 for UDP)
-  -J, --json         JSON instead of the table
-      --repeat N     run each row N times: the mean throughput with its 95%
-                     confidence interval, and which rows are not different
-      --confidence LEVEL,WIDTH
-                     run each row until the LEVEL% confidence interval of its
-                     mean is within ±WIDTH/2 percent (netperf's -I), 3 to
-                     --max-runs (default 10) times
-      --plot FILE    draw the rows, with their intervals, into FILE (.svg, .png)
-      --csv          CSV: a row per backend (with --repeat or --confidence:
-                     a row per run of each backend and its summary)
-  -h, --help         this text
-
 On a terminal, standard error shows which row runs and how many remain.
 
+Flags:
+` + "%s" + `
 Examples:
   sudo blast compare --lab
   sudo blast compare --lab -u -l 64 -t 5
@@ -75,26 +58,51 @@ Examples:
 // bytes (engine.Footprint), which ttcp.MaxBufMem bounds.
 const labMaxLen = ttcp.MaxBufMem / 16
 
-func runCompare(e *env, args []string) int {
-	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
+// compareFlags are blast compare's flags and where they land.
+type compareFlags struct {
+	fs                            *pflag.FlagSet
+	lab, reverse, udp, json, help bool
+	port, bufLen                  int
+	secs                          float64
+	rep                           repeatFlags
+}
+
+// newCompareFlags defines blast compare's flags: the parser, the help and
+// the completions all read these definitions.
+func newCompareFlags() *compareFlags {
+	f := &compareFlags{fs: pflag.NewFlagSet("compare", pflag.ContinueOnError)}
+	fs := f.fs
 	fs.SetOutput(io.Discard)
-	lab := fs.Bool("lab", false, "")
-	port := fs.IntP("port", "p", control.DefaultPort, "")
-	reverse := fs.BoolP("reverse", "R", false, "")
-	udp := fs.BoolP("udp", "u", false, "")
-	secs := fs.Float64P("time", "t", 3, "")
-	bufLen := fs.IntP("len", "l", 0, "")
-	jsonOut := fs.BoolP("json", "J", false, "")
-	var rep repeatFlags
-	addRepeatFlags(fs, &rep, "throughput of each row")
-	fs.BoolVar(&rep.csv, "csv", false, "")
-	help := fs.BoolP("help", "h", false, "")
+	fs.SortFlags = false
+	fs.BoolVar(&f.lab, "lab", false, "run both ends in a netns lab on this machine (root)")
+	fs.IntVarP(&f.port, "port", "p", control.DefaultPort, "the server's port (HOST)")
+	fs.BoolVarP(&f.reverse, "reverse", "R", false, "the server sends, this host receives (HOST)")
+	fs.BoolVarP(&f.udp, "udp", "u", false, "compare the UDP backends (--lab)")
+	fs.Float64VarP(&f.secs, "time", "t", 3, "seconds per backend (whole seconds with HOST)")
+	fs.IntVarP(&f.bufLen, "len", "l", 0, "buffer length (default 131072 for TCP, 64 for UDP)")
+	fs.BoolVarP(&f.json, "json", "J", false, "JSON instead of the table")
+	addRepeatFlags(fs, &f.rep, "throughput of each row")
+	fs.BoolVar(&f.rep.csv, "csv", false, "CSV: a row per backend (with --repeat or --confidence: a row per run of each backend and its summary)")
+	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
+	return f
+}
+
+// compareHelp is blast compare's help, its flags from their definitions.
+func compareHelp() string {
+	return fmt.Sprintf(compareHelpText, newCompareFlags().fs.FlagUsages())
+}
+
+func runCompare(e *env, args []string) int {
+	f := newCompareFlags()
+	fs := f.fs
+	lab, port, reverse, udp, secs, bufLen, jsonOut, help := &f.lab, &f.port, &f.reverse, &f.udp, &f.secs, &f.bufLen, &f.json, &f.help
+	rep := &f.rep
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintf(e.stderr, "blast compare: %s: run 'blast help compare' for the options\n", flagError(err))
 		return exitUsage
 	}
 	if *help {
-		fmt.Fprint(e.stdout, compareHelp)
+		fmt.Fprint(e.stdout, compareHelp())
 		return exitOK
 	}
 	usage := func(format string, a ...any) int {

@@ -22,8 +22,8 @@ func init() {
 	register(command{name: "lat", summary: "round-trip latency: request/response ping-pong, percentiles", run: runLat})
 }
 
-var latHelp = `Usage: blast lat -s [-p PORT] [-B ADDR] [-1]
-       blast lat HOST [-u] [-l SIZE] [-t SECONDS | -n COUNT] [-p PORT] [-i INTERVAL] [-J] [--warmup N]
+const latIntro = `Usage: blast lat -s [-p PORT] [-B ADDR] [-1]
+       blast lat HOST [-u] [-l SIZE] [-t SECONDS | -n COUNT] [-p PORT] [-i INTERVAL] [-J]
 
 Ping-pong over one flow: the client sends a request of SIZE bytes, the
 server sends it back, and the client times each exchange with the
@@ -31,42 +31,17 @@ monotonic clock. Every figure is a full round trip (request sent to whole
 reply received), never RTT/2: sockperf without --full-rtt and qperf
 report RTT/2; double their figures to compare.
 
-The server echoes TCP and UDP on the same port (default ` + strconv.Itoa(latency.DefaultPort) + `).
+The server (-s) echoes TCP and UDP on the same port (default 5202).
 blast server answers blast lat too (TCP and UDP), on its own port, so a
 host that runs blast server needs no second service: blast lat HOST -p 5201.
-
-Server:
-  -s, --server          serve (echo) instead of measuring
-  -p, --port PORT       port, TCP and UDP (default ` + strconv.Itoa(latency.DefaultPort) + `)
-  -B, --bind ADDR       listen on this address only (default: all)
-  -1, --one-off         exit after the first client is done
-
-Client:
-  -u, --udp             UDP (sequence-numbered requests; lost and late
-                        replies counted) instead of TCP (TCP_NODELAY)
-  -l, --len SIZE        request and reply payload in bytes (default 64;
-                        UDP: 16 to 65507)
-  -t, --time SECONDS    measure for this long (default 10)
-  -n, --count N         measure exactly N round trips instead
-  -i, --interval SEC    a line every SEC seconds (p50, p99, max)
-  -J, --json            JSON: nanoseconds, the histogram's buckets
-      --warmup N        round trips before measuring, not recorded (default 10)
-      --timeout SEC     wait this long for a reply (default 1): UDP counts
-                        the request lost, TCP fails the run
-  -S, --tos TOS         IP TOS byte (0x10 ...)
-      --repeat N        run N times; then the median round trip's mean,
-                        spread and 95% confidence interval over the runs
-      --confidence L,W  run until the L% confidence interval of the mean
-                        median round trip is within ±W/2 percent (3 to
-                        --max-runs, default 10, runs)
-      --plot FILE       draw the histogram and the CDF with the percentiles
-                        into FILE (.svg or .png)
-      --csv             CSV: a row per interval and the totals (with --repeat
-                        or --confidence: a row per run and the summary)
 
 Reports min, mean, p50, p90, p99, p99.9, p99.99, max and standard deviation
 of the round-trip time, and round trips (transactions) per second.
 
+Flags (-s, -p, -B, -1 for the server; the others for the client):
+`
+
+const latExamples = `
 Examples:
   blast lat -s                         # serve on port 5202
   blast lat 198.18.0.2 -n 100000       # 100000 TCP round trips of 64 bytes
@@ -76,10 +51,49 @@ Examples:
   blast lat 198.18.0.2 --repeat 5 --plot rtt.png
 `
 
+// latFlags are blast lat's flags and where they land.
+type latFlags struct {
+	fs                    *pflag.FlagSet
+	cfg                   latency.Config
+	secs, ivSecs, timeout float64
+	port, tos             string
+	json, help            bool
+	rep                   repeatFlags
+}
+
+// newLatFlags defines blast lat's flags: the parser, the help and the
+// completions all read these definitions.
+func newLatFlags() *latFlags {
+	f := &latFlags{cfg: latency.Defaults(), fs: pflag.NewFlagSet("lat", pflag.ContinueOnError)}
+	fs, cfg := f.fs, &f.cfg
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	fs.BoolVarP(&cfg.Server, "server", "s", false, "serve (echo) instead of measuring")
+	fs.StringVarP(&f.port, "port", "p", strconv.Itoa(cfg.Port), "port, TCP and UDP")
+	fs.StringVarP(&cfg.Bind, "bind", "B", "", "server: listen on this address only (default: all)")
+	fs.BoolVarP(&cfg.Once, "one-off", "1", false, "server: exit after the first client is done")
+	fs.BoolVarP(&cfg.UDP, "udp", "u", false, "UDP (sequence-numbered requests; lost and late replies counted) instead of TCP (TCP_NODELAY)")
+	fs.IntVarP(&cfg.Size, "len", "l", cfg.Size, "request and reply payload in bytes (UDP: 16 to 65507)")
+	fs.Float64VarP(&f.secs, "time", "t", cfg.Duration.Seconds(), "measure for this many seconds")
+	fs.Int64VarP(&cfg.Count, "count", "n", 0, "measure exactly N round trips instead")
+	fs.Float64VarP(&f.ivSecs, "interval", "i", 0, "a line every SEC seconds (p50, p99, max)")
+	fs.BoolVarP(&f.json, "json", "J", false, "JSON: nanoseconds, the histogram's buckets")
+	fs.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "round trips before measuring, not recorded")
+	fs.Float64Var(&f.timeout, "timeout", cfg.Timeout.Seconds(), "seconds to wait for a reply: UDP counts the request lost, TCP fails the run")
+	fs.StringVarP(&f.tos, "tos", "S", "", "IP TOS byte (0x10 ...)")
+	addRepeatFlags(fs, &f.rep, "median round trip")
+	fs.BoolVar(&f.rep.csv, "csv", false, "CSV: a row per interval and the totals (with --repeat or --confidence: a row per run and the summary)")
+	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
+	return f
+}
+
+// latHelp is blast lat's help, its flags from their definitions.
+func latHelp() string { return latIntro + newLatFlags().fs.FlagUsages() + latExamples }
+
 func runLat(e *env, args []string) int {
 	cfg, jsonOut, interval, rep, err := parseLat(args)
 	if errors.Is(err, pflag.ErrHelp) {
-		io.WriteString(e.stdout, latHelp)
+		io.WriteString(e.stdout, latHelp())
 		return exitOK
 	}
 	if err != nil {
@@ -186,90 +200,70 @@ func runLat(e *env, args []string) int {
 }
 
 // parseLat turns blast lat's command line into a latency.Config.
-func parseLat(args []string) (cfg latency.Config, jsonOut, interval bool, rep repeatFlags, err error) {
-	cfg = latency.Defaults()
-	fs := pflag.NewFlagSet("lat", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.SortFlags = false
-	var (
-		secs, ivSecs, timeout float64
-		port, tos             string
-		help                  bool
-	)
-	fs.BoolVarP(&cfg.Server, "server", "s", false, "")
-	fs.StringVarP(&port, "port", "p", strconv.Itoa(cfg.Port), "")
-	fs.StringVarP(&cfg.Bind, "bind", "B", "", "")
-	fs.BoolVarP(&cfg.Once, "one-off", "1", false, "")
-	fs.BoolVarP(&cfg.UDP, "udp", "u", false, "")
-	fs.IntVarP(&cfg.Size, "len", "l", cfg.Size, "")
-	fs.Float64VarP(&secs, "time", "t", cfg.Duration.Seconds(), "")
-	fs.Int64VarP(&cfg.Count, "count", "n", 0, "")
-	fs.Float64VarP(&ivSecs, "interval", "i", 0, "")
-	fs.BoolVarP(&jsonOut, "json", "J", false, "")
-	fs.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "")
-	fs.Float64Var(&timeout, "timeout", cfg.Timeout.Seconds(), "")
-	fs.StringVarP(&tos, "tos", "S", "", "")
-	addRepeatFlags(fs, &rep, "median round trip")
-	fs.BoolVar(&rep.csv, "csv", false, "")
-	fs.BoolVarP(&help, "help", "h", false, "")
-	if err := fs.Parse(args); err != nil {
-		return cfg, false, false, rep, fmt.Errorf("%s: run 'blast lat -h' for the flags", flagError(err))
+func parseLat(args []string) (latency.Config, bool, bool, repeatFlags, error) {
+	f := newLatFlags()
+	cfg, rep := &f.cfg, &f.rep
+	fail := func(err error) (latency.Config, bool, bool, repeatFlags, error) {
+		return *cfg, false, false, *rep, err
 	}
-	if help {
-		return cfg, false, false, rep, pflag.ErrHelp
+	fs := f.fs
+	if err := fs.Parse(args); err != nil {
+		return fail(fmt.Errorf("%s: run 'blast lat -h' for the flags", flagError(err)))
+	}
+	if f.help {
+		return fail(pflag.ErrHelp)
 	}
 	if fs.Changed("time") && fs.Changed("count") {
-		return cfg, false, false, rep, errors.New("-t and -n conflict: measure for a time (-t SECONDS) or a number of round trips (-n COUNT), not both")
+		return fail(errors.New("-t and -n conflict: measure for a time (-t SECONDS) or a number of round trips (-n COUNT), not both"))
 	}
-	if p, err := parsePort(port, cfg.UDP); err != nil {
-		return cfg, false, false, rep, err
-	} else {
-		cfg.Port = p
+	p, err := parsePort(f.port, cfg.UDP)
+	if err != nil {
+		return fail(err)
 	}
+	cfg.Port = p
 	rest := fs.Args()
 	if len(rest) > 1 {
-		return cfg, false, false, rep, fmt.Errorf("too many arguments: %q: give one host", strings.Join(rest, " "))
+		return fail(fmt.Errorf("too many arguments: %q: give one host", strings.Join(rest, " ")))
 	}
 	if len(rest) == 1 {
 		cfg.Host = rest[0]
 	}
 	if cfg.Server {
-		for _, f := range []string{"udp", "len", "time", "count", "interval", "json", "warmup", "timeout"} {
-			if fs.Changed(f) {
-				return cfg, false, false, rep, fmt.Errorf("--%s is for the client: the server (-s) echoes TCP and UDP on one port as they come", f)
+		for _, name := range []string{"udp", "len", "time", "count", "interval", "json", "warmup", "timeout"} {
+			if fs.Changed(name) {
+				return fail(fmt.Errorf("--%s is for the client: the server (-s) echoes TCP and UDP on one port as they come", name))
 			}
 		}
 	}
 	if fs.Changed("count") && cfg.Count <= 0 {
-		return cfg, false, false, rep, fmt.Errorf("-n %d: give a positive number of round trips", cfg.Count)
+		return fail(fmt.Errorf("-n %d: give a positive number of round trips", cfg.Count))
 	}
-	var derr error
-	if cfg.Duration, derr = seconds("-t", secs); derr != nil {
-		return cfg, false, false, rep, derr
+	if cfg.Duration, err = seconds("-t", f.secs); err != nil {
+		return fail(err)
 	}
-	if cfg.Interval, derr = seconds("-i", ivSecs); derr != nil {
-		return cfg, false, false, rep, derr
+	if cfg.Interval, err = seconds("-i", f.ivSecs); err != nil {
+		return fail(err)
 	}
-	if cfg.Timeout, derr = seconds("--timeout", timeout); derr != nil {
-		return cfg, false, false, rep, derr
+	if cfg.Timeout, err = seconds("--timeout", f.timeout); err != nil {
+		return fail(err)
 	}
-	if tos != "" {
-		v, err := strconv.ParseUint(tos, 0, 8)
+	if f.tos != "" {
+		v, err := strconv.ParseUint(f.tos, 0, 8)
 		if err != nil {
-			return cfg, false, false, rep, fmt.Errorf("-S %s: the TOS byte is a number from 0 to 255 (0x10, 16, 020)", tos)
+			return fail(fmt.Errorf("-S %s: the TOS byte is a number from 0 to 255 (0x10, 16, 020)", f.tos))
 		}
 		cfg.Sock.TOS = int(v)
 	}
 	if _, err := rep.plan(); err != nil {
-		return cfg, false, false, rep, err
+		return fail(err)
 	}
-	if rep.csv && jsonOut {
-		return cfg, false, false, rep, errors.New("--csv and -J: pick one output format")
+	if rep.csv && f.json {
+		return fail(errors.New("--csv and -J: pick one output format"))
 	}
 	if cfg.Server && (rep.repeat != 0 || rep.confidence != "" || rep.plot != "" || rep.csv) {
-		return cfg, false, false, rep, errors.New("--repeat, --confidence, --plot and --csv are for the client: the server (-s) echoes")
+		return fail(errors.New("--repeat, --confidence, --plot and --csv are for the client: the server (-s) echoes"))
 	}
-	return cfg, jsonOut, cfg.Interval > 0, rep, cfg.Validate()
+	return *cfg, f.json, cfg.Interval > 0, *rep, cfg.Validate()
 }
 
 // seconds converts a flag's seconds to a Duration.

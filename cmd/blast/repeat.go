@@ -24,10 +24,10 @@ type repeatFlags struct {
 // addRepeatFlags registers them on fs; what names the measured figure.
 func addRepeatFlags(fs *pflag.FlagSet, r *repeatFlags, what string) {
 	r.fs = fs
-	fs.IntVar(&r.repeat, "repeat", 0, "run N times and report the mean, spread and 95% confidence interval of the "+what)
-	fs.StringVar(&r.confidence, "confidence", "", "LEVEL,WIDTH: run until the LEVEL% confidence interval of the mean "+what+" is within ±WIDTH/2 percent (netperf's -I), at least 3 and at most --max-runs times")
-	fs.IntVar(&r.maxRuns, "max-runs", 0, "with --confidence, stop after this many runs (default 10)")
-	fs.StringVar(&r.plot, "plot", "", "draw the result into FILE (.svg or .png)")
+	fs.IntVar(&r.repeat, "repeat", 0, "run `N` times and report the mean, spread and 95% confidence interval of the "+what)
+	fs.StringVar(&r.confidence, "confidence", "", "`LEVEL,WIDTH`: run until the LEVEL% confidence interval of the mean "+what+" is within ±WIDTH/2 percent (netperf's -I), at least 3 and at most --max-runs times")
+	fs.IntVar(&r.maxRuns, "max-runs", 0, "with --confidence, stop after `N` runs (default 10)")
+	fs.StringVar(&r.plot, "plot", "", "draw the result into `FILE` (.svg or .png)")
 }
 
 // plan is the repetition the flags ask for, validated.
