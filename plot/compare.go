@@ -98,8 +98,13 @@ func Compare(path string, rows []compare.Row, intervals map[string]Interval, tit
 	pad := float64(max(0, 3-n)) / 2
 	tp.Y.Min, tp.Y.Max = -0.6-pad, float64(n)-0.4+pad
 	tp.X.Min = 0
-	// Room for the value labels right of the longest bar.
-	tp.X.Max = max(top/div*1.3, 1)
+	// Room for the value labels right of the longest bar (longer with an
+	// interval in them).
+	room := 1.3
+	if haveIntervals {
+		room = 1.55
+	}
+	tp.X.Max = max(top/div*room, 1)
 
 	cp := gridPlot("CPU-s/GB (both ends)", "", true, false)
 	cb := &bars{thumb: palette[1]}
