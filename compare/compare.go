@@ -118,7 +118,13 @@ type Row struct {
 	RxCPUUnknown bool     `json:"rx_cpu_unknown,omitempty"`
 	RxCPU        CPU      `json:"rx_cpu"`
 	CPUPerGB     float64  `json:"cpu_seconds_per_gb"`
+	// NotCopied is the bytes either end moved without a copy between
+	// user memory and the kernel; TxNotCopied and RxNotCopied each end's
+	// share of it (a write(2) sender copies every byte, whatever the
+	// receiver does).
 	NotCopied    int64    `json:"bytes_not_copied"`
+	TxNotCopied  int64    `json:"tx_bytes_not_copied"`
+	RxNotCopied  int64    `json:"rx_bytes_not_copied"`
 	TxSyscalls   int64    `json:"tx_syscalls,omitempty"`
 	RxSyscalls   int64    `json:"rx_syscalls,omitempty"`
 	Notes        []string `json:"notes,omitempty"`
@@ -270,7 +276,8 @@ func runCase(ctx context.Context, cfg Config, lab *netlab.Lab, c Case) Row {
 	if rs.Bytes > 0 && !row.TxCPUUnknown && !row.RxCPUUnknown {
 		row.CPUPerGB = (row.TxCPU.Total() + row.RxCPU.Total()) / (float64(rs.Bytes) / 1e9)
 	}
-	row.NotCopied = tf.Counts[engine.FactBytesNotCopied] + rf.Counts[engine.FactBytesNotCopied]
+	row.TxNotCopied, row.RxNotCopied = tf.Counts[engine.FactBytesNotCopied], rf.Counts[engine.FactBytesNotCopied]
+	row.NotCopied = row.TxNotCopied + row.RxNotCopied
 	row.TxSyscalls, row.RxSyscalls = tf.Counts[engine.FactSyscalls], rf.Counts[engine.FactSyscalls]
 	row.Notes = engine.SumFacts(tf, rf).Notes
 	row.TxFacts, row.RxFacts = tf.Counts, rf.Counts

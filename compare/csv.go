@@ -17,7 +17,7 @@ var csvHeader = []string{
 	"bits_per_second", "packets_per_second", "lost_pct",
 	"tx_cpu_user_s", "tx_cpu_sys_s", "rx_cpu_user_s", "rx_cpu_sys_s", "cpu_s_per_gb",
 	"tx_io_calls", "tx_bytes_per_call", "rx_io_calls", "rx_bytes_per_call",
-	"tx_syscalls", "rx_syscalls", "not_copied_bytes", "notes",
+	"tx_syscalls", "rx_syscalls", "not_copied_bytes", "tx_not_copied_bytes", "rx_not_copied_bytes", "notes",
 }
 
 // WriteCSV writes rows as CSV, the figures of WriteTable unrounded: one
@@ -87,6 +87,8 @@ func csvRow(r Row) []string {
 		opt(hasFact(r.TxFacts, engine.FactSyscalls), i(r.TxSyscalls, 10)),
 		opt(hasFact(r.RxFacts, engine.FactSyscalls), i(r.RxSyscalls, 10)),
 		i(r.NotCopied, 10),
+		i(r.TxNotCopied, 10),
+		i(r.RxNotCopied, 10),
 		strings.Join(r.Notes, "; "),
 	)
 }

@@ -153,7 +153,8 @@ func fillHostRow(row *Row, c Case, res *control.Result) {
 	if row.Bytes > 0 {
 		row.CPUPerGB = (row.TxCPU.Total() + row.RxCPU.Total()) / (float64(row.Bytes) / 1e9)
 	}
-	row.NotCopied = tf.Counts[engine.FactBytesNotCopied] + rf.Counts[engine.FactBytesNotCopied]
+	row.TxNotCopied, row.RxNotCopied = tf.Counts[engine.FactBytesNotCopied], rf.Counts[engine.FactBytesNotCopied]
+	row.NotCopied = row.TxNotCopied + row.RxNotCopied
 	row.TxSyscalls, row.RxSyscalls = tf.Counts[engine.FactSyscalls], rf.Counts[engine.FactSyscalls]
 	row.TxFacts, row.RxFacts = tf.Counts, rf.Counts
 	row.Notes = append(row.Notes, res.Notes...)

@@ -26,7 +26,7 @@ func WriteTable(w io.Writer, rows []Row, udp bool) error {
 	if udp {
 		head += "pkt/s\tlost\t"
 	}
-	head += "tx cpu usr/sys\trx cpu usr/sys\tcpu-s/GB\ttx calls\ttx B/call\trx calls\trx B/call\tnot copied\t"
+	head += "tx cpu usr/sys\trx cpu usr/sys\tcpu-s/GB\ttx calls\ttx B/call\trx calls\trx B/call\ttx not copied\trx not copied\t"
 	fmt.Fprintln(tw, head)
 	cells := strings.Count(head, "\t")
 	for i, r := range rows {
@@ -65,17 +65,20 @@ func WriteTable(w io.Writer, rows []Row, udp bool) error {
 		if udp {
 			line += fmt.Sprintf("%.0f\t%.2f%%\t", r.PacketsSec, r.LostPercent)
 		}
-		notCopied := "-"
-		if r.NotCopied > 0 && r.Bytes > 0 {
-			notCopied = fmt.Sprintf("%.0f%%", 100*float64(r.NotCopied)/float64(r.Bytes))
+		share := func(n, of int64) string {
+			if n <= 0 || of <= 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f%%", 100*float64(n)/float64(of))
 		}
+		txNC, rxNC := share(r.TxNotCopied, r.SentBytes), share(r.RxNotCopied, r.Bytes)
 		cpuPerGB := "-"
 		if !r.TxCPUUnknown && !r.RxCPUUnknown {
 			cpuPerGB = fmt.Sprintf("%.2f", r.CPUPerGB)
 		}
-		line += fmt.Sprintf("%s\t%s\t%s\t%d\t%.0f\t%d\t%.0f\t%s\t",
+		line += fmt.Sprintf("%s\t%s\t%s\t%d\t%.0f\t%d\t%.0f\t%s\t%s\t",
 			cpuCell(r.TxCPU, r.TxCPUUnknown), cpuCell(r.RxCPU, r.RxCPUUnknown), cpuPerGB,
-			r.TxCalls, r.TxPerCall, r.RxCalls, r.RxPerCall, notCopied)
+			r.TxCalls, r.TxPerCall, r.RxCalls, r.RxPerCall, txNC, rxNC)
 		fmt.Fprintln(tw, line)
 	}
 	if err := tw.Flush(); err != nil {
@@ -89,7 +92,7 @@ func WriteTable(w io.Writer, rows []Row, udp bool) error {
 		}
 		cpu = fmt.Sprintf("%s is this host, %s the server; CPU is each end's whole process over the test (a server running other tests charges theirs too; softirq work is charged to whichever process the kernel ran it on)", here, there)
 	}
-	fmt.Fprintf(w, "\n%s; not copied: bytes that never crossed between user memory and the kernel by a copy, both ends, as a share of the bytes received.\n", cpu)
+	fmt.Fprintf(w, "\n%s; not copied: per end, the share of the bytes that end moved without a copy between user memory and the kernel (sendfile, splice and MSG_ZEROCOPY send so; MSG_TRUNC and splice receive so; a write(2) sender copies every byte, whatever the receiver does).\n", cpu)
 	if repeats {
 		level := "95%"
 		for _, r := range rows {

@@ -43,7 +43,8 @@ func (m measured) row() Row {
 	if m.rx.Bytes > 0 && !r.TxCPUUnknown && !r.RxCPUUnknown {
 		r.CPUPerGB = (r.TxCPU.Total() + r.RxCPU.Total()) / (float64(m.rx.Bytes) / 1e9)
 	}
-	r.NotCopied = m.txFacts[engine.FactBytesNotCopied] + m.rxFacts[engine.FactBytesNotCopied]
+	r.TxNotCopied, r.RxNotCopied = m.txFacts[engine.FactBytesNotCopied], m.rxFacts[engine.FactBytesNotCopied]
+	r.NotCopied = r.TxNotCopied + r.RxNotCopied
 	r.TxSyscalls, r.RxSyscalls = m.txFacts[engine.FactSyscalls], m.rxFacts[engine.FactSyscalls]
 	r.TxFacts, r.RxFacts = m.txFacts, m.rxFacts
 	r.Notes = m.notes

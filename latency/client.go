@@ -32,6 +32,11 @@ type Result struct {
 	// Interrupted is set when the run was cut short (Ctrl-C); the figures
 	// cover what ran.
 	Interrupted bool
+	// Rate is the requests a second asked for (0: closed loop); LoadBps
+	// the bulk stream's rate beside the ping-pong (--load), both
+	// directions together, in bit/s.
+	Rate    float64
+	LoadBps float64
 
 	RTT       Stats
 	Buckets   []Bucket
@@ -108,6 +113,17 @@ func Run(ctx context.Context, cfg Config, progress func(Interval)) (*Result, err
 		}
 	}
 
+	var stopLoad func() float64
+	if cfg.Load {
+		if stopLoad, err = startLoad(ctx, cfg); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if stopLoad != nil {
+				stopLoad()
+			}
+		}()
+	}
 	all, iv := NewHistogram(), NewHistogram()
 	begin := time.Now()
 	deadline := begin.Add(cfg.Duration)
@@ -133,7 +149,15 @@ func Run(ctx context.Context, cfg Config, progress func(Interval)) (*Result, err
 			break
 		}
 		seq++
+		var slot time.Time
+		if cfg.Rate > 0 {
+			slot = begin.Add(time.Duration(float64(res.Requests) * float64(time.Second) / cfg.Rate))
+			waitUntil(slot)
+		}
 		end, rtt, ok, err := rt.roundTrip(seq)
+		if cfg.Rate > 0 && ok {
+			rtt = end.Sub(slot) // from the request's slot: see Config.Rate
+		}
 		now = end
 		if now.Sub(lastYield) > yieldEvery {
 			runtime.Gosched()
@@ -169,6 +193,10 @@ func Run(ctx context.Context, cfg Config, progress func(Interval)) (*Result, err
 		report(now)
 	}
 	res.Elapsed = now.Sub(begin)
+	if stopLoad != nil {
+		res.LoadBps = stopLoad()
+		stopLoad = nil
+	}
 	res.RoundTrips = all.Count()
 	res.RTT = all.Stats()
 	res.Buckets = all.Buckets()
@@ -194,7 +222,7 @@ func dial(ctx context.Context, cfg Config) (roundTripper, *Result, error) {
 		return nil, nil, explain("connect to", addr, err)
 	}
 	res := &Result{Protocol: network, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String(),
-		Size: cfg.Size, Warmup: cfg.Warmup, Timeout: cfg.Timeout}
+		Size: cfg.Size, Warmup: cfg.Warmup, Timeout: cfg.Timeout, Rate: cfg.Rate}
 	if !cfg.UDP {
 		err := hello(ctx, c, addr, max(cfg.Timeout, 5*time.Second))
 		if err != nil {

@@ -49,7 +49,22 @@ type Config struct {
 
 	// Sock are the socket options; TCP_NODELAY is always set.
 	Sock engine.SockOpts
+
+	// Rate sends requests on a fixed schedule, Rate a second (0: each
+	// request as soon as the last reply came). A request whose slot has
+	// passed goes at once, and its time counts from its slot, not from
+	// when it left: a slow reply delays the requests behind it, and their
+	// wait is part of what they measure (the coordinated-omission
+	// correction, as wrk2 and HdrHistogram make it).
+	Rate float64
+	// Load runs a bulk TCP stream to the same server beside the
+	// ping-pong (an echo: both directions loaded), to measure latency
+	// under load (bufferbloat).
+	Load bool
 }
+
+// MaxRate bounds --rate: a request every microsecond.
+const MaxRate = 1e6
 
 // Defaults returns a client configuration with blast's defaults.
 func Defaults() Config {
@@ -104,6 +119,8 @@ func (c Config) Validate() error {
 		return usagef("-l %d with -u: a UDP request carries a %d-byte header (sequence number); use -l %d or more", c.Size, UDPHeader, UDPHeader)
 	case c.Size > MaxTCPSize:
 		return usagef("-l %d: a request is at most %d bytes", c.Size, MaxTCPSize)
+	case c.Rate < 0 || c.Rate > MaxRate || c.Rate != c.Rate:
+		return usagef("--rate %g: give requests per second, more than 0 and at most %g", c.Rate, float64(MaxRate))
 	case c.Count < 0:
 		return usagef("-n %d: give a positive number of round trips", c.Count)
 	case c.Count == 0 && c.Duration <= 0:

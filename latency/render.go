@@ -3,6 +3,7 @@ package latency
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/blastnet/blast/report"
 	"io"
 	"strings"
 	"time"
@@ -17,6 +18,12 @@ func WriteHeader(w io.Writer, cfg Config) {
 	until := fmt.Sprintf("for %s", cfg.Duration)
 	if cfg.Count > 0 {
 		until = fmt.Sprintf("%d round trips", cfg.Count)
+	}
+	if cfg.Rate > 0 {
+		until += fmt.Sprintf(", %g requests/s on a fixed schedule (each time from its slot)", cfg.Rate)
+	}
+	if cfg.Load {
+		until += ", beside a bulk TCP stream (--load)"
 	}
 	fmt.Fprintf(w, "blast lat: %s ping-pong with %s port %d, %d-byte request and reply%s; %d warm-up round trips, then %s\n",
 		proto, cfg.Host, cfg.Port, cfg.Size, extra, cfg.Warmup, until)
@@ -71,6 +78,9 @@ func WriteText(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "  %d requests, %d replies in time, %d lost (no reply within %s), %d late replies seen afterwards\n",
 			r.Requests, r.RoundTrips, r.Lost, r.Timeout, r.Late)
 	}
+	if r.LoadBps > 0 {
+		fmt.Fprintf(w, "  under load: a bulk TCP stream moved %s beside it (both directions)\n", report.SIRate(r.LoadBps))
+	}
 }
 
 // us formats a duration in microseconds.
@@ -81,24 +91,28 @@ func us(d time.Duration) string {
 // JSON is the -J document. Every time is in nanoseconds and is a full
 // round trip.
 type JSON struct {
-	Mode           string    `json:"mode"` // "latency"
-	Metric         string    `json:"metric"`
-	Protocol       string    `json:"protocol"`
-	Local          string    `json:"local"`
-	Remote         string    `json:"remote"`
-	SizeBytes      int       `json:"size_bytes"`
-	Warmup         int       `json:"warmup_round_trips"`
-	TimeoutNS      int64     `json:"timeout_ns"`
-	Requests       int64     `json:"requests"`
-	RoundTrips     int64     `json:"round_trips"`
-	Lost           int64     `json:"lost"`
-	Late           int64     `json:"late"`
-	ElapsedNS      int64     `json:"elapsed_ns"`
-	RoundTripsPerS float64   `json:"round_trips_per_sec"`
-	Interrupted    bool      `json:"interrupted,omitempty"`
-	RTT            StatsJSON `json:"rtt_ns"`
-	Histogram      HistJSON  `json:"histogram"`
-	Intervals      []IvJSON  `json:"intervals,omitempty"`
+	Mode           string  `json:"mode"` // "latency"
+	Metric         string  `json:"metric"`
+	Protocol       string  `json:"protocol"`
+	Local          string  `json:"local"`
+	Remote         string  `json:"remote"`
+	SizeBytes      int     `json:"size_bytes"`
+	Warmup         int     `json:"warmup_round_trips"`
+	TimeoutNS      int64   `json:"timeout_ns"`
+	Requests       int64   `json:"requests"`
+	RoundTrips     int64   `json:"round_trips"`
+	Lost           int64   `json:"lost"`
+	Late           int64   `json:"late"`
+	ElapsedNS      int64   `json:"elapsed_ns"`
+	RoundTripsPerS float64 `json:"round_trips_per_sec"`
+	Interrupted    bool    `json:"interrupted,omitempty"`
+	// Rate is --rate (requests a second on a fixed schedule; times count
+	// from each request's slot); LoadBps the --load stream's bit/s.
+	Rate      float64   `json:"rate_per_sec,omitempty"`
+	LoadBps   float64   `json:"load_bits_per_second,omitempty"`
+	RTT       StatsJSON `json:"rtt_ns"`
+	Histogram HistJSON  `json:"histogram"`
+	Intervals []IvJSON  `json:"intervals,omitempty"`
 }
 
 // StatsJSON are round-trip figures in nanoseconds.
@@ -149,6 +163,7 @@ func ToJSON(r *Result) JSON {
 	j := JSON{Mode: "latency", Metric: "round-trip time (not RTT/2)", Protocol: r.Protocol, Local: r.Local, Remote: r.Remote,
 		SizeBytes: r.Size, Warmup: r.Warmup, TimeoutNS: int64(r.Timeout), Requests: r.Requests, RoundTrips: r.RoundTrips,
 		Lost: r.Lost, Late: r.Late, ElapsedNS: int64(r.Elapsed), RoundTripsPerS: r.PerSecond(), Interrupted: r.Interrupted,
+		Rate: r.Rate, LoadBps: r.LoadBps,
 		RTT: statsJSON(r.RTT), Histogram: HistJSON{Unit: "ns", SignificantDigits: histSigFigs, Buckets: []BucketJSON{}}}
 	for _, b := range r.Buckets {
 		j.Histogram.Buckets = append(j.Histogram.Buckets, BucketJSON{FromNS: int64(b.From), ToNS: int64(b.To), Count: b.Count})
