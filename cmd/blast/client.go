@@ -589,11 +589,14 @@ func runClientOnce(e *env, cfg control.Config, run *clientRun, out, base io.Writ
 	case !run.json:
 		first := true
 		var mu sync.Mutex
+		bar := newProgress(e.stderr, e.stdout, cfg)
+		defer bar.finish()
 		cfg.OnStart = func(r *control.Result) { run.text.WriteStart(out, r) }
 		cfg.OnInterval = func(r *control.Result, iv *control.Interval) {
 			mu.Lock()
 			defer mu.Unlock()
 			run.text.WriteInterval(out, r, iv, first)
+			bar.interval(iv)
 			first = false
 		}
 	}

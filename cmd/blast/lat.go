@@ -15,6 +15,7 @@ import (
 	"github.com/blastnet/blast/latency"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/plot"
+	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
 )
 
@@ -49,6 +50,7 @@ Examples:
   blast lat 198.18.0.2 -J > rtt.json
   blast lat 198.18.0.2 -p 5201         # against a blast server
   blast lat 198.18.0.2 --repeat 5 --plot rtt.png
+  blast lat 198.18.0.2 --rate 10000 --load --plot loaded.png   # bufferbloat
 `
 
 // latFlags are blast lat's flags and where they land.
@@ -81,6 +83,8 @@ func newLatFlags() *latFlags {
 	fs.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "round trips before measuring, not recorded")
 	fs.Float64Var(&f.timeout, "timeout", cfg.Timeout.Seconds(), "seconds to wait for a reply: UDP counts the request lost, TCP fails the run")
 	fs.StringVarP(&f.tos, "tos", "S", "", "IP TOS byte (0x10 ...)")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "send `N` requests a second on a fixed schedule (open loop): a late reply delays the requests behind it, and each time counts from its slot (coordinated omission corrected, as wrk2 does)")
+	fs.BoolVar(&cfg.Load, "load", false, "run a bulk TCP stream to the same server beside the ping-pong: latency under load (bufferbloat)")
 	addRepeatFlags(fs, &f.rep, "median round trip")
 	fs.BoolVar(&f.rep.csv, "csv", false, "CSV: a row per interval and the totals (with --repeat or --confidence: a row per run and the summary)")
 	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
@@ -180,7 +184,21 @@ func runLat(e *env, args []string) int {
 		}
 	}
 	if err == nil && res != nil && !res.Interrupted && rep.plot != "" {
-		if perr := plot.Latency(rep.plot, res, ""); perr != nil {
+		title := ""
+		if cfg.Rate > 0 || cfg.Load {
+			proto := "TCP"
+			if cfg.UDP {
+				proto = "UDP"
+			}
+			title = fmt.Sprintf("blast lat -> %s: %s, %d-byte requests", res.Remote, proto, cfg.Size)
+			if cfg.Rate > 0 {
+				title += fmt.Sprintf(", %g/s on a schedule", cfg.Rate)
+			}
+			if cfg.Load {
+				title += fmt.Sprintf(", under load (%s bulk)", report.SIRate(res.LoadBps))
+			}
+		}
+		if perr := plot.Latency(rep.plot, res, title); perr != nil {
 			fmt.Fprintf(e.stderr, "blast lat: --plot %s: %v\n", rep.plot, perr)
 			return exitFailure
 		}
@@ -229,7 +247,7 @@ func parseLat(args []string) (latency.Config, bool, bool, repeatFlags, error) {
 		cfg.Host = rest[0]
 	}
 	if cfg.Server {
-		for _, name := range []string{"udp", "len", "time", "count", "interval", "json", "warmup", "timeout"} {
+		for _, name := range []string{"udp", "len", "time", "count", "interval", "json", "warmup", "timeout", "rate", "load"} {
 			if fs.Changed(name) {
 				return fail(fmt.Errorf("--%s is for the client: the server (-s) echoes TCP and UDP on one port as they come", name))
 			}
