@@ -5,7 +5,7 @@ export PATH := $(PATH):/usr/local/go/bin
 # Debian packages the tests run against: command -> package.
 TEST_TOOLS := ip:iproute2 tc:iproute2 socat:socat iperf3:iperf3 ethtool:ethtool sockperf:sockperf
 
-.PHONY: help build install test vet deps demo bench bench-quick clean fuzz
+.PHONY: help build install man test vet deps demo bench bench-quick clean fuzz
 
 BENCH_FLAGS ?=
 
@@ -19,14 +19,29 @@ build: ## build bin/blast and the bin/ttcp link to it
 PREFIX  ?= /usr/local
 DESTDIR ?=
 UNITDIR ?= /lib/systemd/system
+MANDIR  ?= $(PREFIX)/share/man/man1
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 
-install: build ## install blast, its ttcp link and the blast-server systemd unit (PREFIX=/usr/local, DESTDIR=)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR)
+install: build man ## install blast, its ttcp link, the man pages, the bash/zsh/fish completions and the blast-server systemd unit (PREFIX=/usr/local, DESTDIR=)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) $(DESTDIR)$(MANDIR) \
+	  $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 0755 bin/blast $(DESTDIR)$(PREFIX)/bin/blast
 	ln -sf blast $(DESTDIR)$(PREFIX)/bin/ttcp
+	install -m 0644 man/*.1 $(DESTDIR)$(MANDIR)
+	ln -sf blast-ttcp.1 $(DESTDIR)$(MANDIR)/ttcp.1
+	bin/blast completion bash > $(DESTDIR)$(BASHCOMPDIR)/blast
+	bin/blast completion zsh > $(DESTDIR)$(ZSHCOMPDIR)/_blast
+	bin/blast completion fish > $(DESTDIR)$(FISHCOMPDIR)/blast.fish
+	chmod 0644 $(DESTDIR)$(BASHCOMPDIR)/blast $(DESTDIR)$(ZSHCOMPDIR)/_blast $(DESTDIR)$(FISHCOMPDIR)/blast.fish
 	sed 's|/usr/local/bin/blast|$(PREFIX)/bin/blast|g' dist/blast-server.service > $(DESTDIR)$(UNITDIR)/blast-server.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/blast-server.service
 	@echo "installed; to run the server: systemctl daemon-reload && systemctl enable --now blast-server"
+
+man: build ## write the man pages (blast.1, blast-COMMAND.1) into man/, from the commands' help and flag definitions; dated by the last commit
+	rm -rf man
+	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null)} ./bin/blast man man
 
 deps: ## install the Debian packages the tests need (as root, when missing)
 	@missing=""; for tp in $(TEST_TOOLS); do \
@@ -65,5 +80,5 @@ bench: ## blast vs iperf3 (Debian's; a modern one with BENCH_FLAGS=--iperf3=PATH
 bench-quick: ## the short benchmark suite (root, about 2 min): 3 rounds of 1 s, fewer workloads
 	$(GO) run ./bench/cmd/blastbench -quick $(BENCH_FLAGS)
 
-clean: ## remove what build made
-	rm -rf bin
+clean: ## remove what build and man made
+	rm -rf bin man

@@ -12,10 +12,11 @@ import (
 )
 
 func init() {
-	register(command{name: "backends", summary: "list the ways of moving bytes and whether each can run here", run: runBackends})
+	register(command{name: "backends", summary: "list the ways of moving bytes and whether each can run here", run: runBackends,
+		flags: func() *pflag.FlagSet { return newBackendsFlags().fs }})
 }
 
-const backendsHelp = `Usage: blast backends [options]
+const backendsIntro = `Usage: blast backends [options]
 
 Every backend (a way of moving bytes between blast and the kernel), what it
 does, what it moves, its options, and whether it can run on this machine:
@@ -26,13 +27,36 @@ Pick one with --backend NAME (sending side) and --rx-backend NAME
 as in batch=64,gso.
 
 Options:
-  -J, --json   JSON instead of text
-  -h, --help   this text
+`
 
+const backendsExamples = `
 Examples:
   blast backends
   blast backends -J | jq '.[] | select(.usable) | .name'
+  blast client 10.0.0.2 --backend zerocopy      # then send with one of them
 `
+
+// backendsFlags are blast backends' flags.
+type backendsFlags struct {
+	fs         *pflag.FlagSet
+	json, help bool
+}
+
+// newBackendsFlags defines blast backends' flags: the parser, the help,
+// the completions and the man page all read these definitions.
+func newBackendsFlags() *backendsFlags {
+	f := &backendsFlags{fs: pflag.NewFlagSet("backends", pflag.ContinueOnError)}
+	f.fs.SetOutput(io.Discard)
+	f.fs.SortFlags = false
+	f.fs.BoolVarP(&f.json, "json", "J", false, "JSON instead of text")
+	f.fs.BoolVarP(&f.help, "help", "h", false, "show this help")
+	return f
+}
+
+// backendsHelp is blast backends' help, its flags from their definitions.
+func backendsHelp() string {
+	return backendsIntro + newBackendsFlags().fs.FlagUsages() + backendsExamples
+}
 
 // backendInfo is what `blast backends` says about one backend.
 type backendInfo struct {
@@ -66,16 +90,14 @@ var backendDocs = map[string][2]string{
 }
 
 func runBackends(e *env, args []string) int {
-	fs := pflag.NewFlagSet("backends", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	jsonOut := fs.BoolP("json", "J", false, "")
-	help := fs.BoolP("help", "h", false, "")
+	f := newBackendsFlags()
+	fs, jsonOut, help := f.fs, &f.json, &f.help
 	if err := fs.Parse(args); err != nil {
-		fmt.Fprintf(e.stderr, "blast backends: %v\n", err)
+		fmt.Fprintf(e.stderr, "blast backends: %s: run 'blast help backends' for the options\n", flagError(err))
 		return exitUsage
 	}
 	if *help {
-		fmt.Fprint(e.stdout, backendsHelp)
+		fmt.Fprint(e.stdout, backendsHelp())
 		return exitOK
 	}
 	if fs.NArg() > 0 {

@@ -25,10 +25,13 @@ import (
 )
 
 func init() {
-	register(command{name: "client", summary: "measure against a blast or iperf3 server (iperf3's -c)", run: runClient})
+	register(command{name: "client", summary: "measure against a blast or iperf3 server (iperf3's -c)", run: runClient, flags: func() *pflag.FlagSet { return newClientFlags().fs }})
 }
 
 const clientExamples = `
+Works against 'blast server' and any 'iperf3 -s'. Every flag of iperf3 3.21's
+client is here; the few blast refuses say why.
+
 Examples:
   blast client 10.0.0.2                 10 s, one stream, client sends
   blast -c 10.0.0.2 -P 4 -t 30 -R       four streams for 30 s, server sends
@@ -36,11 +39,11 @@ Examples:
   blast client 10.0.0.2 -n 1G -w 4M     one GiByte with 4 MiB socket buffers
   blast -c 10.0.0.2 -F big.iso          send a file; -R -F copy.iso receives one
   blast -c 10.0.0.2 -V -f m --logfile run.log --timestamps
+  blast client 10.0.0.2 --repeat 5 --plot run.png
+                                        five runs, their mean and interval, a picture
   IPERF3_PASSWORD=rossi blast -c 10.0.0.2 --username mario --rsa-public-key-path public.pem
                                         to a server that authenticates (add
                                         --use-pkcs1-padding for iperf3 up to 3.16)
-Works against 'blast server' and any 'iperf3 -s'. Every flag of iperf3 3.21's
-client is here; the few blast refuses say why.
 `
 
 // clientFlags are the command line of blast client, iperf3's client flags

@@ -20,7 +20,7 @@ import (
 )
 
 func init() {
-	register(command{name: "compare", summary: "run the same test once per backend and print them side by side", run: runCompare})
+	register(command{name: "compare", summary: "run the same test once per backend and print them side by side", run: runCompare, flags: func() *pflag.FlagSet { return newCompareFlags().fs }})
 }
 
 const compareHelpText = `Usage: blast compare --lab [options]

@@ -15,10 +15,11 @@ import (
 )
 
 func init() {
-	register(command{name: "doctor", summary: "why is it slow: short tests both ways against a blast server, one ranked verdict", run: runDoctor})
+	register(command{name: "doctor", summary: "why is it slow: short tests both ways against a blast server, one ranked verdict", run: runDoctor,
+		flags: func() *pflag.FlagSet { return newDoctorFlags().fs }})
 }
 
-var doctorHelp = `Usage: blast doctor HOST [-p PORT] [-t SECONDS] [-4|-6] [-b RATE] [-J]
+const doctorIntro = `Usage: blast doctor HOST [-p PORT] [-t SECONDS] [-4|-6] [-b RATE] [-J]
        blast doctor --offline DIR [--after DIR2] [IFACE]
 
 Against a blast server on HOST (blast server answers tests and blast lat
@@ -36,18 +37,10 @@ MTU, buffer overflows, loss, small reads, CPU), and the two TCP
 directions are compared (D7). The verdict names the most likely cause
 first, with its evidence and the fix; a healthy path gets one line.
 
-  -p, --port PORT     the blast server's port (default 5201)
-  -t, --time SECONDS  length of each throughput test (default 3)
-  -b, --bitrate RATE  the UDP test's rate (default: from the TCP upload)
-  -4, --version4      IPv4 only
-  -6, --version6      IPv6 only
-  -J, --json          the report as one JSON document
-      --plot FILE     draw the tests' rates and the verdict into FILE (.svg, .png)
-      --csv           CSV: a row per test, the verdict, a row per finding
-      --offline DIR   no tests: run the interface rules over a capture
-                      (blast nic --capture DIR), with --after DIR2 a second
-                      capture for counter deltas
+Flags:
+`
 
+const doctorExamples = `
 Exit status: 0 healthy, 1 a finding at WARN or ERROR (or a test failed),
 2 usage error.
 
@@ -55,14 +48,18 @@ Examples:
   blast server                       # on the far host
   blast doctor 198.18.0.2
   blast doctor 198.18.0.2 -t 10 -J > doctor.json
+  blast doctor 198.18.0.2 --plot doctor.svg
   blast doctor --offline /tmp/before --after /tmp/after
 `
+
+// doctorHelp is blast doctor's help, its flags from their definitions.
+func doctorHelp() string { return doctorIntro + newDoctorFlags().fs.FlagUsages() + doctorExamples }
 
 func runDoctor(e *env, args []string) int {
 	cfg, o, offline, err := parseDoctor(args)
 	jsonOut, plotFile := o.json, o.plot
 	if errors.Is(err, pflag.ErrHelp) {
-		io.WriteString(e.stdout, doctorHelp)
+		io.WriteString(e.stdout, doctorHelp())
 		return exitOK
 	}
 	if err != nil {
@@ -122,29 +119,45 @@ func writeDoctor(w io.Writer, rep *doctor.Report, o doctorOut) {
 	}
 }
 
-func parseDoctor(args []string) (cfg doctor.Config, o doctorOut, off *offlineArgs, err error) {
-	fs := pflag.NewFlagSet("doctor", pflag.ContinueOnError)
+// doctorFlags are blast doctor's flags and where they land.
+type doctorFlags struct {
+	fs            *pflag.FlagSet
+	o             doctorOut
+	port, rate    string
+	secs          float64
+	v4, v6, help  bool
+	offDir, after string
+}
+
+// newDoctorFlags defines blast doctor's flags: the parser, the help, the
+// completions and the man page all read these definitions.
+func newDoctorFlags() *doctorFlags {
+	f := &doctorFlags{fs: pflag.NewFlagSet("doctor", pflag.ContinueOnError)}
+	fs := f.fs
 	fs.SetOutput(io.Discard)
-	var (
-		port, rate    string
-		secs          float64
-		v4, v6, help  bool
-		offDir, after string
-	)
-	fs.StringVarP(&port, "port", "p", "5201", "")
-	fs.Float64VarP(&secs, "time", "t", 3, "")
-	fs.StringVarP(&rate, "bitrate", "b", "", "")
-	fs.BoolVarP(&v4, "version4", "4", false, "")
-	fs.BoolVarP(&v6, "version6", "6", false, "")
-	fs.BoolVarP(&o.json, "json", "J", false, "")
-	fs.BoolVar(&o.csv, "csv", false, "")
-	fs.StringVar(&offDir, "offline", "", "")
-	fs.StringVar(&after, "after", "", "")
-	fs.StringVar(&o.plot, "plot", "", "")
-	fs.BoolVarP(&help, "help", "h", false, "")
+	fs.SortFlags = false
+	fs.StringVarP(&f.port, "port", "p", "5201", "`PORT` of the blast server on HOST")
+	fs.Float64VarP(&f.secs, "time", "t", 3, "length of each throughput test in `SECONDS`")
+	fs.StringVarP(&f.rate, "bitrate", "b", "", "the UDP test's `RATE` in bits/s with K, M, G (default: from the TCP upload)")
+	fs.BoolVarP(&f.v4, "version4", "4", false, "IPv4 only")
+	fs.BoolVarP(&f.v6, "version6", "6", false, "IPv6 only")
+	fs.BoolVarP(&f.o.json, "json", "J", false, "the report as one JSON document")
+	fs.StringVar(&f.o.plot, "plot", "", "draw the tests' rates and the verdict into `FILE` (.svg or .png)")
+	fs.BoolVar(&f.o.csv, "csv", false, "CSV: a row per test, the verdict, a row per finding")
+	fs.StringVar(&f.offDir, "offline", "", "no tests: run the interface rules over a capture in `DIR` (blast nic --capture DIR)")
+	fs.StringVar(&f.after, "after", "", "with --offline: a second capture `DIR2`, for counter deltas")
+	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
+	return f
+}
+
+func parseDoctor(args []string) (cfg doctor.Config, o doctorOut, off *offlineArgs, err error) {
+	f := newDoctorFlags()
+	fs := f.fs
 	if err := fs.Parse(args); err != nil {
-		return cfg, o, nil, fmt.Errorf("%s: run 'blast doctor -h' for the flags", flagError(err))
+		return cfg, f.o, nil, fmt.Errorf("%s: run 'blast doctor -h' for the flags", flagError(err))
 	}
+	o = f.o
+	port, rate, secs, v4, v6, help, offDir, after := f.port, f.rate, f.secs, f.v4, f.v6, f.help, f.offDir, f.after
 	if help {
 		return cfg, o, nil, pflag.ErrHelp
 	}

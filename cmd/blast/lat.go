@@ -20,7 +20,7 @@ import (
 )
 
 func init() {
-	register(command{name: "lat", summary: "round-trip latency: request/response ping-pong, percentiles", run: runLat})
+	register(command{name: "lat", summary: "round-trip latency: request/response ping-pong, percentiles", run: runLat, flags: func() *pflag.FlagSet { return newLatFlags().fs }})
 }
 
 const latIntro = `Usage: blast lat -s [-p PORT] [-B ADDR] [-1]

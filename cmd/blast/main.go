@@ -12,9 +12,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	_ "github.com/blastnet/blast/engine/backends" // every backend, in every mode
 	"github.com/blastnet/blast/nicinfo"
@@ -41,11 +43,26 @@ type command struct {
 	name    string
 	summary string
 	run     func(e *env, args []string) int
+	// flags defines the command's flags afresh, with their help: the
+	// command's parser and help, the shell completions and the man pages
+	// all read these definitions.
+	flags func() *pflag.FlagSet
 }
 
 var commands = map[string]command{}
 
 func register(c command) { commands[c.name] = c }
+
+// rootFlags are the flags blast takes before a command: dispatch reads
+// them itself (-t, -r, -c and -s choose a mode, see shortFlagMode); these
+// definitions are for the completions and the man page.
+func rootFlags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("blast", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.BoolP("help", "h", false, "list the commands (blast help COMMAND: a command's flags and examples)")
+	fs.BoolP("version", "v", false, "show the version, the commit and the Go that built blast (blast version)")
+	return fs
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -67,6 +84,8 @@ func dispatch(e *env, args []string) int {
 		return exitUsage
 	}
 	switch args[0] {
+	case cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd: // from the completion scripts
+		return complete(e, args)
 	case "-h", "--help", "help":
 		if len(args) > 1 {
 			if c, ok := commands[args[1]]; ok {
@@ -129,23 +148,30 @@ func shortFlagMode(args []string) string {
 	return ""
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintf(w, `blast: measure a link, compare ways of moving bytes, and find out why it is slow.
+// tagline says what blast is, in the usage and the man page.
+const tagline = "measure a link, compare ways of moving bytes, and find out why it is slow"
 
-Classic ttcp mode:
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "blast: %s.\n\n", tagline)
+	fmt.Fprintf(w, `Classic ttcp mode:
   blast -r -s                 receive (sink) on port 5001
   blast -t -s HOST            transmit a pattern to HOST
   blast -t HOST < file        send a file; blast -r > file receives it
 
 Commands:
 `)
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range commandNames() {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintf(w, "\nRun 'blast help COMMAND' for a command's flags and examples.\n")
+	fmt.Fprintf(w, `
+Examples:
+  blast server                       on one host; then, on another:
+  blast client 10.0.0.2              throughput, as iperf3 -c 10.0.0.2
+  blast lat 10.0.0.2 -p 5201         round trips against the same server
+  blast doctor 10.0.0.2              why is it slow: a ranked verdict
+  sudo blast compare --lab           every backend side by side, on this machine
+  blast nic                          the interfaces and what is wrong with them
+
+Run 'blast help COMMAND' for a command's flags and examples.
+`)
 }

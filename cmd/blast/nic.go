@@ -20,36 +20,27 @@ import (
 )
 
 func init() {
-	register(command{name: "nic", summary: "inspect network interfaces and diagnose their links", run: runNic})
+	register(command{name: "nic", summary: "inspect network interfaces and diagnose their links", run: runNic,
+		flags: func() *pflag.FlagSet { return newNicFlags().fs }})
 }
 
-const nicHelp = `Usage: blast nic [IFACE] [options]
+const nicIntro = `Usage: blast nic [IFACE] [options]
 
 Without IFACE: a table of every interface (driver, bus, speed, duplex,
 autonegotiation, link, how the name was assigned). With IFACE: the full
 report (identity, naming, link modes, queues, offloads, every counter) and
 the diagnosis rules that fire on its state.
 
-Options:
-  -J, --json          JSON instead of text
-  --to HOST           find the interface that carries traffic to HOST (a
-                      name or an address; a name uses its first address),
-                      print the route, then that interface's report
-  --pin NAME          with IFACE: the systemd .link file (and the legacy
-                      udev rule) that gives this card the name NAME on
-                      every boot, where to put it and what to do after
-  --capture DIR       save this machine's interfaces (sysfs, udev, ethtool
-                      answers) under DIR, a new or empty directory
-  --sysfs DIR         analyze a captured tree instead of this machine
-  --after DIR2        with --sysfs: a second capture of the same machine;
-                      the counter changes between the two are diagnosed too.
-                      A card is followed by its permanent MAC and bus
-                      address, so one renamed between the captures (eth0
-                      became eth2 under a new kernel) is reported as such;
-                      IFACE is its name in the first capture (or, if that
-                      has none of the name, in the second)
-  -h, --help          this text
+Two captures of the same machine (--sysfs DIR --after DIR2) diagnose the
+counter changes between them too. A card is followed by its permanent MAC
+and bus address, so one renamed between the captures (eth0 became eth2
+under a new kernel) is reported as such; IFACE is its name in the first
+capture (or, if that has none of the name, in the second).
 
+Options:
+`
+
+const nicExamples = `
 Examples:
   blast nic                           # table of all interfaces
   blast nic eth0                      # full report of eth0
@@ -60,6 +51,9 @@ Examples:
   blast nic --sysfs /tmp/before --after /tmp/after eth0
   blast nic -J eth0 | jq .findings
 `
+
+// nicHelp is blast nic's help, its flags from their definitions.
+func nicHelp() string { return nicIntro + newNicFlags().fs.FlagUsages() + nicExamples }
 
 // nicConfig is what the command line of `blast nic` asks for.
 type nicConfig struct {
@@ -72,25 +66,46 @@ type nicConfig struct {
 	After   string
 }
 
+// nicFlags are blast nic's flags and where they land.
+type nicFlags struct {
+	fs   *pflag.FlagSet
+	c    nicConfig
+	help bool
+}
+
+// newNicFlags defines blast nic's flags: the parser, the help, the
+// completions and the man page all read these definitions.
+func newNicFlags() *nicFlags {
+	f := &nicFlags{fs: pflag.NewFlagSet("nic", pflag.ContinueOnError)}
+	fs, c := f.fs, &f.c
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	fs.BoolVarP(&c.JSON, "json", "J", false, "JSON instead of text")
+	fs.StringVar(&c.To, "to", "", "find the interface that carries traffic to `HOST`, print the route,\n"+
+		"then that interface's report (a name uses its first address)")
+	fs.StringVar(&c.Pin, "pin", "", "with IFACE: how to give this card the name `NAME` on every boot\n"+
+		"(the systemd .link file and the legacy udev rule, where to put them,\n"+
+		"what to do after)")
+	fs.StringVar(&c.Capture, "capture", "", "save this machine's interfaces into `DIR`, a new or empty directory\n"+
+		"(sysfs, udev, ethtool answers)")
+	fs.StringVar(&c.Sysfs, "sysfs", "", "analyze a tree captured with --capture in `DIR` instead of this machine")
+	fs.StringVar(&c.After, "after", "", "with --sysfs: a second capture `DIR2` of the same machine\n"+
+		"(the counter changes between the two are diagnosed too)")
+	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
+	return f
+}
+
 // parseNic turns the command line into a nicConfig; it checks everything
 // that does not need the system.
 func parseNic(args []string) (nicConfig, error) {
-	var c nicConfig
-	fs := pflag.NewFlagSet("nic", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.SortFlags = false
-	var help bool
-	fs.BoolVarP(&c.JSON, "json", "J", false, "")
-	fs.StringVar(&c.To, "to", "", "")
-	fs.StringVar(&c.Pin, "pin", "", "")
-	fs.StringVar(&c.Capture, "capture", "", "")
-	fs.StringVar(&c.Sysfs, "sysfs", "", "")
-	fs.StringVar(&c.After, "after", "", "")
-	fs.BoolVarP(&help, "help", "h", false, "")
-	if err := fs.Parse(args); err != nil {
+	f := newNicFlags()
+	fs := f.fs
+	err := fs.Parse(args)
+	c := f.c
+	if err != nil {
 		return c, fmt.Errorf("%s: run 'blast nic -h' for the options", flagError(err))
 	}
-	if help {
+	if f.help {
 		return c, pflag.ErrHelp
 	}
 	set := func(name string) bool { return fs.Changed(name) }
@@ -126,7 +141,7 @@ func parseNic(args []string) (nicConfig, error) {
 func runNic(e *env, args []string) int {
 	c, err := parseNic(args)
 	if errors.Is(err, pflag.ErrHelp) {
-		io.WriteString(e.stdout, nicHelp)
+		io.WriteString(e.stdout, nicHelp())
 		return exitOK
 	}
 	if err != nil {

@@ -23,8 +23,24 @@ import (
 )
 
 func init() {
-	register(command{name: "server", summary: "serve blast and iperf3 clients, several at once (iperf3's -s)", run: runServer})
+	register(command{name: "server", summary: "serve blast and iperf3 clients, several at once (iperf3's -s)", run: runServer,
+		flags: func() *pflag.FlagSet { return newServerFlags().fs }})
 }
+
+const serverIntro = `Usage: blast server [flags]   (or blast -s [flags])
+
+Any 'iperf3 -c' and any 'blast client' can test against it. Each test prints as
+'iperf3 -s' prints it; the lines of tests that run at the same time start with
+the test's number ("#3: "). SIGINT or SIGTERM tells running tests the server
+is terminating (their clients print what they measured), lets tests that
+have ended deliver their results, and exits.
+
+Limits: a connection must send its cookie and parameters within 10 s;
+at most 256 such connections wait at once (32 from one address), the rest
+are closed. A test takes a slot only once its parameters are valid.
+
+Flags:
+`
 
 const serverExamples = `
 Examples:
@@ -41,64 +57,91 @@ Examples:
   blast server --rsa-private-key-path private.pem --authorized-users-path users.csv
                                    only clients with a user and password of users.csv
                                    (iperf3 -c --username U --rsa-public-key-path public.pem)
-Any 'iperf3 -c' and any 'blast client' can test against it. Each test prints as
-'iperf3 -s' prints it; the lines of tests that run at the same time start with
-the test's number ("#3: "). SIGINT or SIGTERM tells running tests the server
-is terminating (their clients print what they measured), lets tests that
-have ended deliver their results, and exits.
-
-Limits: a connection must send its cookie and parameters within 10 s;
-at most 256 such connections wait at once (32 from one address), the rest
-are closed. A test takes a slot only once its parameters are valid.
 `
 
 // daemonEnv names the descriptor through which a server that -D started
 // in the background tells its parent how starting went.
 const daemonEnv = "BLAST_DAEMON_READY_FD"
 
-func runServer(e *env, args []string) int {
-	fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
+// serverFlags are blast server's flags and where they land.
+type serverFlags struct {
+	fs                                        *pflag.FlagSet
+	port, maxClients, maxPerHost, maxStreams  int
+	bind, bindDev, backend, rxBackend, format string
+	maxBytes, maxTestMem, maxMem, allow       string
+	pidfile, logfile, idle, rcv, limit        string
+	maxDur, maxDurAlias                       string
+	interval                                  float64
+	oneOff, anySource, json, verbose, debug   bool
+	daemon, v4, v6, help                      bool
+	auth                                      *serverAuthFlags
+}
+
+// newServerFlags defines blast server's flags: the parser, the help, the
+// completions and the man page all read these definitions.
+func newServerFlags() *serverFlags {
+	f := &serverFlags{fs: pflag.NewFlagSet("server", pflag.ContinueOnError)}
+	fs := f.fs
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	fs.BoolP("server", "s", true, "run as a server (implied)")
-	port := fs.IntP("port", "p", control.DefaultPort, "port to listen on (0: a free one)")
-	bind := fs.StringP("bind", "B", "", "address to listen on (default: all)")
-	bindDev := fs.String("bind-dev", "", "bind the listener and every data socket to interface `DEV` (SO_BINDTODEVICE)")
-	oneOff := fs.BoolP("one-off", "1", false, "serve one test, then exit")
-	maxClients := fs.Int("max-clients", control.DefaultMaxClients, "tests at the same time; more are told the server is busy")
-	maxPerHost := fs.Int("max-per-host", control.DefaultMaxPerHost, "tests at the same time from one address")
-	maxStreams := fs.Int("max-streams", control.MaxStreams, "streams of one test (-P); more are refused")
-	maxBytesStr := fs.String("max-bytes", "", "refuse tests that ask for more than `SIZE` bytes (-n, -k), such as 10G")
-	maxTestMemStr := fs.String("max-test-memory", "256M", "refuse a test whose buffers (streams × block size × backend batch) need more than `SIZE`")
-	maxMemStr := fs.String("max-memory", "1G", "tests whose buffers would take all tests' together over `SIZE` are told the server is busy")
-	allowStr := fs.String("allow", "", "serve only clients from `CIDR[,CIDR...]` (addresses or prefixes); others are closed unanswered")
-	anySource := fs.Bool("any-stream-source", false, "accept a test's data streams from any address that has its cookie (behind NAT); by default only from its control connection's address")
-	backend := fs.String("backend", "", "how to send (see 'blast backends'; readwrite by default)")
-	rxBackend := fs.String("rx-backend", "", "how to receive (default: --backend, or readwrite if that only sends)")
-	interval := fs.Float64P("interval", "i", 1, "seconds between interval lines (0: none); also what --get-server-output returns")
-	jsonOut := fs.BoolP("json", "J", false, "print each test's JSON document on one line when it ends (and answer --get-server-output with JSON)")
-	formatStr := fs.StringP("format", "f", "", "`UNIT` of the bitrates: k, m, g, t (bits/s) or K, M, G, T (bytes/s); default: adaptive bits")
-	verbose := fs.BoolP("verbose", "V", false, "more detail: iperf3's -V lines for each test, and blast's backend and CPU lines")
-	debug := fs.BoolP("debug", "d", false, "debug lines: each test's state changes and what its client sent")
-	daemon := fs.BoolP("daemon", "D", false, "run in the background (output to --logfile, or nowhere)")
-	pidfile := fs.StringP("pidfile", "I", "", "write the server's process id to `FILE` while it runs")
-	logfile := fs.String("logfile", "", "append all output to `FILE`")
+	fs.IntVarP(&f.port, "port", "p", control.DefaultPort, "port to listen on (0: a free one)")
+	fs.StringVarP(&f.bind, "bind", "B", "", "address to listen on (default: all)")
+	fs.StringVar(&f.bindDev, "bind-dev", "", "bind the listener and every data socket to interface `DEV` (SO_BINDTODEVICE)")
+	fs.BoolVarP(&f.oneOff, "one-off", "1", false, "serve one test, then exit")
+	fs.IntVar(&f.maxClients, "max-clients", control.DefaultMaxClients, "tests at the same time; more are told the server is busy")
+	fs.IntVar(&f.maxPerHost, "max-per-host", control.DefaultMaxPerHost, "tests at the same time from one address")
+	fs.IntVar(&f.maxStreams, "max-streams", control.MaxStreams, "streams of one test (-P); more are refused")
+	fs.StringVar(&f.maxBytes, "max-bytes", "", "refuse tests that ask for more than `SIZE` bytes (-n, -k), such as 10G")
+	fs.StringVar(&f.maxTestMem, "max-test-memory", "256M", "refuse a test whose buffers (streams × block size × backend batch) need more than `SIZE`")
+	fs.StringVar(&f.maxMem, "max-memory", "1G", "tests whose buffers would take all tests' together over `SIZE` are told the server is busy")
+	fs.StringVar(&f.allow, "allow", "", "serve only clients from `CIDR[,CIDR...]` (addresses or prefixes); others are closed unanswered")
+	fs.BoolVar(&f.anySource, "any-stream-source", false, "accept a test's data streams from any address that has its cookie (behind NAT); by default only from its control connection's address")
+	fs.StringVar(&f.backend, "backend", "", "how to send (see 'blast backends'; readwrite by default)")
+	fs.StringVar(&f.rxBackend, "rx-backend", "", "how to receive (default: --backend, or readwrite if that only sends)")
+	fs.Float64VarP(&f.interval, "interval", "i", 1, "seconds between interval lines (0: none); also what --get-server-output returns")
+	fs.BoolVarP(&f.json, "json", "J", false, "print each test's JSON document on one line when it ends (and answer --get-server-output with JSON)")
+	fs.StringVarP(&f.format, "format", "f", "", "`UNIT` of the bitrates: k, m, g, t (bits/s) or K, M, G, T (bytes/s); default: adaptive bits")
+	fs.BoolVarP(&f.verbose, "verbose", "V", false, "more detail: iperf3's -V lines for each test, and blast's backend and CPU lines")
+	fs.BoolVarP(&f.debug, "debug", "d", false, "debug lines: each test's state changes and what its client sent")
+	fs.BoolVarP(&f.daemon, "daemon", "D", false, "run in the background (output to --logfile, or nowhere)")
+	fs.StringVarP(&f.pidfile, "pidfile", "I", "", "write the server's process id to `FILE` while it runs")
+	fs.StringVar(&f.logfile, "logfile", "", "append all output to `FILE`")
 	fs.Bool("forceflush", false, "accepted for iperf3's sake: blast never holds output back")
-	idleStr := fs.String("idle-timeout", "", "with -1, exit if no client connects within `SECS`; without, restart the idle server (close its UDP port) after SECS without one")
-	rcvStr := fs.String("rcv-timeout", "", "end a test whose receiving streams get no data for `MS` milliseconds (default 120000)")
-	limitStr := fs.String("server-bitrate-limit", "", "refuse tests that ask for more than `RATE[/SECS]`, end tests that average more over SECS (5); each, and all together")
-	maxDurStr := fs.String("server-max-duration", "", "refuse tests longer than `SECS` (-t plus -O), and tests with no time limit (-n, -k)")
-	maxDurAlias := fs.String("max-duration", "", "the same as --server-max-duration `SECS`")
-	auth := addServerAuthFlags(fs)
-	v4 := fs.BoolP("version4", "4", false, "IPv4 only")
-	v6 := fs.BoolP("version6", "6", false, "IPv6 only")
-	help := fs.BoolP("help", "h", false, "show this help")
+	fs.StringVar(&f.idle, "idle-timeout", "", "with -1, exit if no client connects within `SECS`; without, restart the idle server (close its UDP port) after SECS without one")
+	fs.StringVar(&f.rcv, "rcv-timeout", "", "end a test whose receiving streams get no data for `MS` milliseconds (default 120000)")
+	fs.StringVar(&f.limit, "server-bitrate-limit", "", "refuse tests that ask for more than `RATE[/SECS]`, end tests that average more over SECS (5); each, and all together")
+	fs.StringVar(&f.maxDur, "server-max-duration", "", "refuse tests longer than `SECS` (-t plus -O), and tests with no time limit (-n, -k)")
+	fs.StringVar(&f.maxDurAlias, "max-duration", "", "the same as --server-max-duration `SECS`")
+	f.auth = addServerAuthFlags(fs)
+	fs.BoolVarP(&f.v4, "version4", "4", false, "IPv4 only")
+	fs.BoolVarP(&f.v6, "version6", "6", false, "IPv6 only")
+	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
+	return f
+}
+
+// serverHelp is blast server's help, its flags from their definitions.
+func serverHelp() string {
+	return serverIntro + newServerFlags().fs.FlagUsages() + serverExamples
+}
+
+func runServer(e *env, args []string) int {
+	f := newServerFlags()
+	fs, auth := f.fs, f.auth
+	port, bind, bindDev, oneOff := &f.port, &f.bind, &f.bindDev, &f.oneOff
+	maxClients, maxPerHost, maxStreams := &f.maxClients, &f.maxPerHost, &f.maxStreams
+	maxBytesStr, maxTestMemStr, maxMemStr, allowStr := &f.maxBytes, &f.maxTestMem, &f.maxMem, &f.allow
+	anySource, backend, rxBackend, interval := &f.anySource, &f.backend, &f.rxBackend, &f.interval
+	jsonOut, formatStr, verbose, debug, daemon := &f.json, &f.format, &f.verbose, &f.debug, &f.daemon
+	pidfile, logfile, idleStr, rcvStr := &f.pidfile, &f.logfile, &f.idle, &f.rcv
+	limitStr, maxDurStr, maxDurAlias := &f.limit, &f.maxDur, &f.maxDurAlias
+	v4, v6, help := &f.v4, &f.v6, &f.help
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintf(e.stderr, "blast server: %s: run 'blast help server' for the flags\n", flagError(err))
 		return exitUsage
 	}
 	if *help {
-		fmt.Fprintf(e.stdout, "Usage: blast server [flags]   (or blast -s [flags])\n\n%s%s", fs.FlagUsages(), serverExamples)
+		io.WriteString(e.stdout, serverHelp())
 		return exitOK
 	}
 	usage := func(format string, a ...any) int {

@@ -16,13 +16,15 @@ import (
 )
 
 func init() {
-	register(command{name: "ttcp", summary: "classic ttcp mode (same as blast -t / blast -r)", run: runTTCP})
+	register(command{name: "ttcp", summary: "classic ttcp mode (same as blast -t / blast -r)", run: runTTCP,
+		flags: func() *pflag.FlagSet { return newTTCPFlags("blast").fs }})
 }
 
-// ttcpHelp is the help text; {prog} is the name blast was invoked as
-// (blast or ttcp). Names of blast's other commands stay "blast": the
+// ttcpIntro and ttcpOutro frame ttcp mode's help, whose flags come from
+// their definitions (newTTCPFlags); {prog} is the name blast was invoked
+// as (blast or ttcp). Names of blast's other commands stay "blast": the
 // ttcp link runs ttcp mode only, so "ttcp backends" would not work.
-const ttcpHelp = `Usage: {prog} -t [options] HOST [< in]
+const ttcpIntro = `Usage: {prog} -t [options] HOST [< in]
        {prog} -r [options] [> out]
        {prog} -t -R [options] [< in]   and   {prog} -r -R [options] HOST [> out]
 {also}
@@ -30,44 +32,12 @@ Classic ttcp: a plain TCP stream (or UDP with 4-byte sentinels) to port
 5001, no control channel; works against any ttcp.
 
 Options:
-  -t        transmit to HOST        -r        receive
-  -s        -t: send a pattern; -r: discard (without -s: stdin to stdout)
-  -u        UDP instead of TCP       -l N      buffer length (default 8192)
-  -n N      buffers to send (2048)   -p PORT   port (default 5001)
-  -b N      socket buffer size (SO_SNDBUF on -t, SO_RCVBUF on -r)
-  -D        TCP_NODELAY              -f X      rate unit: k K m M g G
-  -A N      buffer alignment         -O N      buffer offset
-  -v        verbose (CPU seconds, buffer address)
-  -T        touch each byte received -d        set SO_DEBUG (needs root)
-  -B        -r: write only whole -l blocks to standard output (for tar)
-  -R        reverse: the receiver connects (-r -R HOST) and the
-            transmitter listens (-t -R), e.g. out of a NAT; TCP only
-  -S TOS    IP TOS byte (0x10 ...)   -4 / -6   IPv4 or IPv6 only
-  --backend NAME[:OPTS]
-                   data path (see 'blast backends'; default readwrite), with
-                   its options after a colon, comma-separated: batch=N (mmsg:
-                   datagrams per call; iouring: operations per submission),
-                   gso and gro (mmsg), zc and multishot (iouring, afxdp),
-                   file=PATH (sendfile, splice; same as -F), queues=N,
-                   threads=N and dstmac=MAC (afxdp). Each end names its
-                   own: the transmitter's backend sends, the receiver's
-                   receives.
-  -F FILE          -t: send FILE with --backend sendfile or splice (instead
-                   of -s or standard input); ends at the end of the file
-  --rate RATE      pace the transmitter, bits/s with K, M, G (e.g. 100M)
-  -I IFACE         send and receive on this interface only (afxdp: the
-                   interface its AF_XDP sockets and XDP program use)
-  --dst-mac MAC    -t --backend afxdp: the frames' destination MAC, instead
-                   of the neighbour table's (same as afxdp:dstmac=MAC)
-  --verify         send numbered, checksummed -l blocks (-t) and check them
-                   (-r): corrupt, missing, duplicate and reordered blocks
-                   are counted, and any corrupt or missing one (on TCP, any
-                   out of place) is an error, exit 1. Implies -s; give both
-                   ends --verify and the same -l
+`
 
-  There is no --rx-backend here: ttcp's two ends are two processes, and
-  each takes --backend. --rx-backend belongs where one process runs both
-  ends (blast compare).
+const ttcpOutro = `
+There is no --rx-backend here: ttcp's two ends are two processes, and
+each takes --backend. --rx-backend belongs where one process runs both
+ends (blast compare).
 
 Examples:
   {prog} -r -s                       # sink on port 5001
@@ -83,13 +53,72 @@ Examples:
   {prog} -t -s -u -l 18 -n 1000000 --backend afxdp:queues=2 198.18.0.2
 `
 
-// helpFor renders ttcpHelp for the name blast was invoked as.
+// helpFor renders ttcp mode's help for the name blast was invoked as.
 func helpFor(prog string) string {
 	also := "       (also: blast ttcp ..., or the binary invoked as ttcp)\n"
 	if prog == "ttcp" {
 		also = ""
 	}
-	return strings.NewReplacer("{prog}", prog, "{also}", also).Replace(ttcpHelp)
+	r := strings.NewReplacer("{prog}", prog, "{also}", also)
+	return r.Replace(ttcpIntro) + newTTCPFlags(prog).fs.FlagUsages() + r.Replace(ttcpOutro)
+}
+
+// ttcpFlags are ttcp mode's flags and where they land.
+type ttcpFlags struct {
+	fs                              *pflag.FlagSet
+	cfg                             ttcp.Config
+	transmit, receive, v4, v6, help bool
+	format, port, tos, rate         string
+	backend, rxBackend, dstMAC      string
+}
+
+// newTTCPFlags defines ttcp mode's flags for blast invoked as prog: the
+// parser, the help, the completions and the man page all read these
+// definitions.
+func newTTCPFlags(prog string) *ttcpFlags {
+	f := &ttcpFlags{cfg: ttcp.Defaults(), fs: pflag.NewFlagSet(prog, pflag.ContinueOnError)}
+	fs, cfg := f.fs, &f.cfg
+	cfg.Prog = prog
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	fs.BoolVarP(&f.transmit, "transmit", "t", false, "transmit to HOST (with -R: wait for the receiver to connect)")
+	fs.BoolVarP(&f.receive, "receive", "r", false, "receive (with -R: connect to the transmitter on HOST)")
+	fs.BoolVarP(&cfg.SinkMode, "sink", "s", false, "-t: send a pattern; -r: discard what arrives\n(without -s: standard input to standard output)")
+	fs.BoolVarP(&cfg.UDP, "udp", "u", false, "UDP instead of TCP")
+	fs.IntVarP(&cfg.BufLen, "buflen", "l", cfg.BufLen, "buffer length in bytes")
+	fs.IntVarP(&cfg.NBuf, "nbuf", "n", cfg.NBuf, "buffers to send")
+	fs.StringVarP(&f.port, "port", "p", strconv.Itoa(cfg.Port), "port number or service name")
+	fs.IntVarP(&cfg.SockBuf, "sockbuf", "b", 0, "socket buffer size (SO_SNDBUF on -t, SO_RCVBUF on -r)")
+	fs.BoolVarP(&cfg.NoDelay, "nodelay", "D", false, "TCP_NODELAY")
+	fs.BoolVarP(&cfg.Debug, "debug", "d", false, "set SO_DEBUG (needs root)")
+	fs.BoolVarP(&cfg.Blocks, "blocks", "B", false, "-r: write only whole -l blocks to standard output (for tar)")
+	fs.BoolVarP(&cfg.Reverse, "reverse", "R", false, "reverse: the receiver connects (-r -R HOST), the transmitter listens\n(-t -R), e.g. out of a NAT; TCP only")
+	fs.StringVarP(&f.format, "format", "f", "K", "`UNIT` of the rate: k, m, g (bits/s) or K, M, G (bytes/s)")
+	fs.IntVarP(&cfg.Align, "align", "A", cfg.Align, "buffer alignment in bytes")
+	fs.IntVarP(&cfg.Offset, "offset", "O", 0, "buffer offset from the alignment, in bytes")
+	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "verbose: CPU seconds, buffer address")
+	fs.BoolVarP(&cfg.Touch, "touch", "T", false, "touch each byte received")
+	fs.StringVarP(&f.tos, "tos", "S", "", "IP TOS byte (0x10 ...)")
+	fs.BoolVarP(&f.v4, "ipv4", "4", false, "IPv4 only")
+	fs.BoolVarP(&f.v6, "ipv6", "6", false, "IPv6 only")
+	fs.StringVar(&f.backend, "backend", cfg.Backend, "how this end moves bytes, `NAME[:OPTS]` (see 'blast backends').\n"+
+		"The transmitter's backend sends, the receiver's receives. OPTS,\n"+
+		"comma-separated: batch=N (mmsg: datagrams per call; iouring: operations\n"+
+		"per submission), gso and gro (mmsg), zc and multishot (iouring, afxdp),\n"+
+		"file=PATH (sendfile, splice; same as -F), queues=N, threads=N and\n"+
+		"dstmac=MAC (afxdp)")
+	fs.StringVar(&f.rxBackend, "rx-backend", "", "refused: in ttcp mode each end is its own process and takes --backend")
+	fs.MarkHidden("rx-backend")
+	fs.StringVarP(&cfg.File, "file", "F", "", "-t: send `FILE`, to its end, with --backend sendfile or splice\n(instead of -s or standard input)")
+	fs.StringVar(&f.rate, "rate", "", "pace the transmitter at `RATE`, bits/s with K, M, G (e.g. 100M)")
+	fs.StringVarP(&cfg.Device, "interface", "I", "", "send and receive on interface `IFACE` only\n(afxdp: the interface its AF_XDP sockets and XDP program use)")
+	fs.StringVar(&f.dstMAC, "dst-mac", "", "-t --backend afxdp: the frames' destination `MAC`\n(instead of the neighbour table's; same as afxdp:dstmac=MAC)")
+	fs.BoolVar(&cfg.Verify, "verify", false, "send numbered, checksummed -l blocks (-t) and check them (-r)\n"+
+		"(implies -s; give both ends --verify and the same -l): corrupt,\n"+
+		"missing, duplicate and reordered blocks are counted, and any corrupt\n"+
+		"or missing one (on TCP, any out of place) is an error, exit 1")
+	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
+	return f
 }
 
 func runTTCP(e *env, args []string) int {
@@ -125,47 +154,15 @@ func runTTCP(e *env, args []string) int {
 // parseTTCP turns ttcp's command line into a Config.
 func parseTTCP(args []string, prog string) (_ ttcp.Config, err error) {
 	defer func() { err = printable(err) }()
-	cfg := ttcp.Defaults()
-	cfg.Prog = prog
-	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.SortFlags = false
-	var (
-		transmit, receive, v4, v6, help bool
-		format, port, tos, rate         string
-		backend, rxBackend, dstMAC      string
-	)
-	fs.BoolVarP(&transmit, "transmit", "t", false, "")
-	fs.BoolVarP(&receive, "receive", "r", false, "")
-	fs.BoolVarP(&cfg.SinkMode, "sink", "s", false, "")
-	fs.BoolVarP(&cfg.UDP, "udp", "u", false, "")
-	fs.IntVarP(&cfg.BufLen, "buflen", "l", cfg.BufLen, "")
-	fs.IntVarP(&cfg.NBuf, "nbuf", "n", cfg.NBuf, "")
-	fs.StringVarP(&port, "port", "p", strconv.Itoa(cfg.Port), "")
-	fs.IntVarP(&cfg.SockBuf, "sockbuf", "b", 0, "")
-	fs.BoolVarP(&cfg.NoDelay, "nodelay", "D", false, "")
-	fs.BoolVarP(&cfg.Debug, "debug", "d", false, "")
-	fs.BoolVarP(&cfg.Blocks, "blocks", "B", false, "")
-	fs.BoolVarP(&cfg.Reverse, "reverse", "R", false, "")
-	fs.StringVarP(&format, "format", "f", "K", "")
-	fs.IntVarP(&cfg.Align, "align", "A", cfg.Align, "")
-	fs.IntVarP(&cfg.Offset, "offset", "O", 0, "")
-	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "")
-	fs.BoolVarP(&cfg.Touch, "touch", "T", false, "")
-	fs.StringVarP(&tos, "tos", "S", "", "")
-	fs.BoolVarP(&v4, "ipv4", "4", false, "")
-	fs.BoolVarP(&v6, "ipv6", "6", false, "")
-	fs.StringVar(&backend, "backend", cfg.Backend, "")
-	fs.StringVar(&rxBackend, "rx-backend", "", "")
-	fs.StringVarP(&cfg.File, "file", "F", "", "")
-	fs.StringVar(&rate, "rate", "", "")
-	fs.StringVarP(&cfg.Device, "interface", "I", "", "")
-	fs.StringVar(&dstMAC, "dst-mac", "", "")
-	fs.BoolVar(&cfg.Verify, "verify", false, "")
-	fs.BoolVarP(&help, "help", "h", false, "")
+	f := newTTCPFlags(prog)
+	fs := f.fs
 	if err := fs.Parse(args); err != nil {
-		return cfg, fmt.Errorf("%s: run '%s -h' for the options", flagError(err), prog)
+		return f.cfg, fmt.Errorf("%s: run '%s -h' for the options", flagError(err), prog)
 	}
+	cfg := f.cfg
+	transmit, receive, v4, v6, help := f.transmit, f.receive, f.v4, f.v6, f.help
+	format, port, tos, rate := f.format, f.port, f.tos, f.rate
+	backend, rxBackend, dstMAC := f.backend, f.rxBackend, f.dstMAC
 	if help {
 		return cfg, pflag.ErrHelp
 	}

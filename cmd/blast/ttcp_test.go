@@ -181,7 +181,7 @@ func TestTTCPHelpNamesTheNewFlags(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit status %d", code)
 	}
-	for _, want := range []string{"--backend NAME[:OPTS]", "batch=N", "-F FILE", "--rx-backend", "-B ", "-d ", "-R "} {
+	for _, want := range []string{"--backend NAME[:OPTS]", "batch=N", "-F, --file FILE", "--rx-backend", "-B, --blocks", "-d, --debug", "-R, --reverse"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help does not mention %q", want)
 		}
