@@ -47,6 +47,7 @@ deps: ## install the Debian packages the tests need (as root, when missing)
 	@missing=""; for tp in $(TEST_TOOLS); do \
 	  command -v $${tp%%:*} >/dev/null 2>&1 || missing="$$missing $${tp#*:}"; \
 	done; \
+	[ -f /usr/share/bash-completion/bash_completion ] || missing="$$missing bash-completion"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing:$$missing"; \
