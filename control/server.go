@@ -492,13 +492,16 @@ func (s *Server) serveTest(ctx context.Context, ctrl net.Conn, cookie [CookieSiz
 // serverTest is one test on the server: its control connection, the
 // state it is in, and whether the client was told how it ends.
 type serverTest struct {
-	s     *Server
-	ctx   context.Context
-	ctrl  net.Conn
-	res   *Result
-	p     Params
-	sess  *session
-	mt    *meteredTest // nil: no --server-bitrate-limit
+	s    *Server
+	ctx  context.Context
+	ctrl net.Conn
+	res  *Result
+	p    Params
+	sess *session
+	mt   *meteredTest // nil: no --server-bitrate-limit
+	// adm is the test's slot; it is given back before DISPLAY_RESULTS,
+	// so a client that starts its next test once it has them finds it.
+	adm   *admission
 	state State
 	told  bool // SERVER_ERROR or SERVER_TERMINATE went out
 	// results: TEST_END came; the results are exchanged even while the
@@ -697,6 +700,7 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 		return t.refuse(code, err)
 	}
 	defer adm.release()
+	t.adm = adm
 	res.Backend = backend.Name()
 	res.SockBufSize = int(p.Window)
 
@@ -887,6 +891,7 @@ func (t *serverTest) run() error {
 	if err := WriteJSON(ctrl, mine); err != nil {
 		return fmt.Errorf("send results: %w", err)
 	}
+	t.adm.release() // the data streams are closed and the results sent
 	t.set(DisplayResults)
 	if err := WriteState(ctrl, DisplayResults); err != nil {
 		return fmt.Errorf("send DISPLAY_RESULTS: %w", err)

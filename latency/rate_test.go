@@ -9,7 +9,7 @@ import (
 
 // stallingEcho serves one TCP latency client on loopback: it answers the
 // greeting, then echoes 64-byte requests, and holds request number stallAt
-// for 100 ms. It returns the port.
+// for 300 ms. It returns the port.
 func stallingEcho(t *testing.T, stallAt int) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -34,7 +34,7 @@ func stallingEcho(t *testing.T, stallAt int) int {
 				return
 			}
 			if n == stallAt {
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(300 * time.Millisecond)
 			}
 			if _, err := c.Write(buf); err != nil {
 				return
@@ -44,10 +44,13 @@ func stallingEcho(t *testing.T, stallAt int) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// One reply held for 100 ms: a closed loop records one slow round trip;
-// on a schedule of 1000 requests a second, the hundred or so requests
-// whose slots passed during the stall record their wait too (each time
-// counts from its slot), as the coordinated-omission correction says.
+// One reply held for 300 ms: a closed loop records one slow round trip;
+// on a schedule of 1000 requests a second, the requests whose slots passed
+// during the stall record their wait too (each time counts from its slot),
+// as the coordinated-omission correction says: slots 60 to about 360, of
+// which about 290 still wait 10 ms or more. (A shared machine may stall a
+// few round trips of its own: the bounds leave room for that, and for
+// nothing like the difference the correction makes.)
 func TestRateCorrectsCoordinatedOmission(t *testing.T) {
 	slow := func(rate float64) int64 {
 		cfg := clientConfig(stallingEcho(t, 60), false, 600)
@@ -67,14 +70,11 @@ func TestRateCorrectsCoordinatedOmission(t *testing.T) {
 		}
 		return n
 	}
-	if n := slow(0); n != 1 {
-		t.Errorf("closed loop: %d round trips of 10 ms or more, want the one that was held", n)
+	if n := slow(0); n < 1 || n > 10 {
+		t.Errorf("closed loop: %d round trips of 10 ms or more, want the one that was held (and a few at most of the machine's own)", n)
 	}
-	// Slots 60 to about 150 pass during the stall; the last of them
-	// still waits more than 10 ms only if it was due 10 ms before the
-	// stall ended: about 90 of them.
-	if n := slow(1000); n < 80 || n > 101 {
-		t.Errorf("1000/s: %d round trips of 10 ms or more, want about 90 (those due during the stall)", n)
+	if n := slow(1000); n < 250 || n > 400 {
+		t.Errorf("1000/s: %d round trips of 10 ms or more, want about 290 (those due during the stall)", n)
 	}
 }
 
