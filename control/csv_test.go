@@ -1,7 +1,6 @@
 package control
 
 import (
-	"encoding/csv"
 	"errors"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/golden"
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 // csvClientP2 is blast client -P 2 -t 3: two streams over three intervals,
@@ -83,26 +83,10 @@ func TestCSVGolden(t *testing.T) {
 // every row as long. It returns the rows as maps by column name.
 func readCSV(t *testing.T, s string) []map[string]string {
 	t.Helper()
-	cr := csv.NewReader(strings.NewReader(s))
-	cr.FieldsPerRecord = -1 // checked here, to say which row
-	recs, err := cr.ReadAll()
-	if err != nil {
-		t.Fatalf("the output does not parse as CSV: %v", err)
-	}
-	if len(recs) == 0 {
-		t.Fatal("no header")
-	}
-	if diff := cmp.Diff(csvHeader, recs[0]); diff != "" {
-		t.Fatalf("header (-want +got):\n%s", diff)
-	}
 	var rows []map[string]string
-	for i, rec := range recs[1:] {
-		if len(rec) != len(recs[0]) {
-			t.Errorf("row %d has %d fields, the header %d: %q", i+1, len(rec), len(recs[0]), rec)
-			continue
-		}
+	for _, rec := range testkit.ReadCSV(t, s, csvHeader) {
 		m := map[string]string{}
-		for j, name := range recs[0] {
+		for j, name := range csvHeader {
 			m[name] = rec[j]
 		}
 		rows = append(rows, m)

@@ -1,14 +1,12 @@
 package latency
 
 import (
-	"encoding/csv"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/blastnet/blast/internal/golden"
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 func TestCSVGolden(t *testing.T) {
@@ -37,19 +35,7 @@ func TestCSVParses(t *testing.T) {
 			if err := WriteCSV(&b, r); err != nil {
 				t.Fatal(err)
 			}
-			cr := csv.NewReader(strings.NewReader(b.String()))
-			cr.FieldsPerRecord = -1 // checked below, to say which row
-			recs, err := cr.ReadAll()
-			if err != nil {
-				t.Fatalf("the output does not parse as CSV: %v", err)
-			}
-			if len(recs) == 0 {
-				t.Fatal("no header")
-			}
-			if diff := cmp.Diff(csvHeader, recs[0]); diff != "" {
-				t.Fatalf("header (-want +got):\n%s", diff)
-			}
-			rows := recs[1:]
+			rows := testkit.ReadCSV(t, b.String(), csvHeader)
 			if len(rows) != len(r.Intervals)+1 {
 				t.Fatalf("%d rows, want %d intervals and the total", len(rows), len(r.Intervals))
 			}

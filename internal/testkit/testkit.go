@@ -1,10 +1,14 @@
 // Package testkit holds the small helpers tests of several packages share:
-// a free loopback port, and a buffer that goroutines write to at once.
+// a free loopback port, a buffer that goroutines write to at once, and a
+// CSV reader that checks the shape of what a renderer wrote.
 package testkit
 
 import (
 	"bytes"
+	"encoding/csv"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -45,4 +49,29 @@ func (s *SyncBuffer) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.b.Reset()
+}
+
+// ReadCSV parses what a CSV renderer wrote and checks its shape: it must
+// parse, its first line must be header, and every row must be as long.
+// It returns the rows after the header.
+func ReadCSV(tb testing.TB, s string, header []string) [][]string {
+	tb.Helper()
+	cr := csv.NewReader(strings.NewReader(s))
+	cr.FieldsPerRecord = -1 // checked here, to say which row
+	recs, err := cr.ReadAll()
+	if err != nil {
+		tb.Fatalf("the output does not parse as CSV: %v", err)
+	}
+	if len(recs) == 0 {
+		tb.Fatal("no header")
+	}
+	if !slices.Equal(recs[0], header) {
+		tb.Fatalf("header %q, want %q", recs[0], header)
+	}
+	for i, rec := range recs[1:] {
+		if len(rec) != len(header) {
+			tb.Fatalf("row %d has %d fields, the header %d: %q", i+1, len(rec), len(header), rec)
+		}
+	}
+	return recs[1:]
 }
