@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/internal/netlab"
 )
 
 // blast client's command line: every iperf3 3.21 client flag, run against
@@ -68,16 +69,12 @@ func iperf3ServerPort(t *testing.T, args ...string) (port int, wait func()) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	want := fmt.Sprintf(":%04X ", port)
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		b, _ := os.ReadFile("/proc/net/tcp")
-		if strings.Contains(string(b), want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("iperf3 does not listen on %d", port)
-		}
-		time.Sleep(10 * time.Millisecond)
+	// Wait for iperf3's own listening socket (a port number seen in
+	// /proc/net/tcp may be another connection's).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := netlab.WaitPort(ctx, cmd.Process.Pid, "tcp", port); err != nil {
+		t.Fatalf("iperf3 does not listen on %d: %v", port, err)
 	}
 	return port, func() {
 		done := make(chan struct{})
