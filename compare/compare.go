@@ -114,20 +114,20 @@ type Row struct {
 	TxCPU      CPU           `json:"tx_cpu"`
 	// TxCPUUnknown and RxCPUUnknown mark an end whose backend ran on
 	// threads of its own (engine.FactOwnThreads): its CPU is not measured.
-	TxCPUUnknown bool     `json:"tx_cpu_unknown,omitempty"`
-	RxCPUUnknown bool     `json:"rx_cpu_unknown,omitempty"`
-	RxCPU        CPU      `json:"rx_cpu"`
-	CPUPerGB     float64  `json:"cpu_seconds_per_gb"`
+	TxCPUUnknown bool    `json:"tx_cpu_unknown,omitempty"`
+	RxCPUUnknown bool    `json:"rx_cpu_unknown,omitempty"`
+	RxCPU        CPU     `json:"rx_cpu"`
+	CPUPerGB     float64 `json:"cpu_seconds_per_gb"`
 	// NotCopied is the bytes either end moved without a copy between
 	// user memory and the kernel; TxNotCopied and RxNotCopied each end's
 	// share of it (a write(2) sender copies every byte, whatever the
 	// receiver does).
-	NotCopied    int64    `json:"bytes_not_copied"`
-	TxNotCopied  int64    `json:"tx_bytes_not_copied"`
-	RxNotCopied  int64    `json:"rx_bytes_not_copied"`
-	TxSyscalls   int64    `json:"tx_syscalls,omitempty"`
-	RxSyscalls   int64    `json:"rx_syscalls,omitempty"`
-	Notes        []string `json:"notes,omitempty"`
+	NotCopied   int64    `json:"bytes_not_copied"`
+	TxNotCopied int64    `json:"tx_bytes_not_copied"`
+	RxNotCopied int64    `json:"rx_bytes_not_copied"`
+	TxSyscalls  int64    `json:"tx_syscalls,omitempty"`
+	RxSyscalls  int64    `json:"rx_syscalls,omitempty"`
+	Notes       []string `json:"notes,omitempty"`
 	// TxFacts and RxFacts are each end's backend facts (engine.Facts).
 	TxFacts     map[string]int64 `json:"tx_facts,omitempty"`
 	RxFacts     map[string]int64 `json:"rx_facts,omitempty"`
