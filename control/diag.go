@@ -17,7 +17,7 @@ func (r *Result) diagnose() {
 	var lists [][]nicinfo.Finding
 	var dirs [2]*pathdiag.Direction
 	for i, up := range []bool{true, false} {
-		d := r.direction(up)
+		d := r.Direction(up)
 		if d == nil {
 			continue
 		}
@@ -50,9 +50,9 @@ func retransPct(d *pathdiag.Direction) float64 {
 	return 100 * float64(d.Retransmits) / (float64(d.SentBytes) / float64(mss))
 }
 
-// direction is the test's client-to-server direction (up) or the other,
+// Direction is the test's client-to-server direction (up) or the other,
 // as the path rules see it; nil when the test had no streams that way.
-func (r *Result) direction(up bool) *pathdiag.Direction {
+func (r *Result) Direction(up bool) *pathdiag.Direction {
 	// This side sends up when it is the client.
 	localSends := up == (r.Role == "client")
 	local := &pathdiag.End{Name: "local", NIC: r.NIC, Path: r.Path, Sysctls: r.Sysctls,

@@ -1,0 +1,244 @@
+// Package agent is `blast agent`: a blast server (the data port, with all
+// of the server's limits) beside a small control endpoint on which a
+// mesh asks the agent to run a test to another agent and report it.
+//
+// The control endpoint speaks HTTP with JSON bodies: GET /v1/info says who
+// the agent is, POST /v1/test runs one test as a client and answers with
+// what it measured. Every request is signed with the mesh's token (see
+// auth.go); the token itself never crosses the network. An agent runs at
+// most MaxTests tests of its own at once and answers more with 429.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/blastnet/blast/control"
+)
+
+// DefaultMaxTests is how many tests an agent runs as a client at once.
+const DefaultMaxTests = 4
+
+// Config is an agent's configuration.
+type Config struct {
+	// Server is the data server's configuration (port, limits, allow
+	// list, authentication of iperf3 clients).
+	Server control.ServerConfig
+	// ControlPort is the control endpoint's port (0: the data port + 1);
+	// it listens on Server.Bind.
+	ControlPort int
+	// Token signs the control requests (ReadToken).
+	Token []byte
+	// Name and Zone identify the agent in a mesh.
+	Name, Zone string
+	// MaxTests bounds the tests the agent runs as a client at once
+	// (0: DefaultMaxTests).
+	MaxTests int
+	// Log receives one line per control request that ran a test or was
+	// refused (nil: none).
+	Log io.Writer
+}
+
+// Agent is a listening agent.
+type Agent struct {
+	cfg   Config
+	srv   *control.Server
+	ln    net.Listener
+	auth  *verifier
+	slots chan struct{}
+	logMu sync.Mutex
+
+	ctx context.Context // Serve's: tests end with it
+}
+
+// Listen opens the data server and the control endpoint.
+func Listen(cfg Config) (*Agent, error) {
+	if len(cfg.Token) < MinTokenLen {
+		return nil, fmt.Errorf("agent: a token of at least %d bytes is needed", MinTokenLen)
+	}
+	if cfg.Name == "" {
+		return nil, errors.New("agent: no name")
+	}
+	if cfg.MaxTests <= 0 {
+		cfg.MaxTests = DefaultMaxTests
+	}
+	srv, err := control.Listen(cfg.Server)
+	if err != nil {
+		return nil, err
+	}
+	dataPort := srv.Addr().(*net.TCPAddr).Port
+	cport := cfg.ControlPort
+	if cport == 0 {
+		cport = dataPort + 1
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Server.Bind, strconv.Itoa(cport)))
+	if err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("agent: control port: %w (choose another with --control-port)", err)
+	}
+	return &Agent{cfg: cfg, srv: srv, ln: ln, auth: newVerifier(cfg.Token), slots: make(chan struct{}, cfg.MaxTests)}, nil
+}
+
+// DataAddr is the data server's address; ControlAddr the control
+// endpoint's.
+func (a *Agent) DataAddr() net.Addr    { return a.srv.Addr() }
+func (a *Agent) ControlAddr() net.Addr { return a.ln.Addr() }
+
+// Info is what GET /v1/info answers.
+func (a *Agent) Info() Info {
+	return Info{Name: a.cfg.Name, Zone: a.cfg.Zone, Addrs: hostAddrs(), DataPort: a.srv.Addr().(*net.TCPAddr).Port,
+		ControlPort: a.ln.Addr().(*net.TCPAddr).Port, Version: control.Version}
+}
+
+// Serve serves the data port and the control endpoint until ctx is done
+// (nil then) or the data server fails; it closes both before it returns.
+func (a *Agent) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a.ctx = ctx
+	mux := http.NewServeMux()
+	mux.HandleFunc(PathInfo, a.handleInfo)
+	mux.HandleFunc(PathTest, a.handleTest)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- hs.Serve(a.ln) }()
+	err := a.srv.Serve(ctx)
+	cancel()
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	herr := hs.Shutdown(sctx)
+	if herr != nil {
+		hs.Close()
+	}
+	if e := <-httpDone; !errors.Is(e, http.ErrServerClosed) && herr == nil {
+		herr = e
+	}
+	if err != nil {
+		return err
+	}
+	return herr
+}
+
+func (a *Agent) logf(format string, args ...any) {
+	if a.cfg.Log == nil {
+		return
+	}
+	a.logMu.Lock()
+	defer a.logMu.Unlock()
+	fmt.Fprintf(a.cfg.Log, "blast agent: "+format+"\n", args...)
+}
+
+// authorized reads the body (bounded) and checks the request's signature;
+// on a refusal it has answered.
+func (a *Agent) authorized(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	if err != nil {
+		answer(w, http.StatusRequestEntityTooLarge, map[string]string{"err": "request body over 64 KiB"})
+		return nil, false
+	}
+	if err := a.auth.check(r.Header.Get("Authorization"), r.Method, r.URL.Path, body, time.Now()); err != nil {
+		a.logf("refused %s %s from %s: %v", r.Method, r.URL.Path, r.RemoteAddr, err)
+		answer(w, http.StatusUnauthorized, map[string]string{"err": "unauthorized"})
+		return nil, false
+	}
+	return body, true
+}
+
+func answer(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+func (a *Agent) handleInfo(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		answer(w, http.StatusMethodNotAllowed, map[string]string{"err": "GET " + PathInfo})
+		return
+	}
+	if _, ok := a.authorized(w, r); !ok {
+		return
+	}
+	answer(w, http.StatusOK, a.Info())
+}
+
+func (a *Agent) handleTest(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		answer(w, http.StatusMethodNotAllowed, map[string]string{"err": "POST " + PathTest})
+		return
+	}
+	body, ok := a.authorized(w, r)
+	if !ok {
+		return
+	}
+	var req TestRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		answer(w, http.StatusBadRequest, map[string]string{"err": "not a test request: " + err.Error()})
+		return
+	}
+	cfg, err := req.config()
+	if err != nil {
+		answer(w, http.StatusBadRequest, map[string]string{"err": err.Error()})
+		return
+	}
+	select {
+	case a.slots <- struct{}{}:
+		defer func() { <-a.slots }()
+	default:
+		answer(w, http.StatusTooManyRequests, map[string]string{"err": fmt.Sprintf("the agent runs %d tests already (its most at once)", cap(a.slots))})
+		return
+	}
+	ctx := r.Context()
+	if !req.StartAt.IsZero() {
+		t := time.NewTimer(time.Until(req.StartAt))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+	res, err := control.Run(ctx, cfg)
+	reply := newReply(res, err)
+	a.logf("test to %s: %s", net.JoinHostPort(req.Host, strconv.Itoa(req.Port)), reply.line())
+	answer(w, http.StatusOK, reply)
+}
+
+// config is the client configuration of a request, validated.
+func (req *TestRequest) config() (control.Config, error) {
+	switch {
+	case req.Host == "":
+		return control.Config{}, errors.New("no host to test to")
+	case req.Port < 1 || req.Port > 65535:
+		return control.Config{}, fmt.Errorf("port %d: must be 1 to 65535", req.Port)
+	case !(req.Seconds >= 1 && req.Seconds <= 3600):
+		return control.Config{}, fmt.Errorf("seconds %g: must be 1 to 3600", req.Seconds)
+	case req.Streams < 1 || req.Streams > control.MaxStreams:
+		return control.Config{}, fmt.Errorf("streams %d: must be 1 to %d", req.Streams, control.MaxStreams)
+	case !req.StartAt.IsZero() && time.Until(req.StartAt) > MaxStartWait:
+		return control.Config{}, fmt.Errorf("start_at %s is more than %v ahead", req.StartAt.UTC().Format(time.RFC3339), MaxStartWait)
+	}
+	cfg := control.Config{Host: req.Host, Port: req.Port, UDP: req.UDP, Parallel: req.Streams,
+		Duration: time.Duration(req.Seconds * float64(time.Second)), Reverse: req.Reverse, BlockLen: req.Len, Interval: 0}
+	if req.Backend != "" {
+		cfg.Backend = req.Backend
+	}
+	if req.Rate > 0 || req.UDP {
+		cfg.Rate, cfg.RateSet = float64(req.Rate), req.Rate > 0
+	}
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return control.Config{}, err
+	}
+	return cfg, nil
+}

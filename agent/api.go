@@ -1,0 +1,180 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// The control endpoint's paths.
+const (
+	PathInfo = "/v1/info"
+	PathTest = "/v1/test"
+)
+
+// maxBody bounds a request or reply body read from the network.
+const maxBody = 1 << 20
+
+// Info is who an agent is (GET /v1/info).
+type Info struct {
+	Name        string   `json:"name"`
+	Zone        string   `json:"zone,omitempty"`
+	Addrs       []string `json:"addrs,omitempty"` // the host's global unicast addresses
+	DataPort    int      `json:"data_port"`
+	ControlPort int      `json:"control_port"`
+	Version     string   `json:"version"`
+}
+
+// TestRequest asks an agent to run one test as a client against a blast
+// server (another agent's data port) and report it (POST /v1/test).
+type TestRequest struct {
+	Host    string  `json:"host"` // the server's address
+	Port    int     `json:"port"`
+	UDP     bool    `json:"udp,omitempty"`
+	Seconds float64 `json:"seconds"`
+	Streams int     `json:"streams"`
+	Rate    uint64  `json:"rate_bps,omitempty"` // -b per stream; 0: unpaced (TCP), iperf3's 1 Mbit/s (UDP)
+	Reverse bool    `json:"reverse,omitempty"`
+	Len     int     `json:"len,omitempty"`
+	Backend string  `json:"backend,omitempty"`
+	// StartAt is when the test starts (zero: at once): the tests of a
+	// fan-in round start together. The agent waits for it, at most
+	// MaxStartWait.
+	StartAt time.Time `json:"start_at,omitzero"`
+}
+
+// MaxStartWait bounds how far ahead StartAt may be.
+const MaxStartWait = time.Minute
+
+// Reply is what one test measured, from the client's (the source's) side
+// with its peer's (the destination's) figures. Busy: the server refused
+// the test because it is busy (retry later); Err: the test failed.
+type Reply struct {
+	Start    time.Time `json:"start"`
+	Seconds  float64   `json:"seconds"`
+	Bps      float64   `json:"bps"`   // the receivers' goodput
+	Bytes    uint64    `json:"bytes"` // received
+	Retrans  int64     `json:"retrans"`
+	RTTus    float64   `json:"rtt_us,omitempty"`
+	Loss     float64   `json:"loss"` // UDP: lost / sent, 0..1
+	JitterMs float64   `json:"jitter_ms,omitempty"`
+	CPUSrc   float64   `json:"cpu_src"` // percent, each end's host
+	CPUDst   float64   `json:"cpu_dst"`
+	NICSrc   string    `json:"nic_src,omitempty"`
+	NICDst   string    `json:"nic_dst,omitempty"`
+	Findings []Finding `json:"findings,omitempty"`
+	Busy     bool      `json:"busy,omitempty"`
+	Err      string    `json:"err,omitempty"`
+}
+
+// Finding is one finding of the test's diagnosis, with the end that has
+// it ("src", "dst", or "path" when it is about the path between them).
+type Finding struct {
+	Rule     string `json:"rule"`
+	Severity string `json:"severity"`
+	End      string `json:"end"`
+	Iface    string `json:"iface,omitempty"`
+	Summary  string `json:"summary"`
+	Evidence string `json:"evidence,omitempty"`
+	Fix      string `json:"fix,omitempty"`
+}
+
+// Client talks to one agent's control endpoint.
+type Client struct {
+	Addr  string // host:port of the control endpoint
+	Token []byte
+	HTTP  *http.Client // nil: a client without a total timeout (each call takes a context)
+}
+
+// ErrAuth is an agent's refusal of the token.
+var ErrAuth = errors.New("the agent refused the token: give the mesh the agents' token (--token-file FILE or BLAST_TOKEN)")
+
+// Info asks the agent who it is.
+func (c *Client) Info(ctx context.Context) (*Info, error) {
+	var in Info
+	if err := c.call(ctx, http.MethodGet, PathInfo, nil, &in); err != nil {
+		return nil, err
+	}
+	return &in, nil
+}
+
+// Test asks the agent to run req and waits for its reply. A test that ran
+// and failed is a Reply with Err, not an error; an error is the agent not
+// answering, or refusing the request.
+func (c *Client) Test(ctx context.Context, req TestRequest) (*Reply, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	var r Reply
+	if err := c.call(ctx, http.MethodPost, PathTest, body, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+func (c *Client) call(ctx context.Context, method, path string, body []byte, into any) error {
+	u := "http://" + c.Addr + path
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("agent %s: %w", c.Addr, err)
+	}
+	req.Header.Set("Authorization", sign(c.Token, method, path, time.Now(), newNonce(), body))
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return fmt.Errorf("agent %s: %w (is blast agent running there, with --control-port %s?)", c.Addr, op.Err, portOf(c.Addr))
+		}
+		return fmt.Errorf("agent %s: %w", c.Addr, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return fmt.Errorf("agent %s: reading its answer: %w", c.Addr, err)
+	}
+	if len(b) > maxBody {
+		return fmt.Errorf("agent %s: its answer is over %d bytes", c.Addr, maxBody)
+	}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		return fmt.Errorf("agent %s: %w", c.Addr, ErrAuth)
+	case resp.StatusCode != http.StatusOK:
+		var e struct {
+			Err string `json:"err"`
+		}
+		if json.Unmarshal(b, &e) == nil && e.Err != "" {
+			return fmt.Errorf("agent %s: %s", c.Addr, e.Err)
+		}
+		return fmt.Errorf("agent %s: %s", c.Addr, resp.Status)
+	}
+	if err := json.Unmarshal(b, into); err != nil {
+		return fmt.Errorf("agent %s: not an agent's answer: %w", c.Addr, err)
+	}
+	return nil
+}
+
+func portOf(hostport string) string {
+	_, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return "?"
+	}
+	if _, err := strconv.Atoi(p); err != nil {
+		return "?"
+	}
+	return p
+}
