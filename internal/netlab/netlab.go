@@ -4,7 +4,8 @@
 // userspace delay line that adds round-trip time, a bottleneck rate and
 // random loss (the kernel may lack netem); optionally with several queues
 // per veth and a token-bucket rate limit that emulates a 10, 100 or
-// 1000 Mbit/s link.
+// 1000 Mbit/s link. A Bridged lab puts 2 to 32 hosts on one Ethernet
+// segment through a bridge, with a rate limit per host.
 //
 // Addresses come only from the benchmarking ranges 198.18.0.0/15 and
 // 2001:2::/48. Names are unique per process and lab, so parallel tests do
@@ -100,6 +101,7 @@ type Lab struct {
 	// no addresses.
 	A, B, Router *Host
 
+	seq   int64 // numbers the lab's names within this process
 	hosts []*Host
 	mu    sync.Mutex // guards cmds
 	cmds  []*exec.Cmd

@@ -30,58 +30,42 @@ var labSeq atomic.Int64
 
 // New builds a lab. On error nothing of it is left behind.
 func New(topo Topology, opt Options) (lab *Lab, err error) {
-	if os.Geteuid() != 0 {
-		return nil, errors.New("netlab: building a lab needs root (network namespaces and veth pairs)")
+	if err := needRoot(); err != nil {
+		return nil, err
 	}
 	if err := opt.check(topo); err != nil {
 		return nil, err
 	}
-	sweepStale()
-	seq := labSeq.Add(1)
-	lab = &Lab{Topology: topo, Options: opt}
+	lab = &Lab{Topology: topo, Options: opt, seq: nextLab()}
 	defer func() {
 		if err != nil {
 			lab.Close()
 			lab = nil
 		}
 	}()
-	tag := fmt.Sprintf("%d-%d", os.Getpid(), seq)
-	newHost := func(role string) (*Host, error) {
-		name := prefix + tag + "-" + role
-		ns, err := newNamedNS(name)
-		if err != nil {
-			return nil, fmt.Errorf("netlab: create namespace %s: %w", name, err)
-		}
-		h := &Host{Name: name, lab: lab, ns: ns}
-		lab.hosts = append(lab.hosts, h)
-		return h, h.linkUp("lo")
-	}
-	// veth names must fit in 15 bytes: "bl" + pid/seq in hex + role.
-	vname := func(role string) string { return fmt.Sprintf("bl%x.%x%s", os.Getpid(), seq, role) }
-
-	if lab.A, err = newHost("a"); err != nil {
+	if lab.A, err = lab.newHost("a"); err != nil {
 		return lab, err
 	}
-	if lab.B, err = newHost("b"); err != nil {
+	if lab.B, err = lab.newHost("b"); err != nil {
 		return lab, err
 	}
 	switch topo {
 	case Direct:
-		if err = lab.join(lab.A, vname("a"), lab.B, vname("b"), 0, 1, 2); err != nil {
+		if err = lab.join(lab.A, lab.vname("a"), lab.B, lab.vname("b"), 0, 1, 2); err != nil {
 			return lab, err
 		}
 	case Routed:
-		if lab.Router, err = newHost("r"); err != nil {
+		if lab.Router, err = lab.newHost("r"); err != nil {
 			return lab, err
 		}
 		r := lab.Router
-		if err = lab.join(lab.A, vname("a"), r, vname("ra"), 1, 1, 254); err != nil {
+		if err = lab.join(lab.A, lab.vname("a"), r, lab.vname("ra"), 1, 1, 254); err != nil {
 			return lab, err
 		}
-		if err = lab.join(r, vname("rb"), lab.B, vname("b"), 2, 254, 2); err != nil {
+		if err = lab.join(r, lab.vname("rb"), lab.B, lab.vname("b"), 2, 254, 2); err != nil {
 			return lab, err
 		}
-		r.Iface, r.Addr4, r.Addr6 = vname("ra"), addr4(1, 254), addr6(1, 254)
+		r.Iface, r.Addr4, r.Addr6 = lab.vname("ra"), addr4(1, 254), addr6(1, 254)
 		if err = r.Do(enableForwarding); err != nil {
 			return lab, fmt.Errorf("netlab: router forwarding: %w", err)
 		}
@@ -92,10 +76,10 @@ func New(topo Topology, opt Options) (lab *Lab, err error) {
 			return lab, err
 		}
 	case Delayed:
-		if lab.Router, err = newHost("r"); err != nil {
+		if lab.Router, err = lab.newHost("r"); err != nil {
 			return lab, err
 		}
-		if err = lab.delayed(vname("a"), vname("ra"), vname("rb"), vname("b")); err != nil {
+		if err = lab.delayed(lab.vname("a"), lab.vname("ra"), lab.vname("rb"), lab.vname("b")); err != nil {
 			return lab, err
 		}
 	default:
@@ -103,6 +87,36 @@ func New(topo Topology, opt Options) (lab *Lab, err error) {
 	}
 	return lab, nil
 }
+
+// needRoot says why a lab cannot be built when this process is not root.
+func needRoot() error {
+	if os.Geteuid() != 0 {
+		return errors.New("netlab: building a lab needs root (network namespaces and veth pairs)")
+	}
+	return nil
+}
+
+// nextLab removes stale labs and numbers a new one.
+func nextLab() int64 {
+	sweepStale()
+	return labSeq.Add(1)
+}
+
+// newHost creates the lab's namespace for role, with its loopback up.
+func (l *Lab) newHost(role string) (*Host, error) {
+	name := fmt.Sprintf("%s%d-%d-%s", prefix, os.Getpid(), l.seq, role)
+	ns, err := newNamedNS(name)
+	if err != nil {
+		return nil, fmt.Errorf("netlab: create namespace %s: %w", name, err)
+	}
+	h := &Host{Name: name, lab: l, ns: ns}
+	l.hosts = append(l.hosts, h)
+	return h, h.linkUp("lo")
+}
+
+// vname names one of the lab's veth ends (or other links). Names must fit
+// in 15 bytes: "bl" + pid/seq in hex + a role of 2 bytes at most.
+func (l *Lab) vname(role string) string { return fmt.Sprintf("bl%x.%x%s", os.Getpid(), l.seq, role) }
 
 // addr4 is 198.18.<subnet>.<host>; addr6 is 2001:2:0:<subnet>::<host>.
 func addr4(subnet, host byte) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, subnet, host}) }
@@ -149,15 +163,11 @@ func (l *Lab) join(x *Host, xName string, y *Host, yName string, subnet, hx, hy 
 
 // configure addresses and raises iface in h, with an optional rate limit.
 func (h *Host) configure(iface string, a4, a6 netip.Addr, rateMbit int) error {
-	hdl, err := netlink.NewHandleAt(h.ns)
+	hdl, link, err := h.handle(iface)
 	if err != nil {
-		return fmt.Errorf("netlab: netlink in %s: %w", h.Name, err)
+		return err
 	}
 	defer hdl.Close()
-	link, err := hdl.LinkByName(iface)
-	if err != nil {
-		return fmt.Errorf("netlab: find %s in %s: %w", iface, h.Name, err)
-	}
 	for _, a := range []struct {
 		ip   netip.Addr
 		bits int
@@ -179,6 +189,21 @@ func (h *Host) configure(iface string, a4, a6 netip.Addr, rateMbit int) error {
 		return fmt.Errorf("netlab: bring up %s: %w", iface, err)
 	}
 	return nil
+}
+
+// handle opens a netlink handle in h and finds iface with it; the
+// caller closes the handle.
+func (h *Host) handle(iface string) (*netlink.Handle, netlink.Link, error) {
+	hdl, err := netlink.NewHandleAt(h.ns)
+	if err != nil {
+		return nil, nil, fmt.Errorf("netlab: netlink in %s: %w", h.Name, err)
+	}
+	link, err := hdl.LinkByName(iface)
+	if err != nil {
+		hdl.Close()
+		return nil, nil, fmt.Errorf("netlab: find %s in %s: %w", iface, h.Name, err)
+	}
+	return hdl, link, nil
 }
 
 // tbf is a token bucket that holds a link to rateMbit: a burst of 1/250 s
@@ -343,6 +368,7 @@ func (l *Lab) Close() error {
 		if err := netns.DeleteNamed(h.Name); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("netlab: remove namespace %s: %w", h.Name, err))
 		}
+		errs = append(errs, removeEtc(h.Name))
 	}
 	l.hosts = nil
 	return errors.Join(errs...)
@@ -370,24 +396,29 @@ func newNamedNS(name string) (nsHandle, error) {
 	return ns, err
 }
 
-// sweepStale removes the namespaces of labs whose process is gone (a test
-// binary killed before its cleanup ran).
+// sweepStale removes the namespaces, and their files in /etc/netns, of
+// labs whose process is gone (a test binary killed before its cleanup ran).
 func sweepStale() {
-	ents, _ := os.ReadDir(netnsDir)
-	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), prefix)
-		if !ok {
-			continue
+	for _, dir := range []string{netnsDir, etcNetnsDir} {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			rest, ok := strings.CutPrefix(e.Name(), prefix)
+			if !ok {
+				continue
+			}
+			pidStr, _, _ := strings.Cut(rest, "-")
+			pid, err := strconv.Atoi(pidStr)
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join("/proc", pidStr)); err == nil {
+				continue // its owner still runs
+			}
+			if dir == netnsDir {
+				netns.DeleteNamed(e.Name())
+			} else {
+				removeEtc(e.Name())
+			}
 		}
-		pidStr, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidStr)
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join("/proc", pidStr)); err == nil {
-			continue // its owner still runs
-		}
-		netns.DeleteNamed(e.Name())
-		_ = pid
 	}
 }

@@ -22,8 +22,22 @@ func RequireRoot(tb testing.TB) {
 // test passes, fails or panics. It skips the test when not root.
 func New(tb testing.TB, topo netlab.Topology, opt netlab.Options) *netlab.Lab {
 	tb.Helper()
+	return build(tb, func() (*netlab.Lab, error) { return netlab.New(topo, opt) })
+}
+
+// NewBridged builds a bridged lab of n hosts for tb and removes it when
+// tb ends, as New does. It skips the test when not root.
+func NewBridged(tb testing.TB, n int, opt netlab.BridgeOptions) *netlab.Bridged {
+	tb.Helper()
+	return build(tb, func() (*netlab.Bridged, error) { return netlab.NewBridged(n, opt) })
+}
+
+// build skips tb unless it runs as root, builds a lab with mk and closes
+// it when tb ends.
+func build[L interface{ Close() error }](tb testing.TB, mk func() (L, error)) L {
+	tb.Helper()
 	RequireRoot(tb)
-	lab, err := netlab.New(topo, opt)
+	lab, err := mk()
 	if err != nil {
 		tb.Fatal(err)
 	}
