@@ -1,0 +1,9 @@
+// Package deploy holds what runs blast on Kubernetes: the kustomizations
+// under kubernetes/ (a base of agents and a mesh Job, and the cronjob,
+// hostnet and afxdp variants) and the image's Dockerfile at the root of
+// the module. It has no code: its tests render every kustomization in
+// process, validate each object strictly and offline against the
+// Kubernetes JSON schemas committed under schemas/, and check what the
+// deployment promises (non-root agents, the mesh's narrow API access and
+// network reach, ports and token that agree across objects).
+package deploy
