@@ -24,7 +24,7 @@ import (
 
 func init() {
 	register(command{name: "server", summary: "serve blast and iperf3 clients, several at once (iperf3's -s)", run: runServer,
-		flags: func() *pflag.FlagSet { return newServerFlags().fs }})
+		flags: func() *pflag.FlagSet { return newServerFlags("server").fs }})
 }
 
 const serverIntro = `Usage: blast server [flags]   (or blast -s [flags])
@@ -77,18 +77,24 @@ type serverFlags struct {
 	auth                                      *serverAuthFlags
 }
 
-// newServerFlags defines blast server's flags: the parser, the help, the
-// completions and the man page all read these definitions.
-func newServerFlags() *serverFlags {
-	f := &serverFlags{fs: pflag.NewFlagSet("server", pflag.ContinueOnError)}
+// newServerFlags defines the flags of blast server, or of blast agent (a
+// server without -s, -1 and -D): the parser, the help, the completions and
+// the man page all read these definitions.
+func newServerFlags(command string) *serverFlags {
+	server := command == "server"
+	f := &serverFlags{fs: pflag.NewFlagSet(command, pflag.ContinueOnError)}
 	fs := f.fs
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
-	fs.BoolP("server", "s", true, "run as a server (implied)")
+	if server {
+		fs.BoolP("server", "s", true, "run as a server (implied)")
+	}
 	fs.IntVarP(&f.port, "port", "p", control.DefaultPort, "port to listen on (0: a free one)")
 	fs.StringVarP(&f.bind, "bind", "B", "", "address to listen on (default: all)")
 	fs.StringVar(&f.bindDev, "bind-dev", "", "bind the listener and every data socket to interface `DEV` (SO_BINDTODEVICE)")
-	fs.BoolVarP(&f.oneOff, "one-off", "1", false, "serve one test, then exit")
+	if server {
+		fs.BoolVarP(&f.oneOff, "one-off", "1", false, "serve one test, then exit")
+	}
 	fs.IntVar(&f.maxClients, "max-clients", control.DefaultMaxClients, "tests at the same time; more are told the server is busy")
 	fs.IntVar(&f.maxPerHost, "max-per-host", control.DefaultMaxPerHost, "tests at the same time from one address")
 	fs.IntVar(&f.maxStreams, "max-streams", control.MaxStreams, "streams of one test (-P); more are refused")
@@ -104,7 +110,9 @@ func newServerFlags() *serverFlags {
 	fs.StringVarP(&f.format, "format", "f", "", "`UNIT` of the bitrates: k, m, g, t (bits/s) or K, M, G, T (bytes/s); default: adaptive bits")
 	fs.BoolVarP(&f.verbose, "verbose", "V", false, "more detail: iperf3's -V lines for each test, and blast's backend and CPU lines")
 	fs.BoolVarP(&f.debug, "debug", "d", false, "debug lines: each test's state changes and what its client sent")
-	fs.BoolVarP(&f.daemon, "daemon", "D", false, "run in the background (output to --logfile, or nowhere)")
+	if server {
+		fs.BoolVarP(&f.daemon, "daemon", "D", false, "run in the background (output to --logfile, or nowhere)")
+	}
 	fs.StringVarP(&f.pidfile, "pidfile", "I", "", "write the server's process id to `FILE` while it runs")
 	fs.StringVar(&f.logfile, "logfile", "", "append all output to `FILE`")
 	fs.Bool("forceflush", false, "accepted for iperf3's sake: blast never holds output back")
@@ -122,21 +130,14 @@ func newServerFlags() *serverFlags {
 
 // serverHelp is blast server's help, its flags from their definitions.
 func serverHelp() string {
-	return serverIntro + newServerFlags().fs.FlagUsages() + serverExamples
+	return serverIntro + newServerFlags("server").fs.FlagUsages() + serverExamples
 }
 
 func runServer(e *env, args []string) int {
-	f := newServerFlags()
-	fs, auth := f.fs, f.auth
-	port, bind, bindDev, oneOff := &f.port, &f.bind, &f.bindDev, &f.oneOff
-	maxClients, maxPerHost, maxStreams := &f.maxClients, &f.maxPerHost, &f.maxStreams
-	maxBytesStr, maxTestMemStr, maxMemStr, allowStr := &f.maxBytes, &f.maxTestMem, &f.maxMem, &f.allow
-	anySource, backend, rxBackend, interval := &f.anySource, &f.backend, &f.rxBackend, &f.interval
-	jsonOut, formatStr, verbose, debug, daemon := &f.json, &f.format, &f.verbose, &f.debug, &f.daemon
-	pidfile, logfile, idleStr, rcvStr := &f.pidfile, &f.logfile, &f.idle, &f.rcv
-	limitStr, maxDurStr, maxDurAlias := &f.limit, &f.maxDur, &f.maxDurAlias
-	v4, v6, help := &f.v4, &f.v6, &f.help
-	if err := fs.Parse(args); err != nil {
+	f := newServerFlags("server")
+	oneOff, jsonOut, verbose, debug, daemon := &f.oneOff, &f.json, &f.verbose, &f.debug, &f.daemon
+	pidfile, logfile, help := &f.pidfile, &f.logfile, &f.help
+	if err := f.fs.Parse(args); err != nil {
 		fmt.Fprintf(e.stderr, "blast server: %s: run 'blast help server' for the flags\n", flagError(err))
 		return exitUsage
 	}
@@ -144,116 +145,10 @@ func runServer(e *env, args []string) int {
 		io.WriteString(e.stdout, serverHelp())
 		return exitOK
 	}
-	usage := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "blast server: %s\n", nicinfo.EscapeLine(fmt.Sprintf(format, a...)))
+	cfg, format, err := f.config()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "blast server: %s\n", nicinfo.EscapeLine(err.Error()))
 		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		return usage("unexpected argument %q: the server takes only flags", fs.Arg(0))
-	}
-	if !validInterval(*interval) { // NaN and ±Inf too
-		return usage("-i %g: must be 0 (off) or 0.1 to 60 seconds", *interval)
-	}
-	var format byte
-	switch {
-	case *formatStr == "" || *formatStr == "a":
-	case len(*formatStr) == 1 && control.ValidFormat((*formatStr)[0]):
-		format = (*formatStr)[0]
-	default:
-		return usage("-f %q: use k, m, g or t for bits/s, K, M, G or T for bytes/s", *formatStr)
-	}
-	if *port < 0 || *port > 65535 {
-		return usage("-p %d: must be 1 to 65535, or 0 for a free port", *port)
-	}
-	cfg := control.ServerConfig{Bind: *bind, Port: *port, OneOff: *oneOff, MaxClients: *maxClients, MaxPerHost: *maxPerHost,
-		MaxStreams: *maxStreams, AnyStreamSource: *anySource, Device: *bindDev,
-		Backend: *backend, RxBackend: *rxBackend, Interval: time.Duration(*interval * float64(time.Second)), JSONOutput: *jsonOut}
-	switch {
-	case *v4 && *v6:
-		return usage("-4 and -6 both given: choose one")
-	case *v4:
-		cfg.Family = "4"
-	case *v6:
-		cfg.Family = "6"
-	}
-	secs := func(flag, s string, min, max int) (time.Duration, error) {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < min || n > max {
-			return 0, fmt.Errorf("%s %q: want whole seconds, %d to %d", flag, s, min, max)
-		}
-		return time.Duration(n) * time.Second, nil
-	}
-	var err error
-	if *idleStr != "" {
-		if cfg.IdleTimeout, err = secs("--idle-timeout", *idleStr, 1, control.MaxTime); err != nil {
-			return usage("%v", err)
-		}
-	}
-	if *maxDurAlias != "" {
-		if *maxDurStr != "" && *maxDurStr != *maxDurAlias {
-			return usage("--max-duration %s and --server-max-duration %s: they are the same limit; give one", *maxDurAlias, *maxDurStr)
-		}
-		*maxDurStr = *maxDurAlias
-	}
-	if *maxDurStr != "" {
-		if cfg.MaxDuration, err = secs("--server-max-duration", *maxDurStr, 0, control.MaxTime); err != nil {
-			return usage("%v (0: no limit)", err)
-		}
-	}
-	if *rcvStr != "" {
-		ms, err := strconv.Atoi(*rcvStr)
-		if err != nil || ms < int(control.MinRcvTimeout.Milliseconds()) || ms > control.MaxTime*1000 {
-			return usage("--rcv-timeout %q: want milliseconds, %d to %d (iperf3's default is 120000)", *rcvStr, control.MinRcvTimeout.Milliseconds(), control.MaxTime*1000)
-		}
-		cfg.RcvTimeout = time.Duration(ms) * time.Millisecond
-	}
-	for _, f := range []struct {
-		flag, s string
-		to      *int64
-	}{{"--max-bytes", *maxBytesStr, &cfg.MaxBytes}, {"--max-test-memory", *maxTestMemStr, &cfg.MaxTestMemory}, {"--max-memory", *maxMemStr, &cfg.MaxMemory}} {
-		if f.s == "" {
-			continue
-		}
-		n, err := control.ParseSizeFlag(f.flag, f.s, "a size such as 512M or 2G", false)
-		if err != nil {
-			return usage("%v", err)
-		}
-		*f.to = n
-	}
-	if *allowStr != "" {
-		if cfg.Allow, err = control.ParseAllow(*allowStr); err != nil {
-			return usage("%v", err)
-		}
-	}
-	if *limitStr != "" {
-		if cfg.RateLimit, err = control.ParseRateLimit(*limitStr); err != nil {
-			return usage("%v", err)
-		}
-	}
-	if cfg.Auth, err = auth.config(); err != nil {
-		return usage("%v", err)
-	}
-	// An unknown or unusable backend is a usage error, as in every mode.
-	for _, b := range []struct{ flag, name string }{{"--backend", *backend}, {"--rx-backend", *rxBackend}} {
-		if b.name == "" {
-			continue
-		}
-		if _, err := engine.Usable(b.name); err != nil {
-			return usage("%s: %v", b.flag, err)
-		}
-	}
-	if *bindDev != "" {
-		if _, err := net.InterfaceByName(*bindDev); err != nil {
-			return usage("--bind-dev %s: no such interface here (see 'ip link')", *bindDev)
-		}
-	}
-	if err := checkServerCounts(serverCount{"--max-clients", *maxClients}, serverCount{"--max-per-host", *maxPerHost},
-		serverCount{"--max-streams", *maxStreams}); err != nil {
-		return usage("%v", err) // before Defaults, which reads 0 as "the default"
-	}
-	cfg.Defaults()
-	if err := cfg.Validate(); err != nil {
-		return usage("%v", err)
 	}
 
 	child := os.Getenv(daemonEnv) != ""
@@ -346,6 +241,117 @@ func runServer(e *env, args []string) int {
 		say(fmt.Sprintf("blast server: shutting down (%s), %d %s interrupted", why, n, tests))
 	}
 	return exitOK
+}
+
+// config turns the parsed flags into the server's configuration, checked:
+// an error is a usage error, in words that name the fix.
+func (f *serverFlags) config() (cfg control.ServerConfig, format byte, err error) {
+	if f.fs.NArg() > 0 {
+		return cfg, 0, fmt.Errorf("unexpected argument %q: the %s takes only flags", f.fs.Arg(0), f.fs.Name())
+	}
+	if !validInterval(f.interval) { // NaN and ±Inf too
+		return cfg, 0, fmt.Errorf("-i %g: must be 0 (off) or 0.1 to 60 seconds", f.interval)
+	}
+	switch {
+	case f.format == "" || f.format == "a":
+	case len(f.format) == 1 && control.ValidFormat(f.format[0]):
+		format = f.format[0]
+	default:
+		return cfg, 0, fmt.Errorf("-f %q: use k, m, g or t for bits/s, K, M, G or T for bytes/s", f.format)
+	}
+	if f.port < 0 || f.port > 65535 {
+		return cfg, 0, fmt.Errorf("-p %d: must be 1 to 65535, or 0 for a free port", f.port)
+	}
+	cfg = control.ServerConfig{Bind: f.bind, Port: f.port, OneOff: f.oneOff, MaxClients: f.maxClients, MaxPerHost: f.maxPerHost,
+		MaxStreams: f.maxStreams, AnyStreamSource: f.anySource, Device: f.bindDev,
+		Backend: f.backend, RxBackend: f.rxBackend, Interval: time.Duration(f.interval * float64(time.Second)), JSONOutput: f.json}
+	switch {
+	case f.v4 && f.v6:
+		return cfg, 0, errors.New("-4 and -6 both given: choose one")
+	case f.v4:
+		cfg.Family = "4"
+	case f.v6:
+		cfg.Family = "6"
+	}
+	secs := func(flag, s string, min, max int) (time.Duration, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < min || n > max {
+			return 0, fmt.Errorf("%s %q: want whole seconds, %d to %d", flag, s, min, max)
+		}
+		return time.Duration(n) * time.Second, nil
+	}
+	if f.idle != "" {
+		if cfg.IdleTimeout, err = secs("--idle-timeout", f.idle, 1, control.MaxTime); err != nil {
+			return cfg, 0, err
+		}
+	}
+	if f.maxDurAlias != "" {
+		if f.maxDur != "" && f.maxDur != f.maxDurAlias {
+			return cfg, 0, fmt.Errorf("--max-duration %s and --server-max-duration %s: they are the same limit; give one", f.maxDurAlias, f.maxDur)
+		}
+		f.maxDur = f.maxDurAlias
+	}
+	if f.maxDur != "" {
+		if cfg.MaxDuration, err = secs("--server-max-duration", f.maxDur, 0, control.MaxTime); err != nil {
+			return cfg, 0, fmt.Errorf("%v (0: no limit)", err)
+		}
+	}
+	if f.rcv != "" {
+		ms, err := strconv.Atoi(f.rcv)
+		if err != nil || ms < int(control.MinRcvTimeout.Milliseconds()) || ms > control.MaxTime*1000 {
+			return cfg, 0, fmt.Errorf("--rcv-timeout %q: want milliseconds, %d to %d (iperf3's default is 120000)", f.rcv, control.MinRcvTimeout.Milliseconds(), control.MaxTime*1000)
+		}
+		cfg.RcvTimeout = time.Duration(ms) * time.Millisecond
+	}
+	for _, sz := range []struct {
+		flag, s string
+		to      *int64
+	}{{"--max-bytes", f.maxBytes, &cfg.MaxBytes}, {"--max-test-memory", f.maxTestMem, &cfg.MaxTestMemory}, {"--max-memory", f.maxMem, &cfg.MaxMemory}} {
+		if sz.s == "" {
+			continue
+		}
+		n, err := control.ParseSizeFlag(sz.flag, sz.s, "a size such as 512M or 2G", false)
+		if err != nil {
+			return cfg, 0, err
+		}
+		*sz.to = n
+	}
+	if f.allow != "" {
+		if cfg.Allow, err = control.ParseAllow(f.allow); err != nil {
+			return cfg, 0, err
+		}
+	}
+	if f.limit != "" {
+		if cfg.RateLimit, err = control.ParseRateLimit(f.limit); err != nil {
+			return cfg, 0, err
+		}
+	}
+	if cfg.Auth, err = f.auth.config(); err != nil {
+		return cfg, 0, err
+	}
+	// An unknown or unusable backend is a usage error, as in every mode.
+	for _, b := range []struct{ flag, name string }{{"--backend", f.backend}, {"--rx-backend", f.rxBackend}} {
+		if b.name == "" {
+			continue
+		}
+		if _, err := engine.Usable(b.name); err != nil {
+			return cfg, 0, fmt.Errorf("%s: %v", b.flag, err)
+		}
+	}
+	if f.bindDev != "" {
+		if _, err := net.InterfaceByName(f.bindDev); err != nil {
+			return cfg, 0, fmt.Errorf("--bind-dev %s: no such interface here (see 'ip link')", f.bindDev)
+		}
+	}
+	if err := checkServerCounts(serverCount{"--max-clients", f.maxClients}, serverCount{"--max-per-host", f.maxPerHost},
+		serverCount{"--max-streams", f.maxStreams}); err != nil {
+		return cfg, 0, err // before Defaults, which reads 0 as "the default"
+	}
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return cfg, 0, err
+	}
+	return cfg, format, nil
 }
 
 func signalName(s os.Signal) string {
