@@ -37,6 +37,10 @@ type Result struct {
 	// directions together, in bit/s.
 	Rate    float64
 	LoadBps float64
+	// Idle is the phase a --load run measures first, before the bulk
+	// stream starts, with the same count, time and rate: the baseline of
+	// the loaded figures of this Result. Nil without --load.
+	Idle *Result
 
 	RTT       Stats
 	Buckets   []Bucket
@@ -113,17 +117,40 @@ func Run(ctx context.Context, cfg Config, progress func(Interval)) (*Result, err
 		}
 	}
 
-	var stopLoad func() float64
 	if cfg.Load {
-		if stopLoad, err = startLoad(ctx, cfg); err != nil {
+		// The idle phase first, on the same flow and with the same
+		// count, time and rate, so that the loaded one has a baseline.
+		idle := *res
+		err := measure(ctx, rt, cfg, &seq, &idle, progress)
+		res.Idle = &idle
+		if err != nil || idle.Interrupted {
+			res.Interrupted = idle.Interrupted
+			return res, err
+		}
+		stopLoad, err := startLoad(ctx, cfg)
+		if err != nil {
 			return nil, err
 		}
-		defer func() {
-			if stopLoad != nil {
-				stopLoad()
-			}
-		}()
+		err = measure(ctx, rt, cfg, &seq, res, progress)
+		res.LoadBps = stopLoad()
+		if err != nil {
+			return res, err
+		}
+	} else if err := measure(ctx, rt, cfg, &seq, res, progress); err != nil {
+		return res, err
 	}
+	if u, ok := rt.(interface{ lateReplies() int64 }); ok {
+		res.Late = u.lateReplies()
+	}
+	return res, nil
+}
+
+// measure is one measuring phase on rt: round trips for cfg's count or
+// time, at its rate, numbered from *seq on, into res (its counts, times,
+// histogram and intervals). An error of the flow is returned; an
+// interruption only marks res.
+func measure(ctx context.Context, rt roundTripper, cfg Config, seq *uint64, res *Result, progress func(Interval)) error {
+	res.Intervals = nil
 	all, iv := NewHistogram(), NewHistogram()
 	begin := time.Now()
 	deadline := begin.Add(cfg.Duration)
@@ -148,13 +175,13 @@ func Run(ctx context.Context, cfg Config, progress func(Interval)) (*Result, err
 		if cfg.Count > 0 && res.Requests >= cfg.Count || cfg.Count == 0 && !now.Before(deadline) {
 			break
 		}
-		seq++
+		*seq++
 		var slot time.Time
 		if cfg.Rate > 0 {
 			slot = begin.Add(time.Duration(float64(res.Requests) * float64(time.Second) / cfg.Rate))
 			waitUntil(slot)
 		}
-		end, rtt, ok, err := rt.roundTrip(seq)
+		end, rtt, ok, err := rt.roundTrip(*seq)
 		if cfg.Rate > 0 && ok {
 			rtt = end.Sub(slot) // from the request's slot: see Config.Rate
 		}
@@ -193,20 +220,10 @@ func Run(ctx context.Context, cfg Config, progress func(Interval)) (*Result, err
 		report(now)
 	}
 	res.Elapsed = now.Sub(begin)
-	if stopLoad != nil {
-		res.LoadBps = stopLoad()
-		stopLoad = nil
-	}
 	res.RoundTrips = all.Count()
 	res.RTT = all.Stats()
 	res.Buckets = all.Buckets()
-	if u, ok := rt.(interface{ lateReplies() int64 }); ok {
-		res.Late = u.lateReplies()
-	}
-	if runErr != nil {
-		return res, runErr
-	}
-	return res, nil
+	return runErr
 }
 
 func dial(ctx context.Context, cfg Config) (roundTripper, *Result, error) {

@@ -23,7 +23,7 @@ func WriteHeader(w io.Writer, cfg Config) {
 		until += fmt.Sprintf(", %g requests/s on a fixed schedule (each time from its slot)", cfg.Rate)
 	}
 	if cfg.Load {
-		until += ", beside a bulk TCP stream (--load)"
+		until += "; idle first, then the same again beside a bulk TCP stream (--load)"
 	}
 	fmt.Fprintf(w, "blast lat: %s ping-pong with %s port %d, %d-byte request and reply%s; %d warm-up round trips, then %s\n",
 		proto, cfg.Host, cfg.Port, cfg.Size, extra, cfg.Warmup, until)
@@ -53,13 +53,30 @@ func WriteInterval(w io.Writer, iv Interval, udp bool) {
 }
 
 // WriteText writes the summary of r: every figure a full round trip.
+// A --load run writes its idle phase first, then the loaded one, and a
+// line that sets their percentiles side by side.
 func WriteText(w io.Writer, r *Result) {
+	if r.Idle == nil {
+		writeText(w, r, "")
+		return
+	}
+	writeText(w, r.Idle, "idle, before the bulk stream started: ")
+	writeText(w, r, "under load, beside the bulk stream: ")
+	i, l := r.Idle.RTT, r.RTT
+	if r.Idle.RoundTrips > 0 && r.RoundTrips > 0 {
+		fmt.Fprintf(w, "idle -> under load: p50 %s -> %s, p99 %s -> %s, p99.9 %s -> %s, max %s -> %s\n",
+			us(i.P50), us(l.P50), us(i.P99), us(l.P99), us(i.P999), us(l.P999), us(i.Max), us(l.Max))
+	}
+}
+
+// writeText writes one phase's summary, its first line after lead.
+func writeText(w io.Writer, r *Result, lead string) {
 	state := ""
 	if r.Interrupted {
 		state = " (interrupted)"
 	}
-	fmt.Fprintf(w, "round-trip time (request sent to whole reply received; not RTT/2), %s %s <-> %s, %d bytes each way%s:\n",
-		strings.ToUpper(r.Protocol), r.Local, r.Remote, r.Size, state)
+	fmt.Fprintf(w, "%sround-trip time (request sent to whole reply received; not RTT/2), %s %s <-> %s, %d bytes each way%s:\n",
+		lead, strings.ToUpper(r.Protocol), r.Local, r.Remote, r.Size, state)
 	if r.RoundTrips == 0 {
 		fmt.Fprintf(w, "  no round trip completed\n")
 	} else {
@@ -113,6 +130,10 @@ type JSON struct {
 	RTT       StatsJSON `json:"rtt_ns"`
 	Histogram HistJSON  `json:"histogram"`
 	Intervals []IvJSON  `json:"intervals,omitempty"`
+	// Idle is a --load run's idle phase, measured before the bulk
+	// stream started, in the same form; the figures above are the
+	// loaded phase's.
+	Idle *JSON `json:"idle,omitempty"`
 }
 
 // StatsJSON are round-trip figures in nanoseconds.
@@ -171,6 +192,10 @@ func ToJSON(r *Result) JSON {
 	for _, iv := range r.Intervals {
 		j.Intervals = append(j.Intervals, IvJSON{StartNS: int64(iv.Start), EndNS: int64(iv.End), Requests: iv.Requests,
 			RoundTrips: iv.RoundTrips, Lost: iv.Lost, RTT: statsJSON(iv.RTT)})
+	}
+	if r.Idle != nil {
+		idle := ToJSON(r.Idle)
+		j.Idle = &idle
 	}
 	return j
 }

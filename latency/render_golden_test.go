@@ -114,6 +114,28 @@ func udpNone() (Config, *Result) {
 	return cfg, r
 }
 
+// tcpLoad is blast lat --load -n 3: three round trips idle, then three
+// beside a bulk stream of 4.8 Gbit/s.
+func tcpLoad() (Config, *Result) {
+	cfg := Defaults()
+	cfg.Host, cfg.Count, cfg.Load = "198.18.0.2", 3, true
+	base := Result{Protocol: "tcp", Remote: "198.18.0.2:5202", Local: "198.18.0.1:40124", Size: 64, Warmup: 10, Timeout: time.Second,
+		Requests: 3, RoundTrips: 3}
+	idle := base
+	idle.Elapsed = 51 * time.Microsecond
+	idle.RTT = Stats{Count: 3, Min: micro(16.127), Mean: micro(16.703), StdDev: micro(0.58), P50: micro(16.703), P90: micro(17.279),
+		P99: micro(17.279), P999: micro(17.279), P9999: micro(17.279), Max: micro(17.279)}
+	idle.Buckets = []Bucket{{From: 16120, To: 16127, Count: 1}, {From: 16696, To: 16703, Count: 1}, {From: 17272, To: 17279, Count: 1}}
+	loaded := base
+	loaded.Elapsed = 2547 * time.Microsecond
+	loaded.LoadBps = 4.83e9
+	loaded.RTT = Stats{Count: 3, Min: micro(801.279), Mean: micro(846.165), StdDev: micro(45.2), P50: micro(845.823), P90: micro(891.391),
+		P99: micro(891.391), P999: micro(891.391), P9999: micro(891.391), Max: micro(891.391)}
+	loaded.Buckets = []Bucket{{From: 800768, To: 801279, Count: 1}, {From: 845312, To: 845823, Count: 1}, {From: 890880, To: 891391, Count: 1}}
+	loaded.Idle = &idle
+	return cfg, &loaded
+}
+
 var goldenRuns = []struct {
 	name string
 	run  func() (Config, *Result)
@@ -122,6 +144,7 @@ var goldenRuns = []struct {
 	{"udp-loss", udpLoss},
 	{"tcp-wan-count", tcpWAN},
 	{"udp-interrupted-none", udpNone},
+	{"tcp-load", tcpLoad},
 }
 
 // TestTextGolden renders a run as blast lat prints it: the header, the

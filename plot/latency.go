@@ -28,12 +28,21 @@ func Latency(path string, r *latency.Result, title string) error {
 	}
 	var total int64
 	lo, hi := math.Inf(1), 0.0
-	for _, b := range r.Buckets {
-		if b.Count <= 0 {
-			continue
+	// A --load run has an idle phase: both are drawn, idle first.
+	series := []*latency.Result{r}
+	if r.Idle != nil {
+		series = []*latency.Result{r.Idle, r}
+	}
+	for _, s := range series {
+		for _, b := range s.Buckets {
+			if b.Count <= 0 {
+				continue
+			}
+			if s == r {
+				total += b.Count
+			}
+			lo, hi = min(lo, float64(max(b.From, 1))), max(hi, float64(max(b.To, b.From, 1)))
 		}
-		total += b.Count
-		lo, hi = min(lo, float64(max(b.From, 1))), max(hi, float64(max(b.To, b.From, 1)))
 	}
 	if total == 0 {
 		return fmt.Errorf("plot %s: the run has no round trips to draw", path)
@@ -68,56 +77,81 @@ func Latency(path string, r *latency.Result, title string) error {
 	// round trips. HDR buckets are narrower than a bin, so each goes
 	// whole into the bin of its middle.
 	nb := int(math.Ceil(math.Log10(xmax/xmin)*float64(binsPerDecade))) + 1
-	counts := make([]int64, nb)
 	edge := func(i int) float64 { return xmin * math.Pow(10, float64(i)/float64(binsPerDecade)) }
-	for _, b := range r.Buckets {
-		if b.Count <= 0 {
-			continue
-		}
-		mid := (float64(b.From) + float64(b.To)) / 2 / div
-		i := int(math.Floor(math.Log10(mid/xmin) * float64(binsPerDecade)))
-		counts[min(max(i, 0), nb-1)] += b.Count
-	}
 	// Counts on a log axis, so that the tail's few round trips show.
 	hp := newPlot("", "round trips per bin")
-	hb := &bars{thumb: palette[0]}
 	const floor = 0.6 // the bars' base, under a bin of one
 	var most int64
-	for i, c := range counts {
-		if c > 0 {
-			lo, hi := lg(edge(i)), lg(edge(i+1))
-			w := (hi - lo) * 0.06
-			hb.rects = append(hb.rects, rect{x0: lo + w, x1: hi - w, y0: lg(floor), y1: lg(float64(c)), fill: palette[0]})
-			most = max(most, c)
-		}
-	}
-	hp.Add(hb)
-	hp.Y.Tick.Marker = powTicks{}
-	hp.Y.Min, hp.Y.Max = lg(floor), math.Ceil(lg(float64(most)*1.5))
 	hl := newLegend()
-	hl.Add(fmt.Sprintf("%d round trips", total), hb)
+	cp := newPlot("round-trip time ("+unit+")", "CDF (% of round trips)")
+	cLegend := newLegend()
+	for k, s := range series {
+		name, col := "", palette[0]
+		if len(series) > 1 {
+			name = "idle: "
+			if s == r {
+				name, col = "under load: ", palette[1]
+			}
+		}
+		counts := make([]int64, nb)
+		var n int64
+		for _, b := range s.Buckets {
+			if b.Count <= 0 {
+				continue
+			}
+			n += b.Count
+			mid := (float64(b.From) + float64(b.To)) / 2 / div
+			i := int(math.Floor(math.Log10(mid/xmin) * float64(binsPerDecade)))
+			counts[min(max(i, 0), nb-1)] += b.Count
+		}
+		// Two series share each bin: idle in its left half, loaded in
+		// its right, so that neither hides the other.
+		hb := &bars{thumb: col}
+		for i, c := range counts {
+			if c > 0 {
+				lo, hi := lg(edge(i)), lg(edge(i+1))
+				w := (hi - lo) * 0.06
+				x0, x1 := lo+w, hi-w
+				if len(series) > 1 {
+					mid := (lo + hi) / 2
+					if k == 0 {
+						x1 = mid
+					} else {
+						x0 = mid
+					}
+				}
+				hb.rects = append(hb.rects, rect{x0: x0, x1: x1, y0: lg(floor), y1: lg(float64(c)), fill: col})
+				most = max(most, c)
+			}
+		}
+		hp.Add(hb)
+		hl.Add(fmt.Sprintf("%s%d round trips", name, n), hb)
 
-	// CDF: the share of round trips that took at most each bucket's end.
-	var cdf plotter.XYs
-	var seen int64
-	cdf = append(cdf, plotter.XY{X: lg(xmin), Y: 0})
-	for _, b := range r.Buckets {
-		if b.Count <= 0 {
+		// CDF: the share of round trips that took at most each bucket's end.
+		if n == 0 {
 			continue
 		}
-		if len(cdf) == 1 {
-			cdf = append(cdf, plotter.XY{X: lg(float64(b.From) / div), Y: 0})
+		var cdf plotter.XYs
+		var seen int64
+		cdf = append(cdf, plotter.XY{X: lg(xmin), Y: 0})
+		for _, b := range s.Buckets {
+			if b.Count <= 0 {
+				continue
+			}
+			if len(cdf) == 1 {
+				cdf = append(cdf, plotter.XY{X: lg(float64(b.From) / div), Y: 0})
+			}
+			seen += b.Count
+			cdf = append(cdf, plotter.XY{X: lg(float64(max(b.To, b.From)) / div), Y: 100 * float64(seen) / float64(n)})
 		}
-		seen += b.Count
-		cdf = append(cdf, plotter.XY{X: lg(float64(max(b.To, b.From)) / div), Y: 100 * float64(seen) / float64(total)})
+		cdf = append(cdf, plotter.XY{X: lg(xmax), Y: 100})
+		cl := line(cdf, col, 1.8)
+		cp.Add(cl)
+		cLegend.Add(name+"CDF", cl)
 	}
-	cdf = append(cdf, plotter.XY{X: lg(xmax), Y: 100})
-	cp := newPlot("round-trip time ("+unit+")", "CDF (% of round trips)")
-	cl := line(cdf, palette[0], 1.8)
-	cp.Add(cl)
+	hp.Y.Tick.Marker = powTicks{}
+	hp.Y.Min, hp.Y.Max = lg(floor), math.Ceil(lg(float64(max(most, 1))*1.5))
 	cp.Y.Min, cp.Y.Max = 0, 100
-	cLegend := newLegend()
-	cLegend.Add("CDF", cl)
 
 	// The percentiles, marked on both panels and named on the CDF.
 	marks := []struct {
@@ -147,7 +181,11 @@ func Latency(path string, r *latency.Result, title string) error {
 		v := vlines{xs: xs, sty: markStyle}
 		hp.Add(v)
 		cp.Add(v, labels)
-		cLegend.Add("percentiles", v)
+		if r.Idle != nil {
+			cLegend.Add("under load: percentiles", v)
+		} else {
+			cLegend.Add("percentiles", v)
+		}
 	}
 
 	for _, p := range []*gplot.Plot{hp, cp} {
@@ -159,6 +197,12 @@ func Latency(path string, r *latency.Result, title string) error {
 	s := r.RTT
 	caption := []string{fmt.Sprintf("Min %s, p50 %s, p90 %s, p99 %s, p99.9 %s, max %s; mean %s, standard deviation %s.",
 		fmtDur(s.Min), fmtDur(s.P50), fmtDur(s.P90), fmtDur(s.P99), fmtDur(s.P999), fmtDur(s.Max), fmtDur(s.Mean), fmtDur(s.StdDev))}
+	if r.Idle != nil && r.Idle.RoundTrips > 0 {
+		i := r.Idle.RTT
+		caption[0] = "Under load: " + strings.ToLower(caption[0][:1]) + caption[0][1:]
+		caption = append(caption, fmt.Sprintf("Idle, before the bulk stream started: min %s, p50 %s, p90 %s, p99 %s, p99.9 %s, max %s.",
+			fmtDur(i.Min), fmtDur(i.P50), fmtDur(i.P90), fmtDur(i.P99), fmtDur(i.P999), fmtDur(i.Max)))
+	}
 	var more []string
 	if r.Lost > 0 {
 		more = append(more, fmt.Sprintf("%d of %d requests lost (no reply within %s)", r.Lost, r.Requests, fmtDur(r.Timeout)))

@@ -166,6 +166,24 @@ func latencyRun() *latency.Result {
 		Elapsed: 250 * time.Millisecond, RTT: h.Stats(), Buckets: h.Buckets()}
 }
 
+// loadedLatency is a --load run: latencyRun's round trips idle, then
+// 5000 beside a bulk stream, around 800 µs with a tail to 12 ms.
+func loadedLatency() *latency.Result {
+	rng := rand.New(rand.NewPCG(7, 8))
+	h := latency.NewHistogram()
+	for range 5000 {
+		d := 800e3 * math.Exp(0.3*rng.NormFloat64())
+		if rng.IntN(100) == 0 {
+			d = 2e6 + rng.ExpFloat64()*3e6
+		}
+		h.Record(time.Duration(d))
+	}
+	r := &latency.Result{Protocol: "tcp", Remote: "198.18.0.2:5201", Size: 64, Requests: 5000, RoundTrips: 5000,
+		Elapsed: 4 * time.Second, LoadBps: 4.8e9, RTT: h.Stats(), Buckets: h.Buckets()}
+	r.Idle = latencyRun()
+	return r
+}
+
 func doctorReport() *doctor.Report {
 	return &doctor.Report{Host: "198.18.0.2", Port: 5201, Tests: []doctor.Test{
 		{Name: "tcp upload", Bps: 9.41e9, Retransmits: 12},
@@ -206,6 +224,9 @@ func cases() []drawCase {
 			[]string{"blast compare", "readwrite -&gt; readwrite", "throughput (Gbit/s)", "CPU-s/GB"}},
 		{"latency-wan", func(p string) error { return Latency(p, wanLatency(), "") },
 			[]string{"blast lat -&gt; 203.0.113.9:5201: UDP, 64-byte requests, 10 s", "round-trip time (ms)", "p99.9", "12 of 3012 requests lost"}},
+		{"latency-load", func(p string) error { return Latency(p, loadedLatency(), "") },
+			[]string{"blast lat -&gt; 198.18.0.2:5201", "idle: 5000 round trips", "under load: 5000 round trips",
+				"idle: CDF", "under load: CDF", "under load: percentiles", "Idle, before the bulk stream started"}},
 		{"doctor", func(p string) error { return Doctor(p, doctorReport()) },
 			[]string{"blast doctor 198.18.0.2", "WARN D7", "tcp upload", "tcp download", "udp upload", "9.41 Gbit/s", "throughput"}},
 	}

@@ -43,7 +43,19 @@ type Plan struct {
 	// DefaultMaxRuns. They are an error without a confidence.
 	MinRuns int `json:"min_runs,omitempty"`
 	MaxRuns int `json:"max_runs,omitempty"`
+	// Follow is for an end that does not decide when a confidence run
+	// stops, because its peer does (ttcp's listening end): Run goes on
+	// when the interval is narrow enough, until measure returns ErrDone
+	// or MaxRuns have run; Met still says whether the interval came
+	// within Width. Follow changes nothing without a confidence.
+	Follow bool `json:"follow,omitempty"`
 }
+
+// ErrDone is what a measure function returns (or wraps) when there is
+// nothing more to measure: the peer has stopped. Run then ends without
+// an error, with the runs before it; Met says whether they meet the plan
+// (for a count, only if every run ran).
+var ErrDone = errors.New("stats: no more runs")
 
 // IsZero reports whether p asks for nothing: one run, reported as it
 // always was, without a summary.
@@ -184,7 +196,8 @@ type Result struct {
 //
 // An invalid plan is refused before any run. Cancelling ctx stops Run
 // between runs: it returns what ran and ctx.Err(). An error from measure
-// stops it too and is returned as it came, with the runs before it. A
+// stops it too and is returned as it came, with the runs before it,
+// except ErrDone, which ends the runs normally (see ErrDone). A
 // value that is not finite or is negative stops it with an error (a
 // measurement is a rate, a time or a count).
 func Run(ctx context.Context, p Plan, measure func(i int) (float64, error)) (Result, error) {
@@ -212,6 +225,13 @@ func Run(ctx context.Context, p Plan, measure func(i int) (float64, error)) (Res
 			return done(false, err)
 		}
 		v, err := measure(i)
+		if errors.Is(err, ErrDone) {
+			met := false
+			if p.Level != 0 {
+				met = len(r.Values) >= p.MinRuns && Summarize(r.Values, p.Level).HalfWidthPct <= p.Width/2
+			}
+			return done(met, nil)
+		}
 		if err != nil {
 			return done(false, err)
 		}
@@ -219,13 +239,17 @@ func Run(ctx context.Context, p Plan, measure func(i int) (float64, error)) (Res
 			return done(false, fmt.Errorf("stats: run %d measured %v: a measurement is a finite rate, time or count, not negative", i+1, v))
 		}
 		r.Values = append(r.Values, v)
-		if p.Level != 0 && len(r.Values) >= p.MinRuns {
+		if p.Level != 0 && !p.Follow && len(r.Values) >= p.MinRuns {
 			if Summarize(r.Values, p.Level).HalfWidthPct <= p.Width/2 {
 				return done(true, nil)
 			}
 		}
 	}
-	return done(p.Level == 0, nil)
+	met := p.Level == 0
+	if p.Follow && p.Level != 0 {
+		met = Summarize(r.Values, p.Level).HalfWidthPct <= p.Width/2
+	}
+	return done(met, nil)
 }
 
 // Note says why a confidence run is not settled, for a line under its

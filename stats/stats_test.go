@@ -439,3 +439,44 @@ func TestRender(t *testing.T) {
 	}
 	golden.Check(t, "testdata/golden/unmet.json", string(js)+"\n")
 }
+
+// TestRunFollowAndDone: a Follow plan goes on past a narrow interval
+// until measure says ErrDone (or MaxRuns); ErrDone ends any plan without
+// an error, and Met judges what ran.
+func TestRunFollowAndDone(t *testing.T) {
+	steady := []float64{100, 100.1, 99.9, 100, 100.05, 99.95}
+	doneAfter := func(n int, xs []float64) func(int) (float64, error) {
+		return func(i int) (float64, error) {
+			if i >= n {
+				return 0, fmt.Errorf("peer: %w", ErrDone)
+			}
+			return xs[i%len(xs)], nil
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		p    Plan
+		done int // measure says ErrDone from this run on
+		xs   []float64
+		runs int
+		met  bool
+	}{
+		{"confidence stops at the minimum", Plan{Level: 0.95, Width: 5}, 100, steady, 3, true},
+		{"follow goes on to ErrDone", Plan{Level: 0.95, Width: 5, Follow: true}, 5, steady, 5, true},
+		{"follow stops at max-runs", Plan{Level: 0.95, Width: 5, MaxRuns: 4, Follow: true}, 100, steady, 4, true},
+		{"follow, too wide when the peer stopped", Plan{Level: 0.95, Width: 5, Follow: true}, 4, []float64{50, 150}, 4, false},
+		{"follow, too few runs when the peer stopped", Plan{Level: 0.95, Width: 5, Follow: true}, 2, steady, 2, false},
+		{"repeat cut short by ErrDone", Plan{Repeat: 5}, 3, steady, 3, false},
+		{"follow without confidence is a count", Plan{Repeat: 2, Follow: true}, 100, steady, 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Run(context.Background(), tc.p, doneAfter(tc.done, tc.xs))
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if r.Runs != tc.runs || r.Met != tc.met || r.Summary.N != tc.runs {
+				t.Errorf("runs %d (summary n %d), met %v; want %d, %v", r.Runs, r.Summary.N, r.Met, tc.runs, tc.met)
+			}
+		})
+	}
+}

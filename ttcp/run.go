@@ -40,6 +40,10 @@ type run struct {
 	blocks  *blockWriter // -B: the Sink that writes whole blocks
 	verify  *verifier    // --verify: the blocks' Source or Sink
 	bufAddr uintptr      // the sentinels' buffer, for -v (UDP)
+	// sess is the Session this transfer belongs to (nil: a single run),
+	// wait how long its listening end waits for this transfer.
+	sess *Session
+	wait time.Duration
 }
 
 // Run performs the transfer c describes, printing ttcp's lines as it
@@ -49,11 +53,65 @@ func Run(ctx context.Context, c Config) (*report.TTCPResult, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	return transfer(ctx, c, nil, 0)
+}
+
+// ErrNoTransfer is what Session.Next returns when the end that listens
+// waited its time and no transfer came: the peer has stopped.
+var ErrNoTransfer = errors.New("no transfer came")
+
+// A Session is one end of several transfers in a row (--repeat,
+// --confidence), each a new connection and each reported as a run of its
+// own in ttcp's lines. The end that listens keeps its listener from the
+// first transfer to the last, so the peer may connect again the moment a
+// transfer ends; the end that connects connects once per transfer. The
+// wire is ttcp's: each transfer is what one ttcp run sends or takes.
+//
+// A Session is TCP only: ttcp's UDP has no connection, and a receiver
+// could not tell one transfer's trailing end sentinels from the next
+// one's start sentinel.
+type Session struct {
+	c  Config
+	ln *engine.Listener // the end that listens: open from the first accept to Close
+}
+
+// NewSession validates c for a session of several transfers.
+func NewSession(c Config) (*Session, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.UDP {
+		return nil, usagef("several transfers (--repeat, --confidence) are TCP only: ttcp's UDP has no connection, so a receiver cannot tell one transfer's end sentinels from the next one's start; drop -u or run one transfer at a time")
+	}
+	return &Session{c: c}, nil
+}
+
+// Next performs the session's next transfer, as Run performs one. wait
+// bounds how long the end that listens waits for a transfer after the
+// first (0: for ever); when it passes, Next returns ErrNoTransfer and a
+// nil result. The end that connects ignores wait.
+func (s *Session) Next(ctx context.Context, wait time.Duration) (*report.TTCPResult, error) {
+	return transfer(ctx, s.c, s, wait)
+}
+
+// Close closes the listener the session kept, if any.
+func (s *Session) Close() error {
+	if s.ln == nil {
+		return nil
+	}
+	err := s.ln.Close()
+	s.ln = nil
+	return err
+}
+
+// transfer is one transfer of c: of a Session (sess, with its wait for a
+// listening end), or a single run (sess nil).
+func transfer(ctx context.Context, c Config, sess *Session, wait time.Duration) (*report.TTCPResult, error) {
 	b, opts, err := engine.Open(c.Backend, c.options())
 	if err != nil {
 		return nil, err
 	}
-	r := &run{c: &c, out: c.Stdout, backend: b, opts: opts}
+	r := &run{c: &c, out: c.Stdout, backend: b, opts: opts, sess: sess, wait: wait}
 	if c.dataOnStdout() {
 		r.out = c.Stderr
 	}
@@ -261,24 +319,50 @@ func (r *run) connect(ctx context.Context) (*engine.Socket, error) {
 // accept is ttcp's listening end: socket, sndbuf or rcvbuf (with -b),
 // then "accept from" once the one connection it takes has arrived. The
 // listener carries SO_DEBUG (-d), which the accepted socket inherits.
+//
+// In a Session the listener stays open from the first transfer to the
+// session's Close, and a transfer after the first is waited for at most
+// r.wait (if set): then accept returns ErrNoTransfer.
 func (r *run) accept(ctx context.Context) (*engine.Socket, error) {
-	ln, err := engine.Listen(ctx, r.c.network(), net.JoinHostPort("", strconv.Itoa(r.c.Port)), r.options())
-	if err != nil {
-		return nil, listenError(r.c, err)
+	ln, first := (*engine.Listener)(nil), true
+	if r.sess != nil && r.sess.ln != nil {
+		ln, first = r.sess.ln, false
+	} else {
+		var err error
+		ln, err = engine.Listen(ctx, r.c.network(), net.JoinHostPort("", strconv.Itoa(r.c.Port)), r.options())
+		if err != nil {
+			return nil, listenError(r.c, err)
+		}
+		if r.sess != nil {
+			r.sess.ln = ln // the Session closes it
+		} else {
+			defer ln.Close()
+		}
 	}
-	defer ln.Close()
 	if err := r.reportBuf(ln); err != nil {
 		return nil, err
 	}
-	sock, err := ln.Accept(ctx)
+	actx := ctx
+	if !first && r.wait > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, r.wait)
+		defer cancel()
+	}
+	sock, err := ln.Accept(actx)
 	if err != nil {
 		if ctx.Err() != nil {
 			peer, _ := r.c.peer()
 			return nil, fmt.Errorf("interrupted while waiting for the %s: %w", peer, ctx.Err())
 		}
+		if actx.Err() != nil {
+			r.sess.Close() // the timed-out Accept shut the listener down
+			return nil, ErrNoTransfer
+		}
 		return nil, fmt.Errorf("accept: %w", err)
 	}
-	ln.Close() // ttcp takes exactly one connection
+	if r.sess == nil {
+		ln.Close() // ttcp takes exactly one connection
+	}
 	r.mes("accept from " + sock.RemoteAddr().Addr().String())
 	return sock, nil
 }

@@ -6,12 +6,17 @@ import (
 	"io"
 	"math"
 	"net"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/plot"
+	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/stats"
 	"github.com/blastnet/blast/ttcp"
 )
 
@@ -39,6 +44,17 @@ There is no --rx-backend here: ttcp's two ends are two processes, and
 each takes --backend. --rx-backend belongs where one process runs both
 ends (blast compare).
 
+Several transfers (--repeat, --confidence; TCP only, with -s or -F):
+each is a connection of its own, reported in ttcp's lines, then one line
+with the mean, spread and confidence interval of the throughput. The end
+that listens (the receiver, or with -R the transmitter) keeps listening
+from the first transfer to the last. With --repeat N both ends take N
+transfers. With --confidence the end that connects decides when the
+interval is narrow enough; the end that listens takes transfers (at
+most --max-runs) until none comes within {wait} after the last one ends,
+says so, and summarizes what it took. A classic ttcp makes one transfer
+a run: run it once per transfer against {prog} -r -s --repeat N.
+
 Examples:
   {prog} -r -s                       # sink on port 5001
   {prog} -t -s -n 100000 198.18.0.2  # send 800 MiB of pattern
@@ -51,6 +67,8 @@ Examples:
   {prog} -r --verify   and   {prog} -t --verify -n 100000 198.18.0.2
   {prog} -r -s -u -I veth1 --backend afxdp
   {prog} -t -s -u -l 18 -n 1000000 --backend afxdp:queues=2 198.18.0.2
+  {prog} -r -s --repeat 5   and   {prog} -t -s --repeat 5 --plot runs.svg 198.18.0.2
+  {prog} -r -s --confidence 95,5   and   {prog} -t -s --confidence 95,5 --csv runs.csv 198.18.0.2
 `
 
 // helpFor renders ttcp mode's help for the name blast was invoked as.
@@ -59,7 +77,7 @@ func helpFor(prog string) string {
 	if prog == "ttcp" {
 		also = ""
 	}
-	r := strings.NewReplacer("{prog}", prog, "{also}", also)
+	r := strings.NewReplacer("{prog}", prog, "{also}", also, "{wait}", ttcpNextWait.String())
 	return r.Replace(ttcpIntro) + newTTCPFlags(prog).fs.FlagUsages() + r.Replace(ttcpOutro)
 }
 
@@ -70,6 +88,21 @@ type ttcpFlags struct {
 	transmit, receive, v4, v6, help bool
 	format, port, tos, rate         string
 	backend, rxBackend, dstMAC      string
+	rep                             repeatFlags
+	csv                             string // --csv FILE, or - for standard output
+}
+
+// ttcpNextWait is how long the end that listens waits for the next
+// transfer of a --confidence run, after one ends, before it takes the
+// peer to have stopped (a variable for tests).
+var ttcpNextWait = 3 * time.Second
+
+// ttcpRun is what ttcp mode does beside its Config: repetitions and the
+// outputs of their results.
+type ttcpRun struct {
+	plan stats.Plan
+	plot string
+	csv  string // a file, or - for standard output; "" none
 }
 
 // newTTCPFlags defines ttcp mode's flags for blast invoked as prog: the
@@ -117,6 +150,8 @@ func newTTCPFlags(prog string) *ttcpFlags {
 		"(implies -s; give both ends --verify and the same -l): corrupt,\n"+
 		"missing, duplicate and reordered blocks are counted, and any corrupt\n"+
 		"or missing one (on TCP, any out of place) is an error, exit 1")
+	addRepeatFlags(fs, &f.rep, "throughput")
+	fs.StringVar(&f.csv, "csv", "", "also write the runs' throughput as CSV to `FILE` (- for standard\noutput, where the ttcp lines then go to standard error): a row per\nrun and the summary")
 	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
 	return f
 }
@@ -126,7 +161,7 @@ func runTTCP(e *env, args []string) int {
 	if e.argv0 == "ttcp" {
 		prog = "ttcp"
 	}
-	cfg, err := parseTTCP(args, prog)
+	cfg, tr, err := parseTTCPRun(args, prog)
 	if errors.Is(err, pflag.ErrHelp) {
 		io.WriteString(e.stdout, helpFor(prog))
 		return exitOK
@@ -136,49 +171,210 @@ func runTTCP(e *env, args []string) int {
 		return exitUsage
 	}
 	cfg.Stdin, cfg.Stdout, cfg.Stderr = e.stdin, e.stdout, e.stderr
-	_, err = ttcp.Run(e.ctx, cfg)
-	if err != nil {
-		side := prog + "-r"
-		if cfg.Transmit {
-			side = prog + "-t"
-		}
+	side := prog + "-r"
+	if cfg.Transmit {
+		side = prog + "-t"
+	}
+	fail := func(err error) int {
 		fmt.Fprintf(e.stderr, "%s: %v\n", side, err)
 		if ttcp.IsUsage(err) {
 			return exitUsage
 		}
 		return exitFailure
 	}
+	if tr.plan.IsZero() && tr.csv == "" && tr.plot == "" {
+		if _, err := ttcp.Run(e.ctx, cfg); err != nil {
+			return fail(err)
+		}
+		return exitOK
+	}
+
+	// Several transfers, or one with its figure in a file.
+	var csvOut io.Writer
+	switch tr.csv {
+	case "":
+	case "-":
+		csvOut, cfg.Stdout = e.stdout, e.stderr
+	default:
+		f, err := os.Create(tr.csv)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "%s: --csv %s: %v\n", side, tr.csv, errors.Unwrap(err))
+			return exitFailure
+		}
+		defer f.Close()
+		csvOut = f
+	}
+	out := cfg.Stdout // the ttcp lines, and the runs' summary
+	rr, lastErr, stopNote := runTTCPSession(e, cfg, tr.plan, out)
+	if !tr.plan.IsZero() && rr.Runs > 0 {
+		writeTTCPSummary(out, side, rr)
+		if stopNote != "" {
+			fmt.Fprintf(out, "%s: %s\n", side, stopNote)
+		}
+	}
+	if csvOut != nil && rr.Runs > 0 {
+		if err := stats.WriteCSV(csvOut, side, "bits_per_second", rr); err != nil && lastErr == nil {
+			lastErr = fmt.Errorf("--csv %s: %w", tr.csv, err)
+		}
+	}
+	if tr.plot != "" && rr.Runs > 0 {
+		if err := plotTTCP(tr.plot, cfg, side, rr); err != nil && lastErr == nil {
+			lastErr = fmt.Errorf("--plot %s: %w", tr.plot, err)
+		}
+	}
+	if lastErr != nil {
+		if !tr.plan.IsZero() && rr.Runs > 0 {
+			lastErr = fmt.Errorf("run %d: %w", rr.Runs+1, lastErr)
+		}
+		return fail(lastErr)
+	}
 	return exitOK
 }
 
+// runTTCPSession runs the transfers plan asks for (one for the zero
+// plan), each printing ttcp's lines to out after "== run N" (none for
+// one), and returns the throughput of each in bit/s, the error that
+// ended them, and a note when the peer stopped a --confidence run.
+func runTTCPSession(e *env, cfg ttcp.Config, plan stats.Plan, out io.Writer) (stats.Result, error, string) {
+	if plan.IsZero() {
+		rr, err := stats.Run(e.ctx, plan, func(int) (float64, error) {
+			res, err := ttcp.Run(e.ctx, cfg)
+			if err != nil || res == nil {
+				return 0, err
+			}
+			return ttcpRate(res), nil
+		})
+		return rr, err, ""
+	}
+	sess, err := ttcp.NewSession(cfg)
+	if err != nil {
+		return stats.Result{}, err, ""
+	}
+	defer sess.Close()
+	listens := cfg.Transmit == cfg.Reverse
+	var wait time.Duration
+	if plan.Level != 0 && listens {
+		// The peer decides when the interval is narrow enough: take its
+		// transfers until it stops.
+		plan.Follow, wait = true, ttcpNextWait
+	}
+	stopped := ""
+	rr, err := stats.Run(e.ctx, plan, func(i int) (float64, error) {
+		fmt.Fprintf(out, "== run %d\n", i+1)
+		res, err := sess.Next(e.ctx, wait)
+		if errors.Is(err, ttcp.ErrNoTransfer) {
+			side, peer := cfg.Prog+"-r", "transmitter"
+			if cfg.Transmit {
+				side, peer = cfg.Prog+"-t", "receiver"
+			}
+			stopped = fmt.Sprintf("no transfer within %s after run %d: the %s has stopped", wait, i, peer)
+			fmt.Fprintf(out, "%s: %s\n", side, stopped)
+			return 0, stats.ErrDone
+		}
+		if err != nil || res == nil {
+			return 0, err
+		}
+		return ttcpRate(res), nil
+	})
+	if stopped != "" {
+		stopped = ""
+		if note := rr.Note(); note == "" && !rr.Met {
+			stopped = fmt.Sprintf("the peer stopped after %d runs with the %s interval at ±%s, wider than ±%s",
+				rr.Runs, stats.LevelPercent(rr.Summary.Level), stats.Percent(rr.Summary.HalfWidthPct), stats.Percent(rr.Plan.Width/2))
+		}
+	}
+	return rr, err, stopped
+}
+
+// ttcpRate is a transfer's throughput in bit/s, over ttcp's timed section.
+func ttcpRate(r *report.TTCPResult) float64 {
+	if r.Real <= 0 {
+		return 0
+	}
+	return float64(r.Bytes) * 8 / r.Real.Seconds()
+}
+
+// writeTTCPSummary writes the line after the runs, in the words of the
+// other modes' (stats.Summary.Line), and why a --confidence run stopped
+// short of its width.
+func writeTTCPSummary(w io.Writer, side string, rr stats.Result) {
+	fmt.Fprintf(w, "\n%s: throughput: %s\n", side, rr.Summary.Line(report.SIRate))
+	if note := rr.Note(); note != "" {
+		fmt.Fprintf(w, "%s: %s\n", side, note)
+	}
+}
+
+// plotTTCP draws the runs' throughput into path.
+func plotTTCP(path string, cfg ttcp.Config, side string, rr stats.Result) error {
+	var title string
+	switch {
+	case cfg.Transmit && cfg.Reverse:
+		title = fmt.Sprintf("%s -t -R on port %d", cfg.Prog, cfg.Port)
+	case cfg.Transmit:
+		title = fmt.Sprintf("%s -t -> %s", cfg.Prog, cfg.Host)
+	case cfg.Reverse:
+		title = fmt.Sprintf("%s -r -R -> %s", cfg.Prog, cfg.Host)
+	default:
+		title = fmt.Sprintf("%s -r on port %d", cfg.Prog, cfg.Port)
+	}
+	title += ": TCP"
+	if cfg.Transmit && !cfg.SendsFile() {
+		title += fmt.Sprintf(", %d buffers of %d bytes a run", cfg.NBuf, cfg.BufLen)
+	}
+	runs := "runs"
+	if rr.Runs == 1 {
+		runs = "run"
+	}
+	title += fmt.Sprintf(", %d %s", rr.Runs, runs)
+	s := rr.Summary
+	var iv *plot.Interval
+	caption := []string{fmt.Sprintf("Throughput of each run at this end (%s), over ttcp's timed section.", side)}
+	if s.HasInterval() {
+		iv = &plot.Interval{Low: s.Low, High: s.High}
+		caption = append(caption, fmt.Sprintf("The band is the %s confidence interval of the mean (±%s); sd %s.",
+			stats.LevelPercent(s.Level), stats.Percent(s.HalfWidthPct), report.SIRate(s.StdDev)))
+	}
+	if note := rr.Note(); note != "" {
+		caption = append(caption, strings.ToUpper(note[:1])+note[1:]+".")
+	}
+	return plot.Runs(path, rr.Values, s.Mean, iv, title, caption...)
+}
+
 // parseTTCP turns ttcp's command line into a Config.
-func parseTTCP(args []string, prog string) (_ ttcp.Config, err error) {
+func parseTTCP(args []string, prog string) (ttcp.Config, error) {
+	cfg, _, err := parseTTCPRun(args, prog)
+	return cfg, err
+}
+
+// parseTTCPRun turns ttcp's command line into a Config and what runs
+// beside it: repetitions, --csv and --plot.
+func parseTTCPRun(args []string, prog string) (_ ttcp.Config, tr ttcpRun, err error) {
 	defer func() { err = printable(err) }()
 	f := newTTCPFlags(prog)
 	fs := f.fs
 	if err := fs.Parse(args); err != nil {
-		return f.cfg, fmt.Errorf("%s: run '%s -h' for the options", flagError(err), prog)
+		return f.cfg, tr, fmt.Errorf("%s: run '%s -h' for the options", flagError(err), prog)
 	}
 	cfg := f.cfg
 	transmit, receive, v4, v6, help := f.transmit, f.receive, f.v4, f.v6, f.help
 	format, port, tos, rate := f.format, f.port, f.tos, f.rate
 	backend, rxBackend, dstMAC := f.backend, f.rxBackend, f.dstMAC
 	if help {
-		return cfg, pflag.ErrHelp
+		return cfg, tr, pflag.ErrHelp
 	}
 	if cfg.Verify {
 		cfg.SinkMode = true // the blocks take the pattern's place
 	}
 	switch {
 	case transmit && receive:
-		return cfg, errors.New("-t and -r conflict: transmit (-t HOST) or receive (-r), not both")
+		return cfg, tr, errors.New("-t and -r conflict: transmit (-t HOST) or receive (-r), not both")
 	case !transmit && !receive:
-		return cfg, fmt.Errorf("say -t HOST to transmit or -r to receive: run '%s -h' for the options", prog)
+		return cfg, tr, fmt.Errorf("say -t HOST to transmit or -r to receive: run '%s -h' for the options", prog)
 	case v4 && v6:
-		return cfg, errors.New("-4 and -6 conflict: choose one address family, or neither for both")
+		return cfg, tr, errors.New("-4 and -6 conflict: choose one address family, or neither for both")
 	}
 	if fs.Changed("rx-backend") {
-		return cfg, fmt.Errorf("--rx-backend %s: in ttcp mode each end is its own process: give the receiver --backend %s (%s -r --backend %s); --rx-backend is for blast compare, where one process runs both ends", rxBackend, rxBackend, prog, rxBackend)
+		return cfg, tr, fmt.Errorf("--rx-backend %s: in ttcp mode each end is its own process: give the receiver --backend %s (%s -r --backend %s); --rx-backend is for blast compare, where one process runs both ends", rxBackend, rxBackend, prog, rxBackend)
 	}
 	name, opts, hasOpts := strings.Cut(backend, ":")
 	cfg.Backend = name
@@ -189,9 +385,9 @@ func parseTTCP(args []string, prog string) (_ ttcp.Config, err error) {
 		mac, err := net.ParseMAC(dstMAC)
 		switch {
 		case err != nil || len(mac) != 6:
-			return cfg, fmt.Errorf("--dst-mac %s: not an Ethernet address (e.g. 02:00:00:00:00:01)", dstMAC)
+			return cfg, tr, fmt.Errorf("--dst-mac %s: not an Ethernet address (e.g. 02:00:00:00:00:01)", dstMAC)
 		case !transmit:
-			return cfg, fmt.Errorf("--dst-mac %s: only the transmitter (-t) builds frames; drop it on the receiver", dstMAC)
+			return cfg, tr, fmt.Errorf("--dst-mac %s: only the transmitter (-t) builds frames; drop it on the receiver", dstMAC)
 		}
 		cfg.DstMAC = mac.String()
 	}
@@ -203,35 +399,64 @@ func parseTTCP(args []string, prog string) (_ ttcp.Config, err error) {
 	}
 	rest := fs.Args()
 	if len(rest) > 1 {
-		return cfg, fmt.Errorf("too many arguments: %q: give one host", strings.Join(rest, " "))
+		return cfg, tr, fmt.Errorf("too many arguments: %q: give one host", strings.Join(rest, " "))
 	}
 	if len(rest) == 1 {
 		cfg.Host = rest[0]
 	}
 	if len(format) != 1 {
-		return cfg, fmt.Errorf("-f %s: unknown format: use k, m, g (kilo/mega/gigabits) or K, M, G (bytes)", format)
+		return cfg, tr, fmt.Errorf("-f %s: unknown format: use k, m, g (kilo/mega/gigabits) or K, M, G (bytes)", format)
 	}
 	cfg.Format = format[0]
 	p, err := parsePort(port, cfg.UDP)
 	if err != nil {
-		return cfg, err
+		return cfg, tr, err
 	}
 	cfg.Port = p
 	if tos != "" {
 		v, err := strconv.ParseUint(tos, 0, 8)
 		if err != nil {
-			return cfg, fmt.Errorf("-S %s: the TOS byte is a number from 0 to 255 (0x10, 16, 020)", tos)
+			return cfg, tr, fmt.Errorf("-S %s: the TOS byte is a number from 0 to 255 (0x10, 16, 020)", tos)
 		}
 		cfg.TOS = int(v)
 	}
 	if rate != "" {
 		r, err := parseRate(rate)
 		if err != nil {
-			return cfg, fmt.Errorf("--rate %s: %v", rate, err)
+			return cfg, tr, fmt.Errorf("--rate %s: %v", rate, err)
 		}
 		cfg.Rate = r
 	}
-	return cfg, cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		return cfg, tr, err
+	}
+	return cfg, tr, f.runFlags(cfg, &tr)
+}
+
+// runFlags checks the flags of repetition and output against cfg into tr.
+func (f *ttcpFlags) runFlags(cfg ttcp.Config, tr *ttcpRun) error {
+	plan, err := f.rep.plan()
+	if err != nil {
+		return err
+	}
+	tr.plan, tr.plot, tr.csv = plan, f.rep.plot, f.csv
+	if f.fs.Changed("csv") && f.csv == "" {
+		return errors.New("--csv \"\": give a file, or - for standard output")
+	}
+	if f.csv == "-" && !cfg.Transmit && !cfg.SinkMode {
+		return errors.New("--csv - and -r without -s both write to standard output: give --csv a file, or add -s")
+	}
+	if plan.IsZero() {
+		return nil
+	}
+	switch {
+	case cfg.Transmit && !cfg.SinkMode && !cfg.SendsFile():
+		return errors.New("--repeat and --confidence need -s or -F on the transmitter: standard input is read once, by the first transfer")
+	case !cfg.Transmit && !cfg.SinkMode:
+		return errors.New("--repeat and --confidence need -s on the receiver: without it the transfers would go to standard output one after another")
+	}
+	_, err = ttcp.NewSession(cfg)
+	return err
 }
 
 // parsePort takes a port number or a service name, as ttcp does.

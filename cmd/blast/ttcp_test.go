@@ -1,17 +1,25 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/xml"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/blastnet/blast/internal/golden"
+	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/internal/testkit"
+	"github.com/blastnet/blast/stats"
 	"github.com/blastnet/blast/ttcp"
 )
 
@@ -297,6 +305,208 @@ func TestShortFlagMode(t *testing.T) {
 	} {
 		if got := shortFlagMode(strings.Fields(args)); got != want {
 			t.Errorf("%q: mode %q, want %q", args, got, want)
+		}
+	}
+}
+
+// TestTTCPRepeatUsage: ttcp mode's repetition and output flags refuse
+// their mistakes in one line, exit status 2, before any socket.
+func TestTTCPRepeatUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-t", "--repeat", "3", "h"}, "blast: --repeat and --confidence need -s or -F on the transmitter: standard input is read once, by the first transfer\n"},
+		{[]string{"-r", "--confidence", "95,5"}, "blast: --repeat and --confidence need -s on the receiver: without it the transfers would go to standard output one after another\n"},
+		{[]string{"-r", "-s", "-u", "--repeat", "2"}, "blast: several transfers (--repeat, --confidence) are TCP only: ttcp's UDP has no connection, so a receiver cannot tell one transfer's end sentinels from the next one's start; drop -u or run one transfer at a time\n"},
+		{[]string{"-t", "-s", "--repeat", "2", "--confidence", "95,5", "h"}, "blast: --repeat and --confidence together: use one (--repeat N runs N times, --confidence runs until the interval is narrow enough)\n"},
+		{[]string{"-t", "-s", "--repeat", "0", "h"}, "blast: --repeat 0: the count is from 1 to 1000\n"},
+		{[]string{"-r", "-s", "--max-runs", "5"}, "blast: --max-runs 5 without --confidence: it bounds a --confidence run; add --confidence 95,5 or drop --max-runs\n"},
+		{[]string{"-t", "-s", "--plot", "runs.pdf", "h"}, "blast: --plot runs.pdf: the file name must end in .svg or .png\n"},
+		{[]string{"-r", "--csv", "-"}, "blast: --csv - and -r without -s both write to standard output: give --csv a file, or add -s\n"},
+		{[]string{"-r", "-s", "--csv", ""}, "blast: --csv \"\": give a file, or - for standard output\n"},
+	} {
+		code, out, errOut := runArgs(t, "blast", tc.args...)
+		if code != exitUsage || out != "" || errOut != tc.want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, nothing, %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+}
+
+// TestTTCPSummaryGolden: the lines after the runs and the CSV, from the
+// same stats.Result, in golden files: --repeat 5, and a --confidence run
+// that --max-runs stopped short of its width.
+func TestTTCPSummaryGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		side string
+		plan stats.Plan
+		xs   []float64
+	}{
+		{"repeat", "blast-t", stats.Plan{Repeat: 5}, []float64{9.30e9, 9.41e9, 9.52e9, 9.38e9, 9.44e9}},
+		{"confidence-unmet", "blast-r", stats.Plan{Level: 0.95, Width: 5, MaxRuns: 4}, []float64{9.1e9, 9.9e9, 9.3e9, 9.8e9}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rr, err := stats.Run(context.Background(), tc.plan, func(i int) (float64, error) { return tc.xs[i], nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			var text, csv strings.Builder
+			writeTTCPSummary(&text, tc.side, rr)
+			golden.Check(t, "testdata/ttcp-"+tc.name+"-summary.txt", text.String())
+			if err := stats.WriteCSV(&csv, tc.side, "bits_per_second", rr); err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, "testdata/ttcp-"+tc.name+".csv", csv.String())
+		})
+	}
+}
+
+// ttcpEnd runs one end of ttcp mode in this process.
+type ttcpEnd struct {
+	code     int
+	out, err string
+	done     chan struct{}
+}
+
+func startTTCP(t *testing.T, args ...string) *ttcpEnd {
+	t.Helper()
+	e := &ttcpEnd{done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		e.code, e.out, e.err = runArgs(t, "blast", args...)
+	}()
+	return e
+}
+
+func (e *ttcpEnd) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-e.done:
+	case <-time.After(time.Minute):
+		t.Fatal("a ttcp end still runs after a minute")
+	}
+}
+
+// waitListen waits until this process listens on TCP port.
+func waitListen(t *testing.T, port int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := netlab.WaitPort(ctx, os.Getpid(), "tcp", port); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ttcpSummaryRe is the line after the runs.
+var ttcpSummaryRe = regexp.MustCompile(strings.ReplaceAll(`(?m)^blast-[tr]: throughput: mean N ±[0-9.]+% \(95% CI N–N\), sd N, min N, median N, max N, (\d+) runs$`,
+	"N", `-?[0-9.]+(?: [GMK]?bit/s)?`))
+
+// TestTTCPRepeatLoopback: blast -r -s --repeat 3 takes three transfers
+// from blast -t -s --repeat 3, each reported in ttcp's lines after
+// "== run N"; both ends end with the summary line; --csv - writes the
+// CSV alone to standard output (the ttcp lines go to standard error);
+// --plot writes an SVG that parses.
+func TestTTCPRepeatLoopback(t *testing.T) {
+	port := strconv.Itoa(testkit.FreePort(t))
+	svg := filepath.Join(t.TempDir(), "runs.svg")
+	r := startTTCP(t, "-r", "-s", "-p", port, "--repeat", "3")
+	p, _ := strconv.Atoi(port)
+	waitListen(t, p)
+	tx := startTTCP(t, "-t", "-s", "-n", "2000", "-p", port, "--repeat", "3", "--csv", "-", "--plot", svg, "127.0.0.1")
+	tx.wait(t)
+	r.wait(t)
+	if r.code != exitOK || tx.code != exitOK {
+		t.Fatalf("exit %d (receiver), %d (transmitter)\nreceiver:\n%s%s\ntransmitter:\n%s%s", r.code, tx.code, r.out, r.err, tx.out, tx.err)
+	}
+	for _, end := range []struct{ name, text string }{{"receiver", r.out}, {"transmitter", tx.err}} {
+		for i := 1; i <= 3; i++ {
+			if n := strings.Count(end.text, "\n== run "+strconv.Itoa(i)+"\n") + b2i(strings.HasPrefix(end.text, "== run "+strconv.Itoa(i)+"\n")); n != 1 {
+				t.Errorf("%s: %d lines \"== run %d\", want 1:\n%s", end.name, n, i, end.text)
+			}
+		}
+		if n := strings.Count(end.text, " 16384000 bytes in "); n != 3 {
+			t.Errorf("%s: %d transfers of 16384000 bytes, want 3:\n%s", end.name, n, end.text)
+		}
+		m := ttcpSummaryRe.FindStringSubmatch(end.text)
+		if m == nil || m[1] != "3" {
+			t.Errorf("%s: no summary line of 3 runs:\n%s", end.name, end.text)
+		}
+	}
+	recs := testkit.ReadCSV(t, tx.out, stats.CSVHeader("bits_per_second"))
+	var kinds []string
+	for _, rec := range recs {
+		kinds = append(kinds, rec[0]+" "+rec[1]+" "+rec[2]+" "+rec[4])
+	}
+	if diff := cmp.Diff([]string{"run blast-t 1 ", "run blast-t 2 ", "run blast-t 3 ", "summary blast-t  3"}, kinds); diff != "" {
+		t.Errorf("CSV rows (kind name run n) (-want +got):\n%s\n%s", diff, tx.out)
+	}
+	checkSVGNames(t, svg, "each run", "confidence interval of the mean", "mean ")
+}
+
+// TestTTCPConfidenceReceiverFollows: with --confidence the transmitter
+// decides when to stop; the receiver takes its transfers, then waits
+// ttcpNextWait for another, says the transmitter has stopped and
+// summarizes the same number of runs.
+func TestTTCPConfidenceReceiverFollows(t *testing.T) {
+	defer func(w time.Duration) { ttcpNextWait = w }(ttcpNextWait)
+	ttcpNextWait = 300 * time.Millisecond
+	port := strconv.Itoa(testkit.FreePort(t))
+	r := startTTCP(t, "-r", "-s", "-p", port, "--confidence", "95,60", "--max-runs", "5")
+	p, _ := strconv.Atoi(port)
+	waitListen(t, p)
+	tx := startTTCP(t, "-t", "-s", "-n", "2000", "-p", port, "--confidence", "95,60", "--max-runs", "5", "127.0.0.1")
+	tx.wait(t)
+	r.wait(t)
+	if r.code != exitOK || tx.code != exitOK {
+		t.Fatalf("exit %d (receiver), %d (transmitter)\nreceiver:\n%s%s\ntransmitter:\n%s%s", r.code, tx.code, r.out, r.err, tx.out, tx.err)
+	}
+	mt, mr := ttcpSummaryRe.FindStringSubmatch(tx.out), ttcpSummaryRe.FindStringSubmatch(r.out)
+	if mt == nil || mr == nil {
+		t.Fatalf("no summary line\ntransmitter:\n%s\nreceiver:\n%s", tx.out, r.out)
+	}
+	if mt[1] != mr[1] {
+		t.Errorf("the transmitter ran %s transfers, the receiver summarized %s", mt[1], mr[1])
+	}
+	stop := "blast-r: no transfer within 300ms after run " + mt[1] + ": the transmitter has stopped\n"
+	if runs, _ := strconv.Atoi(mt[1]); runs < 5 && !strings.Contains(r.out, stop) {
+		t.Errorf("the receiver does not say %q:\n%s", stop, r.out)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// checkSVGNames checks that the SVG at path parses as XML and that its
+// text names each of names (a series or legend entry).
+func checkSVGNames(t *testing.T, path string, names ...string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s does not parse: %v", path, err)
+		}
+		if cd, ok := tok.(xml.CharData); ok {
+			text.Write(cd)
+			text.WriteByte('\n')
+		}
+	}
+	for _, n := range names {
+		if !strings.Contains(text.String(), n) {
+			t.Errorf("%s does not name %q; its text:\n%s", path, n, text.String())
 		}
 	}
 }

@@ -1,0 +1,73 @@
+package plot
+
+import (
+	"errors"
+	"fmt"
+
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Runs draws repeated throughput measurements into path (ttcp mode's
+// --repeat and --confidence): one vertical bar per run in the order they
+// ran, each labelled with its rate, a line across them at the mean and,
+// with iv (nil: none, as after one run), the confidence interval of the
+// mean as a shaded band. rates are in bit/s; title says what ran where;
+// caption lines go under the picture.
+func Runs(path string, rates []float64, mean float64, iv *Interval, title string, caption ...string) error {
+	if _, err := format(path); err != nil {
+		return err
+	}
+	if len(rates) == 0 {
+		return errors.New("plot: no run to draw")
+	}
+	top := mean
+	for _, v := range rates {
+		top = max(top, v)
+	}
+	if iv != nil {
+		top = max(top, iv.High)
+	}
+	div, unit := rateUnit(top)
+	prec := 2
+	if top/div >= 10 {
+		prec = 1
+	}
+	if top/div >= 100 {
+		prec = 0
+	}
+
+	n := len(rates)
+	p := gridPlot("run", "throughput ("+unit+")", false, true)
+	lg := newLegend()
+	lg.Left = false // the legend column is right of the data anyway
+	const half = 0.34
+	// The band first, so that the bars and the mean are drawn over it.
+	if iv != nil {
+		band := &bars{thumb: rgb(0xc6dbef), rects: []rect{{x0: 0.4, x1: float64(n) + 0.6, y0: iv.Low / div, y1: iv.High / div, fill: rgb(0xc6dbef)}}}
+		p.Add(band)
+		lg.Add("confidence interval of the mean", band)
+	}
+	b := &bars{thumb: palette[0]}
+	var labels notes
+	sty := textStyle(sans, noteSize, black)
+	sty.XAlign, sty.YAlign = draw.XCenter, draw.YBottom
+	for i, v := range rates {
+		x := float64(i + 1)
+		b.rects = append(b.rects, rect{x0: x - half, x1: x + half, y0: 0, y1: v / div, fill: palette[0]})
+		if n <= 20 { // more labels than that would overlap
+			labels = append(labels, note{x: x, y: v / div, dy: vg.Points(2), text: fmt.Sprintf("%.*f", prec, v/div), sty: sty, box: true})
+		}
+	}
+	p.Add(b, labels)
+	lg.Add("each run", b)
+	m := hline{x0: 0.4, x1: float64(n) + 0.6, y: mean / div, sty: draw.LineStyle{Color: rgb(0xd62728), Width: vg.Points(1.6), Dashes: []vg.Length{vg.Points(5), vg.Points(3)}}}
+	p.Add(m)
+	lg.Add(fmt.Sprintf("mean %s", fmtRate(mean)), vlines{sty: m.sty})
+	p.X.Min, p.X.Max = 0.4, float64(n)+0.6
+	p.X.Tick.Marker = intTicks{}
+	p.Y.Min, p.Y.Max = 0, top/div*1.15
+
+	f := &figure{title: title, caption: caption, panels: []*panel{{p: p, legend: lg, weight: 1}}}
+	return f.save(path)
+}
