@@ -88,13 +88,18 @@ func ReadDocument(r io.Reader) (*Document, error) {
 //     far outside the usual spread. A uniformly slow mesh has nothing
 //     below 70% of its median; a mesh whose cells scatter widely
 //     (zones, mixed NICs) flags only what is far outside its scatter.
+//     But the threshold is at least FloorShare × Median: no scatter
+//     explains a cell at a small fraction of its peers (on a virtual lab
+//     the CPU-bound cells scatter from 10 to 20 Gbit/s, and a link
+//     shaped to 1 Gbit/s must still stand out).
 //  4. A node is low as a sender when the median of its row is below
 //     Threshold, low as a receiver when the median of its column is.
 //
 // Failed cells are never outliers; they are listed apart.
 const (
-	LowShare = 0.7
-	Spreads  = 3.0
+	LowShare   = 0.7
+	FloorShare = 0.25
+	Spreads    = 3.0
 	madScale = 1.4826
 )
 
@@ -357,7 +362,7 @@ func (m *Matrix) judge() {
 		}
 	}
 	m.Spread = madScale * median(dev)
-	m.Threshold = max(0, min(LowShare*m.Median, m.Median-Spreads*m.Spread))
+	m.Threshold = max(FloorShare*m.Median, min(LowShare*m.Median, m.Median-Spreads*m.Spread))
 
 	rows := make([][]float64, len(m.Senders))
 	cols := make([][]float64, len(m.Receivers))
@@ -716,7 +721,7 @@ func header(w *errWriter, d *Document) {
 		facts = append(facts, "with a baseline")
 	}
 	if mt.Version != "" {
-		facts = append(facts, "blast "+mt.Version)
+		facts = append(facts, mt.Version)
 	}
 	w.printf("%s\n", strings.Join(facts, ", "))
 	if !mt.Started.IsZero() {
@@ -892,6 +897,9 @@ func roundsNote(m *Matrix) string {
 // thresholdText says what the threshold is and which bound made it.
 func thresholdText(m *Matrix) string {
 	_, unit := m.Unit()
+	if m.Threshold <= FloorShare*m.Median {
+		return fmt.Sprintf("%s %s, %.0f%% of the median %s %s (the cells scatter widely)", m.Format(m.Threshold), unit, 100*FloorShare, m.Format(m.Median), unit)
+	}
 	if LowShare*m.Median <= m.Median-Spreads*m.Spread {
 		return fmt.Sprintf("%s %s, %.0f%% of the median %s %s", m.Format(m.Threshold), unit, 100*LowShare, m.Format(m.Median), unit)
 	}

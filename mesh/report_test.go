@@ -42,12 +42,12 @@ func names(prefix string, n int) []string {
 // build is a mesh of every ordered pair of nodes: bps says each pair's
 // goodput (0: the test failed with the error fail says), more edits a cell.
 func buildMesh(nodes []string, proto string, bps func(src, dst string) float64, more func(c *Cell)) *Document {
-	d := &Document{Meta: Meta{Tool: "blast", Version: "0.9.0", Peers: "dns:blast-agents.blast.svc.cluster.local", Mode: "all",
+	d := &Document{Meta: Meta{Tool: "blast", Version: "blast 0.9.0", Peers: "dns:blast-agents.blast.svc.cluster.local", Mode: "all",
 		Rounds: 1, Started: t0,
 		Test: Settings{Proto: proto, Seconds: 10, Streams: 4, Timeout: 30, Retries: 3}}}
 	for i, n := range nodes {
 		d.Nodes = append(d.Nodes, Node{Name: n, Addr: fmt.Sprintf("198.18.0.%d", 10+i), Control: fmt.Sprintf("198.18.0.%d:5202", 10+i),
-			Version: "0.9.0"})
+			Version: "blast 0.9.0"})
 	}
 	at := t0
 	for _, s := range nodes {
@@ -211,7 +211,7 @@ func big() *Document {
 // and all at once.
 func fanIn() *Document {
 	nodes := names("rack1-host-", 6)
-	d := &Document{Meta: Meta{Tool: "blast", Version: "0.9.0", Peers: "peers.txt", Mode: "fan-in", Rounds: 1, Started: t0,
+	d := &Document{Meta: Meta{Tool: "blast", Version: "blast 0.9.0", Peers: "peers.txt", Mode: "fan-in", Rounds: 1, Started: t0,
 		Test: Settings{Proto: "tcp", Seconds: 5, Streams: 2, Baseline: true, Timeout: 30}}}
 	for i, n := range nodes {
 		d.Nodes = append(d.Nodes, Node{Name: n, Addr: fmt.Sprintf("198.18.1.%d", i+1)})
@@ -342,6 +342,27 @@ func TestUniformlySlow(t *testing.T) {
 		if m := Analyze(d).Matrices[0]; len(m.Outliers) != 0 || len(m.Nodes) != 0 {
 			t.Errorf("%s: %d outliers, %d nodes, want none (median %.3g, threshold %.3g)", name, len(m.Outliers), len(m.Nodes), m.Median, m.Threshold)
 		}
+	}
+}
+
+// TestFarBelowAScatteredMesh: cells that scatter widely (CPU-bound
+// cells of a virtual lab, 10 to 20 Gbit/s) do not hide a node whose
+// every cell is at a small fraction of the others: it is below a quarter
+// of the median, whatever the spread.
+func TestFarBelowAScatteredMesh(t *testing.T) {
+	d := buildMesh(names("n", 5), "tcp", func(s, r string) float64 {
+		if s == "nd" || r == "nd" {
+			return 0.95e9 * jitter(s+r, 0.01)
+		}
+		return 15e9 * jitter(s+r, 0.35)
+	}, nil)
+	m := Analyze(d).Matrices[0]
+	if len(m.Outliers) != 8 || len(m.Nodes) != 1 || m.Nodes[0].Name != "nd" || !m.Nodes[0].LowSending || !m.Nodes[0].LowReceiving {
+		t.Errorf("%d outliers, nodes %+v; want the 8 cells of nd and nd low both ways (median %.3g, spread %.3g, threshold %.3g)",
+			len(m.Outliers), m.Nodes, m.Median, m.Spread, m.Threshold)
+	}
+	if m.Threshold != FloorShare*m.Median {
+		t.Errorf("threshold %.3g, want the floor %.3g (a quarter of the median)", m.Threshold, FloorShare*m.Median)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -102,6 +103,9 @@ func runAgent(e *env, args []string) int {
 	token, err := agent.ReadToken(f.tokenFile)
 	if err != nil {
 		return usage("%v", err)
+	}
+	if strings.HasPrefix(string(token), "REPLACE-ME") {
+		fmt.Fprintln(e.stderr, "blast agent: warning: the token is deploy/kubernetes' placeholder: anyone who reads the repository has it; replace it (deploy/kubernetes/README.md)")
 	}
 	name := f.name
 	if name == "" {
