@@ -24,7 +24,7 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 
-install: build man ## install blast, its ttcp link, the man pages, the bash/zsh/fish completions and the blast-server systemd unit (PREFIX=/usr/local, DESTDIR=)
+install: build man ## install blast, its ttcp link, the man pages, the bash/zsh/fish completions and the blast-server and blast-agent systemd units (PREFIX=/usr/local, DESTDIR=)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) $(DESTDIR)$(MANDIR) \
 	  $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 0755 bin/blast $(DESTDIR)$(PREFIX)/bin/blast
@@ -35,9 +35,11 @@ install: build man ## install blast, its ttcp link, the man pages, the bash/zsh/
 	bin/blast completion zsh > $(DESTDIR)$(ZSHCOMPDIR)/_blast
 	bin/blast completion fish > $(DESTDIR)$(FISHCOMPDIR)/blast.fish
 	chmod 0644 $(DESTDIR)$(BASHCOMPDIR)/blast $(DESTDIR)$(ZSHCOMPDIR)/_blast $(DESTDIR)$(FISHCOMPDIR)/blast.fish
-	sed 's|/usr/local/bin/blast|$(PREFIX)/bin/blast|g' dist/blast-server.service > $(DESTDIR)$(UNITDIR)/blast-server.service
-	chmod 0644 $(DESTDIR)$(UNITDIR)/blast-server.service
-	@echo "installed; to run the server: systemctl daemon-reload && systemctl enable --now blast-server"
+	for u in blast-server blast-agent; do \
+	  sed 's|/usr/local/bin/blast|$(PREFIX)/bin/blast|g' dist/$$u.service > $(DESTDIR)$(UNITDIR)/$$u.service && \
+	  chmod 0644 $(DESTDIR)$(UNITDIR)/$$u.service || exit 1; \
+	done
+	@echo "installed; to run the server: systemctl daemon-reload && systemctl enable --now blast-server (or blast-agent, with /etc/blast/token)"
 
 man: build ## write the man pages (blast.1, blast-COMMAND.1) into man/, from the commands' help and flag definitions; dated by the last commit
 	rm -rf man

@@ -588,34 +588,48 @@ func TestMakeInstall(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^ExecStart=/opt/blast/bin/blast server$`).Match(unit) {
 		t.Errorf("the installed unit does not run the installed binary:\n%s", unit)
 	}
-}
-
-// The unit passes systemd-analyze verify, and keeps its hardening.
-func TestSystemdUnit(t *testing.T) {
-	unit, err := os.ReadFile("../../dist/blast-server.service")
+	agent, err := os.ReadFile(filepath.Join(dest, "lib/systemd/system/blast-agent.service"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
-		"ExecStart=/usr/local/bin/blast server", "DynamicUser=yes", "CapabilityBoundingSet=\n", "AmbientCapabilities=\n",
-		"NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes",
-		"RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK", "WantedBy=multi-user.target",
+	if !regexp.MustCompile(`(?m)^ExecStart=/opt/blast/bin/blast agent --token-file \$\{CREDENTIALS_DIRECTORY\}/token$`).Match(agent) {
+		t.Errorf("the installed agent unit does not run the installed binary:\n%s", agent)
+	}
+}
+
+// The units pass systemd-analyze verify, and keep their hardening.
+func TestSystemdUnit(t *testing.T) {
+	for _, tc := range []struct{ name, exec string }{
+		{"blast-server", "ExecStart=/usr/local/bin/blast server"},
+		{"blast-agent", "ExecStart=/usr/local/bin/blast agent --token-file ${CREDENTIALS_DIRECTORY}/token"},
 	} {
-		if !bytes.Contains(unit, []byte(want)) {
-			t.Errorf("the unit has no %q", want)
-		}
-	}
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Skip("systemd-analyze is not installed (apt-get install systemd): the unit is not verified")
-	}
-	// verify wants ExecStart's program to exist: point it at a built one.
-	bin := serverBinary(t)
-	dir := t.TempDir()
-	path := filepath.Join(dir, "blast-server.service")
-	os.WriteFile(path, bytes.ReplaceAll(unit, []byte("/usr/local/bin/blast"), []byte(bin)), 0o644)
-	out, err := exec.Command(analyze, "verify", path).CombinedOutput()
-	if err != nil || bytes.Contains(out, []byte("blast-server.service")) {
-		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+		t.Run(tc.name, func(t *testing.T) {
+			unit, err := os.ReadFile("../../dist/" + tc.name + ".service")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{
+				tc.exec + "\n", "DynamicUser=yes", "CapabilityBoundingSet=\n", "AmbientCapabilities=\n",
+				"NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes",
+				"RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK", "WantedBy=multi-user.target",
+			} {
+				if !bytes.Contains(unit, []byte(want)) {
+					t.Errorf("the unit has no %q", want)
+				}
+			}
+			analyze, err := exec.LookPath("systemd-analyze")
+			if err != nil {
+				t.Skip("systemd-analyze is not installed (apt-get install systemd): the unit is not verified")
+			}
+			// verify wants ExecStart's program to exist: point it at a built one.
+			bin := serverBinary(t)
+			dir := t.TempDir()
+			path := filepath.Join(dir, tc.name+".service")
+			os.WriteFile(path, bytes.ReplaceAll(unit, []byte("/usr/local/bin/blast"), []byte(bin)), 0o644)
+			out, err := exec.Command(analyze, "verify", path).CombinedOutput()
+			if err != nil || bytes.Contains(out, []byte(tc.name+".service")) {
+				t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+			}
+		})
 	}
 }
