@@ -3,6 +3,8 @@ package bench
 import (
 	"math"
 	"slices"
+
+	"github.com/blastnet/blast/stats"
 )
 
 // Summary is the median, minimum and maximum of a set of measurements.
@@ -24,22 +26,7 @@ func Summarize(v []float64) Summary {
 	if len(s) == 0 {
 		return Summary{}
 	}
-	return Summary{Median: Median(s), Min: slices.Min(s), Max: slices.Max(s), N: len(s)}
-}
-
-// Median is the middle value of v (the mean of the two middle values when
-// there is an even number), or NaN when v is empty.
-func Median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return Summary{Median: stats.Median(s), Min: slices.Min(s), Max: slices.Max(s), N: len(s)}
 }
 
 // Ratio is a/b, or NaN when b is zero or either is NaN: a pair where the

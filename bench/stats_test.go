@@ -8,32 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
-func TestMedian(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		in   []float64
-		want float64
-	}{
-		{"one", []float64{7}, 7},
-		{"odd unsorted", []float64{3, 1, 2}, 2},
-		{"even: mean of the middle two", []float64{4, 1, 3, 2}, 2.5},
-		{"duplicates", []float64{5, 5, 1, 5}, 5},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			in := append([]float64(nil), tc.in...)
-			if got := Median(in); got != tc.want {
-				t.Errorf("Median(%v) = %v, want %v", tc.in, got, tc.want)
-			}
-			if !cmp.Equal(in, tc.in) {
-				t.Errorf("Median reordered its input: %v", in)
-			}
-		})
-	}
-	if got := Median(nil); !math.IsNaN(got) {
-		t.Errorf("Median(nil) = %v, want NaN", got)
-	}
-}
-
 func TestSummarize(t *testing.T) {
 	nan := math.NaN()
 	for _, tc := range []struct {

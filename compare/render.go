@@ -11,8 +11,9 @@ import (
 	"github.com/blastnet/blast/stats"
 )
 
-// WriteTable prints rows as one aligned table, then each row's notes.
-func WriteTable(w io.Writer, rows []Row, udp bool) error {
+// WriteTable prints rows as one aligned table, then each row's notes; the
+// throughput in unit (-f; 0: SI bits per second, as fits each).
+func WriteTable(w io.Writer, rows []Row, udp bool, unit report.RateUnit) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	repeats := false
 	for _, r := range rows {
@@ -46,7 +47,7 @@ func WriteTable(w io.Writer, rows []Row, udp bool) error {
 			fmt.Fprintf(tw, "%s\tfailed\t%s\n", name, strings.Repeat("-\t", cells-lead))
 			continue
 		}
-		line := fmt.Sprintf("%s\t%s\t", name, report.SIRate(r.BitsPerSec))
+		line := fmt.Sprintf("%s\t%s\t", name, unit.Rate(r.BitsPerSec))
 		if repeats {
 			ci, runs, others := "", "1", "-"
 			if rp := r.Repeat; rp != nil {
@@ -60,7 +61,7 @@ func WriteTable(w io.Writer, rows []Row, udp bool) error {
 				}
 				others = strings.Join(ns, " ")
 			}
-			line = fmt.Sprintf("%s\t%s%s\t%s\t%s\t", name, report.SIRate(r.BitsPerSec), ci, runs, others)
+			line = fmt.Sprintf("%s\t%s%s\t%s\t%s\t", name, unit.Rate(r.BitsPerSec), ci, runs, others)
 		}
 		if udp {
 			line += fmt.Sprintf("%.0f\t%.2f%%\t", r.PacketsSec, r.LostPercent)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/golden"
+	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
 )
 
@@ -142,18 +143,24 @@ func TestTableGolden(t *testing.T) {
 		name string
 		rows []Row
 		udp  bool
+		unit report.RateUnit
 	}{
-		{"lab-tcp", tcpRows(), false},
-		{"lab-udp", udpRows(), true},
-		{"host-reverse", hostRows(), false},
-		{"lab-tcp-confidence", repeatedRows(), false},
+		{"lab-tcp", tcpRows(), false, 0},
+		{"lab-udp", udpRows(), true, 0},
+		{"host-reverse", hostRows(), false, 0},
+		{"lab-tcp-confidence", repeatedRows(), false, 0},
+		{"lab-tcp-f-m", tcpRows(), false, 'm'},
+		{"lab-tcp-f-G", tcpRows(), false, 'G'},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
-			if err := WriteTable(&b, tc.rows, tc.udp); err != nil {
+			if err := WriteTable(&b, tc.rows, tc.udp, tc.unit); err != nil {
 				t.Fatal(err)
 			}
 			golden.Check(t, "testdata/golden/"+tc.name+".txt", b.String())
+			if tc.unit != 0 {
+				return // -f changes the text only
+			}
 			var j strings.Builder
 			if err := WriteJSON(&j, tc.rows); err != nil {
 				t.Fatal(err)

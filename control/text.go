@@ -79,40 +79,7 @@ func (t Text) bits(bytesPerSec float64) string {
 	if t.Format == 0 || t.Format == 'a' {
 		return report.IperfBits(bytesPerSec)
 	}
-	return unitFormat(bytesPerSec, t.Format)
-}
-
-// unitFormat is iperf3's unit_snprintf with a fixed unit: k, m, g, t
-// convert bytes to bits with 1000-based prefixes, K, M, G, T keep bytes
-// with 1024-based ones.
-func unitFormat(n float64, format byte) string {
-	labels, base := [...]string{"bit", "Kbit", "Mbit", "Gbit", "Tbit"}, 1000.0
-	if format >= 'A' && format <= 'Z' {
-		labels, base = [...]string{"Byte", "KByte", "MByte", "GByte", "TByte"}, 1024
-	} else {
-		n *= 8
-	}
-	conv := 0
-	switch format | 0x20 {
-	case 'k':
-		conv = 1
-	case 'm':
-		conv = 2
-	case 'g':
-		conv = 3
-	case 't':
-		conv = 4
-	}
-	for range conv {
-		n /= base
-	}
-	switch {
-	case n < 9.995:
-		return fmt.Sprintf("%4.2f %s", n, labels[conv])
-	case n < 99.95:
-		return fmt.Sprintf("%4.1f %s", n, labels[conv])
-	}
-	return fmt.Sprintf("%4.0f %s", n, labels[conv])
+	return report.FixedUnit(bytesPerSec, t.Format)
 }
 
 // ValidFormat reports whether f is one of iperf3's -f units (kmgtKMGT).

@@ -213,3 +213,24 @@ func TestCSVParses(t *testing.T) {
 		})
 	}
 }
+
+// TestTextUnit: -f sets the unit of every rate in the text, the verdict
+// included (its JSON and CSV numbers stay in bit/s).
+func TestTextUnit(t *testing.T) {
+	rep := healthyPath()
+	rep.Unit = 'm'
+	rep = rep.Finish(nil)
+	var b strings.Builder
+	if err := WriteText(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  tcp upload    9412 Mbit/s, 0 retransmits\n",
+		"  udp upload    500 Mbit/s at 500 Mbit/s, 1472-byte datagrams, 0 of 42806 lost\n",
+		"verdict: healthy: tcp upload 9412 Mbit/s, tcp download 9398 Mbit/s, udp upload 500 Mbit/s with 0 of 42806 datagrams lost",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("-f m: no %q in:\n%s", want, b.String())
+		}
+	}
+}

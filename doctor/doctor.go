@@ -19,6 +19,7 @@ import (
 	"github.com/blastnet/blast/latency"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathdiag"
+	"github.com/blastnet/blast/report"
 )
 
 // Config is one doctor run.
@@ -33,6 +34,9 @@ type Config struct {
 	UDPRate float64
 	// Progress, when set, hears each test as it starts.
 	Progress func(step Step)
+	// Unit renders the rates of the text and the verdict (-f; 0: SI bits
+	// per second, as fits each).
+	Unit report.RateUnit
 }
 
 // MaxUDPRate caps the automatic UDP rate: the UDP test looks for loss,
@@ -67,9 +71,11 @@ type Test struct {
 
 // Report is a whole doctor run.
 type Report struct {
-	Host  string `json:"host"`
-	Port  int    `json:"port"`
-	Tests []Test `json:"tests"`
+	// Unit renders the rates of the text (-f); JSON and CSV keep bit/s.
+	Unit  report.RateUnit `json:"-"`
+	Host  string          `json:"host"`
+	Port  int             `json:"port"`
+	Tests []Test          `json:"tests"`
 	// Local and Remote are the interfaces that carried the tests, as the
 	// first test that reported them saw them.
 	Local  *nicinfo.Interface `json:"local_nic,omitempty"`
@@ -97,7 +103,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.LatDuration == 0 {
 		cfg.LatDuration = 2 * time.Second
 	}
-	rep := &Report{Host: cfg.Host, Port: cfg.Port}
+	rep := &Report{Host: cfg.Host, Port: cfg.Port, Unit: cfg.Unit}
 	const steps = 4
 	step := func(n int, name, cmd string) {
 		if cfg.Progress != nil {
@@ -234,9 +240,9 @@ func (rep *Report) summary() string {
 		case t.RTT != nil:
 			s += fmt.Sprintf("round trip p50 %s", dur(t.RTT.P50))
 		case t.Sent > 0:
-			s += fmt.Sprintf("%s %s with %d of %d datagrams lost", t.Name, bits(t.Bps), t.Lost, t.Sent)
+			s += fmt.Sprintf("%s %s with %d of %d datagrams lost", t.Name, rep.Unit.Rate(t.Bps), t.Lost, t.Sent)
 		default:
-			s += fmt.Sprintf("%s %s", t.Name, bits(t.Bps))
+			s += fmt.Sprintf("%s %s", t.Name, rep.Unit.Rate(t.Bps))
 		}
 	}
 	return s
@@ -330,16 +336,6 @@ func mtu(ifc *nicinfo.Interface) int {
 		return 0
 	}
 	return *ifc.MTU
-}
-
-func bits(bps float64) string {
-	switch {
-	case bps >= 1e9:
-		return fmt.Sprintf("%.2f Gbit/s", bps/1e9)
-	case bps >= 1e6:
-		return fmt.Sprintf("%.1f Mbit/s", bps/1e6)
-	}
-	return fmt.Sprintf("%.1f Kbit/s", bps/1e3)
 }
 
 func dur(d time.Duration) string {

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/report"
 )
 
 // WriteText writes the report for a reader: what ran and what it measured,
@@ -19,7 +20,7 @@ func WriteText(w io.Writer, rep *Report) error {
 		fmt.Fprintf(ew, "blast doctor %s\n", rep.Host)
 	}
 	for _, t := range rep.Tests {
-		fmt.Fprintf(ew, "  %-13s %s\n", t.Name, t.line())
+		fmt.Fprintf(ew, "  %-13s %s\n", t.Name, t.line(rep.Unit))
 	}
 	if rep.Local != nil {
 		fmt.Fprintf(ew, "local  nic %s\n", nicinfo.Summary(rep.Local))
@@ -42,8 +43,8 @@ func WriteText(w io.Writer, rep *Report) error {
 	return nil
 }
 
-// line is one test's figures.
-func (t Test) line() string {
+// line is one test's figures, its rates in unit.
+func (t Test) line(unit report.RateUnit) string {
 	if t.Err != "" && t.Bps == 0 && t.RTT == nil {
 		return "failed: " + t.Err
 	}
@@ -52,9 +53,9 @@ func (t Test) line() string {
 	case t.RTT != nil:
 		s = fmt.Sprintf("round trip min %s, p50 %s, p99 %s, max %s (TCP, 64 B)", dur(t.RTT.Min), dur(t.RTT.P50), dur(t.RTT.P99), dur(t.RTT.Max))
 	case t.Datagram > 0 || t.Sent > 0:
-		s = fmt.Sprintf("%s at %s, %d-byte datagrams, %d of %d lost", bits(t.Bps), bits(t.RateBps), t.Datagram, t.Lost, t.Sent)
+		s = fmt.Sprintf("%s at %s, %d-byte datagrams, %d of %d lost", unit.Rate(t.Bps), unit.Rate(t.RateBps), t.Datagram, t.Lost, t.Sent)
 	default:
-		s = fmt.Sprintf("%s, %d retransmits", bits(t.Bps), t.Retransmits)
+		s = fmt.Sprintf("%s, %d retransmits", unit.Rate(t.Bps), t.Retransmits)
 	}
 	if t.Err != "" {
 		s += "; failed: " + t.Err

@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/stats"
 )
 
 // ErrNotDocument is the error (wrapped) for input that is not a blast mesh
@@ -100,7 +102,7 @@ const (
 	LowShare   = 0.7
 	FloorShare = 0.25
 	Spreads    = 3.0
-	madScale = 1.4826
+	madScale   = 1.4826
 )
 
 // Analysis is what a Document shows: one Matrix per (proto, dir, phase)
@@ -449,19 +451,13 @@ func severity(s string) int {
 	return 0
 }
 
-// median is the median of v (the mean of the middle two of an even
-// count), 0 if v is empty. v is not changed.
+// median is the median of v, 0 if v is empty (a pair with no test that
+// ran has no goodput).
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
 	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return stats.Median(v)
 }
 
 // MaxName is the longest name, in characters, ShortNames leaves.
@@ -566,15 +562,7 @@ func (m *Matrix) Unit() (div float64, name string) {
 			ref = max(ref, p.Bps)
 		}
 	}
-	switch {
-	case ref >= 1e9:
-		return 1e9, "Gbit/s"
-	case ref >= 1e6:
-		return 1e6, "Mbit/s"
-	case ref >= 1e3:
-		return 1e3, "Kbit/s"
-	}
-	return 1, "bit/s"
+	return report.SIUnit(ref)
 }
 
 // MaxMatrix is the most nodes Report prints a matrix of; a larger mesh

@@ -31,6 +31,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/blastnet/blast/report"
 )
 
 // The size of every picture: 8 by 6 inches, a PNG at 150 dots per inch.
@@ -485,17 +487,7 @@ func formatNum(v float64) string {
 }
 
 // rateUnit is the unit a throughput axis up to maxBps reads best in.
-func rateUnit(maxBps float64) (div float64, name string) {
-	switch {
-	case maxBps >= 1e9:
-		return 1e9, "Gbit/s"
-	case maxBps >= 1e6:
-		return 1e6, "Mbit/s"
-	case maxBps >= 1e3:
-		return 1e3, "Kbit/s"
-	}
-	return 1, "bit/s"
-}
+func rateUnit(maxBps float64) (div float64, name string) { return report.SIUnit(maxBps) }
 
 // bars are rectangles in data coordinates, each with its own color.
 type bars struct {

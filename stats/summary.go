@@ -52,11 +52,7 @@ func Summarize(xs []float64, level float64) Summary {
 	sorted := slices.Clone(xs)
 	slices.Sort(sorted)
 	s.Min, s.Max = sorted[0], sorted[len(sorted)-1]
-	if n := len(sorted); n%2 == 1 {
-		s.Median = sorted[n/2]
-	} else {
-		s.Median = (sorted[n/2-1] + sorted[n/2]) / 2
-	}
+	s.Median = sortedMedian(sorted)
 	if len(xs) == 1 {
 		s.Mean, s.Low, s.High = xs[0], xs[0], xs[0]
 		return s
@@ -163,4 +159,23 @@ func Percent(p float64) string {
 // is exact to a tenth: 0.95 as "95%", 0.999 as "99.9%".
 func LevelPercent(level float64) string {
 	return strconv.FormatFloat(math.Round(level*1000)/10, 'f', -1, 64) + "%"
+}
+
+// Median is the middle value of xs (the mean of the two middle values when
+// there is an even number), or NaN when xs is empty. xs is not modified.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	sorted := slices.Clone(xs)
+	slices.Sort(sorted)
+	return sortedMedian(sorted)
+}
+
+func sortedMedian(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/plot"
+	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
 	"github.com/blastnet/blast/ttcp"
 )
@@ -64,6 +65,7 @@ type compareFlags struct {
 	lab, reverse, udp, json, help bool
 	port, bufLen                  int
 	secs                          float64
+	format                        string
 	rep                           repeatFlags
 }
 
@@ -80,6 +82,7 @@ func newCompareFlags() *compareFlags {
 	fs.BoolVarP(&f.udp, "udp", "u", false, "compare the UDP backends (--lab)")
 	fs.Float64VarP(&f.secs, "time", "t", 3, "seconds per backend (whole seconds with HOST)")
 	fs.IntVarP(&f.bufLen, "len", "l", 0, "buffer length (default 131072 for TCP, 64 for UDP)")
+	fs.StringVarP(&f.format, "format", "f", "", "`UNIT` of the throughput column: k, m, g, t (bits/s) or K, M, G, T (bytes/s); default: SI bits as fits")
 	fs.BoolVarP(&f.json, "json", "J", false, "JSON instead of the table")
 	addRepeatFlags(fs, &f.rep, "throughput of each row")
 	fs.BoolVar(&f.rep.csv, "csv", false, "CSV: a row per backend (with --repeat or --confidence: a row per run of each backend and its summary)")
@@ -127,6 +130,10 @@ func runCompare(e *env, args []string) int {
 		return usage("-t %g: the HOST form runs whole seconds (iperf3's protocol); use -t %g", *secs, math.Max(1, math.Round(*secs)))
 	case host != "" && (*port < 1 || *port > 65535):
 		return usage("-p %d: must be 1 to 65535", *port)
+	}
+	unit, err := report.ParseRateUnit(f.format)
+	if err != nil {
+		return usage("%v", err)
 	}
 	plan, err := rep.plan()
 	if err != nil {
@@ -191,7 +198,7 @@ func runCompare(e *env, args []string) int {
 		case *jsonOut:
 			err = compare.WriteJSON(e.stdout, rows)
 		default:
-			err = compare.WriteTable(e.stdout, rows, cfg.UDP)
+			err = compare.WriteTable(e.stdout, rows, cfg.UDP, unit)
 		}
 		if err != nil && runErr == nil {
 			runErr = err

@@ -181,6 +181,16 @@ func commandTree(docs bool) *cobra.Command {
 				child.RegisterFlagCompletionFunc(flag, fn)
 			}
 		}
+		if name == "mesh" {
+			// blast mesh report FILE: the one subcommand.
+			rfs := newMeshReportFlags().fs
+			sub := &cobra.Command{Use: "report FILE.json", Short: "the matrix, outliers, CSV and heatmap of a mesh document", Run: noop}
+			if docs {
+				sub.Long, sub.Example = manText(meshReportIntro+rfs.FlagUsages()+meshReportExamples, rfs.FlagUsages())
+			}
+			addFlags(sub, rfs, docs)
+			child.AddCommand(sub)
+		}
 		root.AddCommand(child)
 	}
 	return root

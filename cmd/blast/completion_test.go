@@ -153,7 +153,7 @@ func TestManPages(t *testing.T) {
 	if code != exitOK || errs != "" {
 		t.Fatalf("blast man: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	want := []string{"blast.1"}
+	want := []string{"blast.1", "blast-mesh-report.1"} // blast mesh report: the one subcommand
 	for _, name := range commandNames() {
 		want = append(want, "blast-"+name+".1")
 	}
@@ -170,7 +170,7 @@ func TestManPages(t *testing.T) {
 		t.Fatalf("pages (-want +got):\n%s", diff)
 	}
 
-	pages := map[string]*pflag.FlagSet{"blast.1": rootFlags()}
+	pages := map[string]*pflag.FlagSet{"blast.1": rootFlags(), "blast-mesh-report.1": newMeshReportFlags().fs}
 	for _, name := range commandNames() {
 		pages["blast-"+name+".1"] = commands[name].flags()
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/blastnet/blast/doctor"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/plot"
+	"github.com/blastnet/blast/report"
 )
 
 func init() {
@@ -124,6 +125,7 @@ type doctorFlags struct {
 	fs            *pflag.FlagSet
 	o             doctorOut
 	port, rate    string
+	format        string
 	secs          float64
 	v4, v6, help  bool
 	offDir, after string
@@ -141,6 +143,7 @@ func newDoctorFlags() *doctorFlags {
 	fs.StringVarP(&f.rate, "bitrate", "b", "", "the UDP test's `RATE` in bits/s with K, M, G (default: from the TCP upload)")
 	fs.BoolVarP(&f.v4, "version4", "4", false, "IPv4 only")
 	fs.BoolVarP(&f.v6, "version6", "6", false, "IPv6 only")
+	fs.StringVarP(&f.format, "format", "f", "", "`UNIT` of the rates in the text: k, m, g, t (bits/s) or K, M, G, T (bytes/s); default: SI bits as fits")
 	fs.BoolVarP(&f.o.json, "json", "J", false, "the report as one JSON document")
 	fs.StringVar(&f.o.plot, "plot", "", "draw the tests' rates and the verdict into `FILE` (.svg or .png)")
 	fs.BoolVar(&f.o.csv, "csv", false, "CSV: a row per test, the verdict, a row per finding")
@@ -164,9 +167,12 @@ func parseDoctor(args []string) (cfg doctor.Config, o doctorOut, off *offlineArg
 	if o.json && o.csv {
 		return cfg, o, nil, errors.New("--csv and -J: pick one output format")
 	}
+	if cfg.Unit, err = report.ParseRateUnit(f.format); err != nil {
+		return cfg, o, nil, err
+	}
 	rest := fs.Args()
 	if offDir != "" {
-		for _, f := range []string{"port", "time", "bitrate", "version4", "version6", "plot"} {
+		for _, f := range []string{"port", "time", "bitrate", "version4", "version6", "plot", "format"} {
 			if fs.Changed(f) {
 				return cfg, o, nil, fmt.Errorf("--%s is for a run against a server: --offline runs no tests", f)
 			}

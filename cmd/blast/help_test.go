@@ -85,7 +85,9 @@ func TestExamplesAreRealCommandLines(t *testing.T) {
 			n++
 			args := words[1:]
 			fs := rootFlags()
-			if c, ok := commands[args[0]]; ok {
+			if args[0] == "mesh" && len(args) > 1 && args[1] == "report" {
+				fs, args = newMeshReportFlags().fs, args[2:]
+			} else if c, ok := commands[args[0]]; ok {
 				fs, args = c.flags(), args[1:]
 			} else if mode := shortFlagMode(args); mode != "" {
 				fs = commands[mode].flags()

@@ -288,6 +288,13 @@ the agents that did not answer. FILE - reads stdin.
 Flags:
 `
 
+const meshReportExamples = `
+Examples:
+  blast mesh report mesh.json
+  blast mesh report mesh.json --csv mesh.csv --plot mesh.png
+  kubectl -n blast logs job/blast-mesh | blast mesh report - --plot mesh.svg
+`
+
 type meshReportFlags struct {
 	fs        *pflag.FlagSet
 	csv, plot string
@@ -315,7 +322,7 @@ func runMeshReport(e *env, args []string) int {
 		return exitUsage
 	}
 	if f.help {
-		io.WriteString(e.stdout, meshReportIntro+f.fs.FlagUsages())
+		io.WriteString(e.stdout, meshReportIntro+f.fs.FlagUsages()+meshReportExamples)
 		return exitOK
 	}
 	if f.fs.NArg() != 1 {

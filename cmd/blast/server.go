@@ -20,6 +20,7 @@ import (
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/report"
 )
 
 func init() {
@@ -252,13 +253,11 @@ func (f *serverFlags) config() (cfg control.ServerConfig, format byte, err error
 	if !validInterval(f.interval) { // NaN and ±Inf too
 		return cfg, 0, fmt.Errorf("-i %g: must be 0 (off) or 0.1 to 60 seconds", f.interval)
 	}
-	switch {
-	case f.format == "" || f.format == "a":
-	case len(f.format) == 1 && control.ValidFormat(f.format[0]):
-		format = f.format[0]
-	default:
-		return cfg, 0, fmt.Errorf("-f %q: use k, m, g or t for bits/s, K, M, G or T for bytes/s", f.format)
+	unit, err := report.ParseRateUnit(f.format)
+	if err != nil {
+		return cfg, 0, err
 	}
+	format = byte(unit)
 	if f.port < 0 || f.port > 65535 {
 		return cfg, 0, fmt.Errorf("-p %d: must be 1 to 65535, or 0 for a free port", f.port)
 	}
