@@ -32,11 +32,25 @@ func (r *Result) diagnose() {
 			}
 		}
 		lists = append(lists, nicinfo.DiagnosePath(nicinfo.Path{
-			Forward:  nicinfo.Direction{Bps: dirs[0].Goodput, RetransPct: retransPct(dirs[0])},
-			Reverse:  nicinfo.Direction{Bps: dirs[1].Goodput, RetransPct: retransPct(dirs[1])},
+			Forward:  nicDirection(dirs[0]),
+			Reverse:  nicDirection(dirs[1]),
 			SamePath: true, Findings: nicFindings}))
 	}
 	r.Findings = pathdiag.Merge(lists...)
+}
+
+// NICDirection is the test's client-to-server direction (up) or the
+// other as the interface rules compare two directions (D7): the goodput
+// and the share of segments retransmitted (-1: not known).
+func (r *Result) NICDirection(up bool) nicinfo.Direction {
+	return nicDirection(r.Direction(up))
+}
+
+func nicDirection(d *pathdiag.Direction) nicinfo.Direction {
+	if d == nil {
+		return nicinfo.Direction{RetransPct: -1}
+	}
+	return nicinfo.Direction{Bps: d.Goodput, RetransPct: retransPct(d)}
 }
 
 func retransPct(d *pathdiag.Direction) float64 {

@@ -140,7 +140,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if up, down := dirs[0], dirs[1]; up != nil && down != nil {
 		lists = append(lists, nicinfo.DiagnosePath(nicinfo.Path{
-			Forward: direction(up, true), Reverse: direction(down, false), SamePath: true,
+			Forward: up.NICDirection(true), Reverse: down.NICDirection(false), SamePath: true,
 			Findings: pathdiag.Merge(nicFindings(up), nicFindings(down))}))
 	}
 
@@ -293,42 +293,7 @@ func nicFindings(res *control.Result) []nicinfo.Finding {
 
 // goodput is what the receivers got over the direction, in bit/s.
 func goodput(res *control.Result, up bool) float64 {
-	clientSends := up
-	var b int64
-	var secs float64
-	for _, sr := range res.Streams {
-		if sr.Sender != clientSends {
-			continue
-		}
-		got, s := sr.ReceivedBytes()
-		if got < 0 {
-			continue
-		}
-		b += got
-		secs = max(secs, s)
-	}
-	if secs <= 0 {
-		return 0
-	}
-	return 8 * float64(b) / secs
-}
-
-func direction(res *control.Result, up bool) nicinfo.Direction {
-	d := nicinfo.Direction{Bps: goodput(res, up), RetransPct: -1}
-	var retr, sent int64
-	known := false
-	for _, sr := range res.Streams {
-		if sr.Retransmits >= 0 {
-			retr += sr.Retransmits
-			known = true
-		}
-		b, _ := sr.SentBytes()
-		sent += max(b, 0)
-	}
-	if known && sent > 0 {
-		d.RetransPct = 100 * float64(retr) / (float64(sent) / 1448)
-	}
-	return d
+	return res.NICDirection(up).Bps
 }
 
 func mtu(ifc *nicinfo.Interface) int {
