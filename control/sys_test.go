@@ -25,8 +25,10 @@ func TestSysAgainstBlastServer(t *testing.T) {
 		if l == nil {
 			t.Fatalf("%s: no host load", who)
 		}
-		cpu := l.User + l.System + l.Idle
-		if cpu < 90 || cpu > 100.001 || l.System <= 0 || l.Interrupts <= 0 || l.ContextSwitches <= 0 || l.Seconds < secs*0.95 || l.Seconds > secs*1.1 {
+		// All of the CPUs' time: on a shared VM the hypervisor's
+		// steal can be a quarter of it.
+		cpu := l.User + l.System + l.Idle + l.Steal
+		if cpu < 99.9 || cpu > 100.001 || l.System <= 0 || l.Interrupts <= 0 || l.ContextSwitches <= 0 || l.Seconds < secs*0.95 || l.Seconds > secs*1.1 {
 			t.Errorf("%s: %+v", who, *l)
 		}
 		// The test's traffic crossed lo: its packets are counted.
@@ -52,7 +54,7 @@ func TestSysAgainstBlastServer(t *testing.T) {
 	}
 	var b bytes.Buffer
 	Text{}.WriteText(&b, r)
-	line := regexp.MustCompile(`(?m)^\[SYS\] +[0-9.]+-[0-9.]+ +sec  cpu +[0-9.]+% us +[0-9.]+% sy +[0-9.]+% id +[0-9.]+[kM]? intr/s +[0-9.]+[kM]? cs/s  lo [0-9.]+[kM]?/[0-9.]+[kM]? pkt/s in/out(  local|  remote)?$`)
+	line := regexp.MustCompile(`(?m)^\[SYS\] +[0-9.]+-[0-9.]+ +sec  cpu +[0-9.]+% us +[0-9.]+% sy +[0-9.]+% id +[0-9.]+% st +[0-9.]+[kM]? intr/s +[0-9.]+[kM]? cs/s  lo [0-9.]+[kM]?/[0-9.]+[kM]? pkt/s in/out(  local|  remote)?$`)
 	if got := len(line.FindAllString(b.String(), -1)); got != 2+1+len(srv.Intervals)+1 {
 		t.Errorf("%d [SYS] lines, want one per interval, local, and the server's per interval and whole:\n%s", got, b.String())
 	}
@@ -90,10 +92,10 @@ func TestSysAgainstIperf3(t *testing.T) {
 
 func TestSysLines(t *testing.T) {
 	var b bytes.Buffer
-	writeLoad(&b, 1, 2, &hostload.Load{Seconds: 1, User: 12.34, System: 45.6, Idle: 42.06, Interrupts: 12345, ContextSwitches: 1234567, Iface: "eth0", RxPackets: 81234, TxPackets: 999}, "  local")
+	writeLoad(&b, 1, 2, &hostload.Load{Seconds: 1, User: 12.34, System: 45.6, Idle: 38.06, Steal: 4, Interrupts: 12345, ContextSwitches: 1234567, Iface: "eth0", RxPackets: 81234, TxPackets: 999}, "  local")
 	writeLoad(&b, 0, 1, &hostload.Load{Seconds: 1, Idle: 100, Interrupts: 12, ContextSwitches: 7}, "")
-	want := "[SYS]   1.00-2.00   sec  cpu  12.3% us  45.6% sy  42.1% id   12.3k intr/s   1.23M cs/s  eth0 81.2k/999 pkt/s in/out  local\n" +
-		"[SYS]   0.00-1.00   sec  cpu   0.0% us   0.0% sy 100.0% id      12 intr/s       7 cs/s\n"
+	want := "[SYS]   1.00-2.00   sec  cpu  12.3% us  45.6% sy  38.1% id   4.0% st   12.3k intr/s   1.23M cs/s  eth0 81.2k/999 pkt/s in/out  local\n" +
+		"[SYS]   0.00-1.00   sec  cpu   0.0% us   0.0% sy 100.0% id   0.0% st      12 intr/s       7 cs/s\n"
 	if b.String() != want {
 		t.Errorf("got\n%swant\n%s", b.String(), want)
 	}

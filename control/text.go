@@ -822,7 +822,7 @@ func writeDuplicates(w io.Writer, r *Result) {
 // fmtLoad is blast's host-load line (--sys), lmbench's and vmstat's
 // columns: CPU user, system and idle, interrupts and context switches per
 // second, and the packets per second of the interface of the test.
-const fmtLoad = "[SYS] %6.2f-%-6.2f sec  cpu %5.1f%% us %5.1f%% sy %5.1f%% id  %6s intr/s  %6s cs/s%s%s\n"
+const fmtLoad = "[SYS] %6.2f-%-6.2f sec  cpu %5.1f%% us %5.1f%% sy %5.1f%% id %5.1f%% st  %6s intr/s  %6s cs/s%s%s\n"
 
 // writeLoad writes one host-load line; who is "", "  local" or
 // "  remote".
@@ -831,7 +831,7 @@ func writeLoad(w io.Writer, start, end float64, l *hostload.Load, who string) {
 	if l.Iface != "" {
 		pkts = fmt.Sprintf("  %s %s/%s pkt/s in/out", l.Iface, count(l.RxPackets), count(l.TxPackets))
 	}
-	fmt.Fprintf(w, fmtLoad, start, end, l.User, l.System, l.Idle, count(l.Interrupts), count(l.ContextSwitches), pkts, who)
+	fmt.Fprintf(w, fmtLoad, start, end, l.User, l.System, l.Idle, l.Steal, count(l.Interrupts), count(l.ContextSwitches), pkts, who)
 }
 
 // writeLoads writes the host load over the test here and at the peer, and

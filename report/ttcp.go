@@ -69,6 +69,40 @@ type TTCPResult struct {
 	Notes   []string // further blast lines, printed last
 }
 
+// TTCPRun is one ttcp-mode transfer as JSON (-J): the figures of the
+// classic lines, in plain units, and blast's.
+type TTCPRun struct {
+	Side          string        `json:"side"`     // "transmit" or "receive"
+	Protocol      string        `json:"protocol"` // "tcp" or "udp"
+	Backend       string        `json:"backend,omitempty"`
+	Bytes         int64         `json:"bytes"`
+	Seconds       float64       `json:"seconds"`
+	BitsPerSecond float64       `json:"bits_per_second"`
+	Calls         int64         `json:"io_calls"` // as ttcp counts them, sentinels included
+	CPUUser       float64       `json:"cpu_user_seconds"`
+	CPUSys        float64       `json:"cpu_system_seconds"`
+	MaxRSSKiB     int64         `json:"max_rss_kib"`
+	Data          engine.Sample `json:"data"` // the data path's counters, sentinels excluded
+	Notes         []string      `json:"notes,omitempty"`
+}
+
+// JSON is the transfer as -J writes it.
+func (r TTCPResult) JSON() TTCPRun {
+	j := TTCPRun{Side: "receive", Protocol: "tcp", Backend: r.Backend, Bytes: r.Bytes, Seconds: r.Real.Seconds(),
+		Calls: r.Calls, CPUUser: r.Rusage.User.Seconds(), CPUSys: r.Rusage.Sys.Seconds(), MaxRSSKiB: r.Rusage.MaxRSS,
+		Data: r.Data, Notes: r.Notes}
+	if r.Transmit {
+		j.Side = "transmit"
+	}
+	if r.UDP {
+		j.Protocol = "udp"
+	}
+	if j.Seconds > 0 {
+		j.BitsPerSecond = 8 * float64(r.Bytes) / j.Seconds
+	}
+	return j
+}
+
 // Lines renders the classic summary lines, then blast's own.
 func (r TTCPResult) Lines() []string {
 	realt := r.Real.Seconds()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -90,6 +91,7 @@ type ttcpFlags struct {
 	backend, rxBackend, dstMAC      string
 	rep                             repeatFlags
 	csv                             string // --csv FILE, or - for standard output
+	json                            bool
 }
 
 // ttcpNextWait is how long the end that listens waits for the next
@@ -103,6 +105,7 @@ type ttcpRun struct {
 	plan stats.Plan
 	plot string
 	csv  string // a file, or - for standard output; "" none
+	json bool   // -J: one JSON document on standard output, the ttcp lines on standard error
 }
 
 // newTTCPFlags defines ttcp mode's flags for blast invoked as prog: the
@@ -152,6 +155,7 @@ func newTTCPFlags(prog string) *ttcpFlags {
 		"or missing one (on TCP, any out of place) is an error, exit 1")
 	addRepeatFlags(fs, &f.rep, "throughput")
 	fs.StringVar(&f.csv, "csv", "", "also write the runs' throughput as CSV to `FILE` (- for standard\noutput, where the ttcp lines then go to standard error): a row per\nrun and the summary")
+	fs.BoolVarP(&f.json, "json", "J", false, "one JSON document on standard output (the ttcp lines go to standard\nerror): the transfer, or with --repeat {runs, repeat}")
 	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
 	return f
 }
@@ -182,11 +186,14 @@ func runTTCP(e *env, args []string) int {
 		}
 		return exitFailure
 	}
-	if tr.plan.IsZero() && tr.csv == "" && tr.plot == "" {
+	if tr.plan.IsZero() && tr.csv == "" && tr.plot == "" && !tr.json {
 		if _, err := ttcp.Run(e.ctx, cfg); err != nil {
 			return fail(err)
 		}
 		return exitOK
+	}
+	if tr.json {
+		cfg.Stdout = e.stderr
 	}
 
 	// Several transfers, or one with its figure in a file.
@@ -205,7 +212,8 @@ func runTTCP(e *env, args []string) int {
 		csvOut = f
 	}
 	out := cfg.Stdout // the ttcp lines, and the runs' summary
-	rr, lastErr, stopNote := runTTCPSession(e, cfg, tr.plan, out)
+	var runs []report.TTCPRun
+	rr, lastErr, stopNote := runTTCPSession(e, cfg, tr.plan, out, func(r *report.TTCPResult) { runs = append(runs, r.JSON()) })
 	if !tr.plan.IsZero() && rr.Runs > 0 {
 		writeTTCPSummary(out, side, rr)
 		if stopNote != "" {
@@ -215,6 +223,20 @@ func runTTCP(e *env, args []string) int {
 	if csvOut != nil && rr.Runs > 0 {
 		if err := stats.WriteCSV(csvOut, side, "bits_per_second", rr); err != nil && lastErr == nil {
 			lastErr = fmt.Errorf("--csv %s: %w", tr.csv, err)
+		}
+	}
+	if tr.json && len(runs) > 0 {
+		var doc any = runs[0]
+		if !tr.plan.IsZero() {
+			doc = struct {
+				Runs   []report.TTCPRun `json:"runs"`
+				Repeat stats.Result     `json:"repeat"`
+			}{runs, rr}
+		}
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(doc); err != nil && lastErr == nil {
+			lastErr = fmt.Errorf("-J: %w", err)
 		}
 	}
 	if tr.plot != "" && rr.Runs > 0 {
@@ -233,15 +255,17 @@ func runTTCP(e *env, args []string) int {
 
 // runTTCPSession runs the transfers plan asks for (one for the zero
 // plan), each printing ttcp's lines to out after "== run N" (none for
-// one), and returns the throughput of each in bit/s, the error that
-// ended them, and a note when the peer stopped a --confidence run.
-func runTTCPSession(e *env, cfg ttcp.Config, plan stats.Plan, out io.Writer) (stats.Result, error, string) {
+// one), hands each transfer's result to each, and returns the throughput
+// of each in bit/s, the error that ended them, and a note when the peer
+// stopped a --confidence run.
+func runTTCPSession(e *env, cfg ttcp.Config, plan stats.Plan, out io.Writer, each func(*report.TTCPResult)) (stats.Result, error, string) {
 	if plan.IsZero() {
 		rr, err := stats.Run(e.ctx, plan, func(int) (float64, error) {
 			res, err := ttcp.Run(e.ctx, cfg)
 			if err != nil || res == nil {
 				return 0, err
 			}
+			each(res)
 			return ttcpRate(res), nil
 		})
 		return rr, err, ""
@@ -274,6 +298,7 @@ func runTTCPSession(e *env, cfg ttcp.Config, plan stats.Plan, out io.Writer) (st
 		if err != nil || res == nil {
 			return 0, err
 		}
+		each(res)
 		return ttcpRate(res), nil
 	})
 	if stopped != "" {
@@ -439,9 +464,15 @@ func (f *ttcpFlags) runFlags(cfg ttcp.Config, tr *ttcpRun) error {
 	if err != nil {
 		return err
 	}
-	tr.plan, tr.plot, tr.csv = plan, f.rep.plot, f.csv
+	tr.plan, tr.plot, tr.csv, tr.json = plan, f.rep.plot, f.csv, f.json
 	if f.fs.Changed("csv") && f.csv == "" {
 		return errors.New("--csv \"\": give a file, or - for standard output")
+	}
+	switch {
+	case f.json && f.csv == "-":
+		return errors.New("-J and --csv - both write to standard output: give --csv a file")
+	case f.json && !cfg.Transmit && !cfg.SinkMode:
+		return errors.New("-J and -r without -s both write to standard output: add -s")
 	}
 	if f.csv == "-" && !cfg.Transmit && !cfg.SinkMode {
 		return errors.New("--csv - and -r without -s both write to standard output: give --csv a file, or add -s")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"io"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"github.com/blastnet/blast/internal/golden"
 	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/testkit"
+	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
 	"github.com/blastnet/blast/ttcp"
 )
@@ -507,6 +509,77 @@ func checkSVGNames(t *testing.T, path string, names ...string) {
 	for _, n := range names {
 		if !strings.Contains(text.String(), n) {
 			t.Errorf("%s does not name %q; its text:\n%s", path, n, text.String())
+		}
+	}
+}
+
+// TestTTCPJSON: -J writes one JSON document on standard output, the
+// transfer's exact figures (the ttcp lines go to standard error); with
+// --repeat, {runs, repeat}.
+func TestTTCPJSON(t *testing.T) {
+	port := strconv.Itoa(testkit.FreePort(t))
+	p, _ := strconv.Atoi(port)
+	r := startTTCP(t, "-r", "-s", "-p", port, "-J")
+	waitListen(t, p)
+	tx := startTTCP(t, "-t", "-s", "-n", "1000", "-l", "8192", "-p", port, "-J", "127.0.0.1")
+	tx.wait(t)
+	r.wait(t)
+	if r.code != exitOK || tx.code != exitOK {
+		t.Fatalf("exit %d (receiver), %d (transmitter)\nreceiver:\n%s%s\ntransmitter:\n%s%s", r.code, tx.code, r.out, r.err, tx.out, tx.err)
+	}
+	for _, end := range []struct {
+		out, err, side string
+	}{{tx.out, tx.err, "transmit"}, {r.out, r.err, "receive"}} {
+		var run report.TTCPRun
+		dec := json.NewDecoder(strings.NewReader(end.out))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&run); err != nil || dec.More() {
+			t.Fatalf("%s: stdout is not one document: %v\n%s", end.side, err, end.out)
+		}
+		if run.Side != end.side || run.Protocol != "tcp" || run.Bytes != 8192000 || run.Data.Bytes != 8192000 || run.Seconds <= 0 {
+			t.Errorf("%s: %+v: want %s, tcp, 8192000 bytes", end.side, run, end.side)
+		}
+		if want := 8 * float64(run.Bytes) / run.Seconds; run.BitsPerSecond != want {
+			t.Errorf("%s: %g bit/s, want 8 × bytes / seconds = %g", end.side, run.BitsPerSecond, want)
+		}
+		if !strings.Contains(end.err, " 8192000 bytes in ") {
+			t.Errorf("%s: the ttcp lines are not on standard error:\n%s", end.side, end.err)
+		}
+	}
+	var run report.TTCPRun
+	json.Unmarshal([]byte(tx.out), &run)
+	if run.Calls != 1000 {
+		t.Errorf("transmitter: %d I/O calls, want ttcp's one per buffer, 1000", run.Calls)
+	}
+
+	r = startTTCP(t, "-r", "-s", "-p", port, "--repeat", "2", "-J")
+	waitListen(t, p)
+	tx = startTTCP(t, "-t", "-s", "-n", "100", "-p", port, "--repeat", "2", "-J", "127.0.0.1")
+	tx.wait(t)
+	r.wait(t)
+	var doc struct {
+		Runs   []report.TTCPRun `json:"runs"`
+		Repeat stats.Result     `json:"repeat"`
+	}
+	if err := json.Unmarshal([]byte(tx.out), &doc); err != nil || len(doc.Runs) != 2 || doc.Repeat.Runs != 2 || len(doc.Repeat.Values) != 2 {
+		t.Errorf("--repeat 2 -J: %v, %+v\n%s", err, doc, tx.out)
+	}
+	for i, run := range doc.Runs {
+		if run.Bytes != 100*8192 || doc.Repeat.Values[i] != run.BitsPerSecond {
+			t.Errorf("run %d: %d bytes at %g bit/s, the summary has %g", i+1, run.Bytes, run.BitsPerSecond, doc.Repeat.Values[i])
+		}
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-t", "-s", "-J", "--csv", "-", "h"}, "blast: -J and --csv - both write to standard output: give --csv a file\n"},
+		{[]string{"-r", "-J"}, "blast: -J and -r without -s both write to standard output: add -s\n"},
+	} {
+		code, _, errs := runArgs(t, "blast", tc.args...)
+		if code != exitUsage || errs != tc.want {
+			t.Errorf("%v: exit %d, stderr %q; want 2, %q", tc.args, code, errs, tc.want)
 		}
 	}
 }

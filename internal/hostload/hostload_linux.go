@@ -58,7 +58,7 @@ func parseStat(b []byte, s *Sample) error {
 			s.User = v[0] + v[1]
 			s.System = v[2] + v[5] + v[6]
 			s.Idle = v[3] + v[4]
-			s.Other = v[7]
+			s.Steal = v[7]
 			seen++
 		case "intr", "ctxt":
 			n, err := strconv.ParseUint(f[1], 10, 64)

@@ -18,7 +18,7 @@ func TestParseStat(t *testing.T) {
 	if err := parseStat([]byte(stat), &s); err != nil {
 		t.Fatal(err)
 	}
-	want := Sample{User: 1100, System: 350, Idle: 5200, Other: 50, Interrupts: 7000, ContextSwitches: 9000}
+	want := Sample{User: 1100, System: 350, Idle: 5200, Steal: 50, Interrupts: 7000, ContextSwitches: 9000}
 	if s != want {
 		t.Errorf("parsed %+v, want %+v", s, want)
 	}
@@ -29,8 +29,8 @@ func TestParseStat(t *testing.T) {
 
 func TestBetween(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	a := Sample{At: t0, User: 100, System: 50, Idle: 800, Other: 50, Interrupts: 1000, ContextSwitches: 5000, Iface: "eth0", RxPackets: 10, TxPackets: 20}
-	b := Sample{At: t0.Add(2 * time.Second), User: 400, System: 150, Idle: 1400, Other: 50, Interrupts: 3000, ContextSwitches: 9000, Iface: "eth0", RxPackets: 2010, TxPackets: 1020}
+	a := Sample{At: t0, User: 100, System: 50, Idle: 800, Steal: 50, Interrupts: 1000, ContextSwitches: 5000, Iface: "eth0", RxPackets: 10, TxPackets: 20}
+	b := Sample{At: t0.Add(2 * time.Second), User: 400, System: 150, Idle: 1400, Steal: 50, Interrupts: 3000, ContextSwitches: 9000, Iface: "eth0", RxPackets: 2010, TxPackets: 1020}
 	l := Between(a, b)
 	want := Load{Seconds: 2, User: 30, System: 10, Idle: 60, Interrupts: 1000, ContextSwitches: 2000, Iface: "eth0", RxPackets: 1000, TxPackets: 500}
 	if l != want {
