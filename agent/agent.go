@@ -55,8 +55,6 @@ type Agent struct {
 	auth  *verifier
 	slots chan struct{}
 	logMu sync.Mutex
-
-	ctx context.Context // Serve's: tests end with it
 }
 
 // Listen opens the data server and the control endpoint.
@@ -103,7 +101,6 @@ func (a *Agent) Info() Info {
 func (a *Agent) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	a.ctx = ctx
 	mux := http.NewServeMux()
 	mux.HandleFunc(PathInfo, a.handleInfo)
 	mux.HandleFunc(PathTest, a.handleTest)
