@@ -64,12 +64,16 @@ func TestPacingEvery10ms(t *testing.T) {
 			// thread did, the host wakes threads late, not the pacer
 			// (seen on this VM: a plain 112 µs sleep taking 300 µs
 			// and more, 200 to 400 times in half a second), and the
-			// attempt decides nothing. Five such attempts skip the
-			// test, saying so; a pacer that oversleeps stalls far more
-			// often than the host, and fails, as does any judged
-			// window off by more than 10%.
+			// attempt decides nothing; nor does one whose datagrams
+			// the lab lost. The test fails when a judged window is off
+			// by more than 10% (a burst), or when at least three
+			// attempts stalled more than twice as often as the host
+			// (a pacer that oversleeps does so in every attempt: one
+			// that slept 2 ms too long every 16 datagrams failed three
+			// attempts of five in the host's worst spell). Otherwise
+			// it skips, with the figures.
 			var worst []string
-			inconclusive := 0
+			burst, oversleeps := false, 0
 			const flow = 500 * time.Millisecond
 			for attempt := 1; attempt <= 5; attempt++ {
 				// The VM's busy spells last a second or two: spread the
@@ -77,14 +81,16 @@ func TestPacingEvery10ms(t *testing.T) {
 				time.Sleep(time.Duration(attempt-1) * 500 * time.Millisecond)
 				stamps, err := paceOnLab(t, lab, b, tc.rate, tc.blk, flow)
 				if err != nil {
-					worst = append(worst, err.Error())
+					worst = append(worst, err.Error()+" (inconclusive)")
 					continue
 				}
 				w := checkWindows(t, stamps, tc.rate, tc.blk)
-				if w.msg == "" {
+				switch {
+				case w.msg == "":
 					return
-				}
-				if w.tooFewJudged {
+				case !w.tooFewJudged:
+					burst = true
+				default:
 					// The host's stalls come in spells: the more of
 					// two measures.
 					period := time.Duration(float64(tc.blk) * 8 / tc.rate * float64(time.Second))
@@ -92,17 +98,19 @@ func TestPacingEvery10ms(t *testing.T) {
 					if 2*host < w.stalls {
 						host = max(host, hostStalls(t, period, w.gap, flow))
 					}
-					if 2*host >= w.stalls {
-						inconclusive++
-						w.msg += fmt.Sprintf(" (inconclusive: a thread that only sleeps %v at a time stalled %d times in %v)", period, host, flow)
+					verdict := "inconclusive"
+					if 2*host < w.stalls {
+						oversleeps++
+						verdict = "the pacer's own"
 					}
+					w.msg += fmt.Sprintf(" (%s: a thread that only sleeps %v at a time stalled %d times in %v)", verdict, period, host, flow)
 				}
 				worst = append(worst, w.msg)
 			}
-			if inconclusive == 5 {
+			if !burst && oversleeps < 3 {
 				t.Skipf("this host wakes sleeping threads too late, too often, to judge 10 ms windows:\n%s", strings.Join(worst, "\n"))
 			}
-			t.Errorf("five attempts, each with a 10 ms window off by more than 10%% or datagrams lost:\n%s", strings.Join(worst, "\n"))
+			t.Errorf("five attempts, none with every 10 ms window within 10%% of the rate:\n%s", strings.Join(worst, "\n"))
 		})
 	}
 }
@@ -215,11 +223,11 @@ func checkWindows(t *testing.T, stamps []time.Duration, rate float64, blk int) w
 	var stalls []span
 	for i := 1; i < len(stamps); i++ {
 		if d := stamps[i] - stamps[i-1]; d > gap {
-			// The pacer makes up for a stall of up to 5 ms at once, so
-			// that late wakeups do not cost the rate: the datagrams
+			// The pacer makes up for up to 500 µs of a stall at once,
+			// so that late wakeups do not cost the rate: the datagrams
 			// then due leave back to back after it. The windows that
 			// hold them are the stall's too.
-			stalls = append(stalls, span{stamps[i-1], stamps[i] + min(d, 5*time.Millisecond)})
+			stalls = append(stalls, span{stamps[i-1], stamps[i] + min(d, 500*time.Microsecond)})
 		}
 	}
 	stalled := func(from, to time.Duration) bool {

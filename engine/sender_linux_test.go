@@ -77,7 +77,7 @@ func (nextLoop) Send(ctx context.Context, f *Flow) error {
 	}
 }
 
-// stallLoop asks the Sender for buffers like nextLoop, and every 50th
+// stallLoop asks the Sender for buffers like nextLoop, and every tenth
 // buffer its thread does not run for stall (as a busy host's scheduler
 // wakes a thread late).
 type stallLoop struct{ stall time.Duration }
@@ -95,33 +95,35 @@ func (l stallLoop) Send(ctx context.Context, f *Flow) error {
 		if err != nil || len(p) == 0 {
 			return err
 		}
-		if i%50 == 0 {
-			time.Sleep(l.stall)
+		if i%10 == 0 {
+			// Busy, as a thread that did not get the CPU: a sleep
+			// this short lasts a millisecond or more on the runtime's
+			// timers.
+			for start := time.Now(); time.Since(start) < l.stall; {
+			}
 		}
 	}
 }
 
 // TestPacedRateHoldsOverLateWakeups: a paced sender whose thread is held
-// up for 1 ms (ten buffers' time) every 50th buffer still sends the
+// up for 300 µs (three buffers' time) every tenth buffer still sends the
 // rate's count over the time limit (a pacer that took each late wakeup
-// as lost time sends about a fifth less here). A stall well under the
-// 5 ms made up at once leaves room for a busy host that sleeps longer
-// than asked.
+// as lost time sends about a quarter less here).
 func TestPacedRateHoldsOverLateWakeups(t *testing.T) {
 	const (
 		bufLen = 1000
-		rate   = 80e6 // 10,000 buffers a second: 5 ms between stalls
+		rate   = 80e6 // 10,000 buffers a second: 1 ms between stalls
 		limit  = time.Second
 	)
 	fr := &stampTimes{}
 	f := &Flow{Spec: &Spec{Protocol: UDP, BufLen: bufLen, Duration: limit, Rate: rate, Framing: fr}, Stats: &Counters{}}
-	if err := Run(context.Background(), stallLoop{stall: time.Millisecond}, f, true); err != nil {
+	if err := Run(context.Background(), stallLoop{stall: 300 * time.Microsecond}, f, true); err != nil {
 		t.Fatal(err)
 	}
 	// Buffers 0 to 9999 are due within the limit; 3% short is what a
 	// busy host's longer sleeps may cost.
 	if n := len(fr.at); n > 10000 || n < 9700 {
-		t.Errorf("%d buffers in %v at 10,000 a second with a 1 ms stall every 50th, want 10,000 (at least 9700)", n, limit)
+		t.Errorf("%d buffers in %v at 10,000 a second with a 300 µs stall every tenth, want 10,000 (at least 9700)", n, limit)
 	}
 }
 

@@ -73,7 +73,7 @@ type Cell struct {
 	Retrans  int64     `json:"retrans"`          // TCP retransmissions of the sender
 	RTTus    float64   `json:"rtt_us,omitempty"` // TCP: the sender's smoothed RTT, mean over streams
 	Loss     float64   `json:"loss"`             // UDP: lost datagrams / sent, 0..1
-	JitterMs float64   `json:"jitter_ms,omitempty"`
+	JitterMs float64   `json:"jitter,omitempty"` // UDP: milliseconds, as iperf3's jitter_ms
 	CPU      CPU       `json:"cpu"`
 	NIC      string    `json:"nic,omitempty"` // the interface each end used: "eth0 -> eth0"
 	Findings []Finding `json:"findings,omitempty"`
