@@ -5,7 +5,11 @@
 // heatmap, and names the outlier cells and nodes.
 package mesh
 
-import "time"
+import (
+	"time"
+
+	"github.com/blastnet/blast/agent"
+)
 
 // Document is what `blast mesh` writes on stdout: exactly one JSON
 // document, so `kubectl logs job/blast-mesh > mesh.json` is the whole
@@ -89,13 +93,6 @@ type CPU struct {
 }
 
 // Finding is one finding of a test's diagnosis (nicinfo and pathdiag
-// rules), with the end that has it.
-type Finding struct {
-	Rule     string `json:"rule"`
-	Severity string `json:"severity"`
-	End      string `json:"end"` // "src" or "dst"
-	Iface    string `json:"iface,omitempty"`
-	Summary  string `json:"summary"`
-	Evidence string `json:"evidence,omitempty"`
-	Fix      string `json:"fix,omitempty"`
-}
+// rules), with the end that has it: "src", "dst" or "path" (the agent's
+// reply carries them as they are).
+type Finding = agent.Finding

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -154,9 +152,8 @@ func (r *runner) identify(ctx context.Context) {
 	sem := make(chan struct{}, maxInfo)
 	var wg sync.WaitGroup
 	for i, p := range r.cfg.Found {
-		ctl := net.JoinHostPort(p.Host, strconv.Itoa(p.ControlPort))
-		r.nodes[i] = Node{Name: p.Name, Addr: net.JoinHostPort(p.Host, strconv.Itoa(p.DataPort)), Zone: p.Zone, Control: ctl}
-		r.clients[i] = &agent.Client{Addr: ctl, Token: r.cfg.Token}
+		r.nodes[i] = Node{Name: p.Name, Addr: p.DataAddr(), Zone: p.Zone, Control: p.ControlAddr()}
+		r.clients[i] = &agent.Client{Addr: p.ControlAddr(), Token: r.cfg.Token}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -209,9 +206,8 @@ func (r *runner) test(ctx context.Context, round, src, dst int, phase string, st
 		dir = "down"
 	}
 	c := Cell{Src: r.nodes[src].Name, Dst: r.nodes[dst].Name, Proto: s.Proto, Dir: dir, Phase: phase, Round: round}
-	host, port, _ := net.SplitHostPort(r.nodes[dst].Addr)
-	pn, _ := strconv.Atoi(port)
-	req := agent.TestRequest{Host: host, Port: pn, UDP: s.Proto == "udp", Seconds: s.Seconds, Streams: s.Streams,
+	to := r.cfg.Found[dst]
+	req := agent.TestRequest{Host: to.Host, Port: to.DataPort, UDP: s.Proto == "udp", Seconds: s.Seconds, Streams: s.Streams,
 		Rate: s.Rate, Reverse: s.Reverse, Len: s.Len, Backend: s.Backend, StartAt: startAt}
 	wait := time.Second
 	for {
@@ -260,9 +256,5 @@ func (c *Cell) fill(rep *agent.Reply) {
 	if rep.NICSrc != "" || rep.NICDst != "" {
 		c.NIC = rep.NICSrc + " -> " + rep.NICDst
 	}
-	for _, f := range rep.Findings {
-		c.Findings = append(c.Findings, Finding{Rule: f.Rule, Severity: f.Severity, End: f.End, Iface: f.Iface,
-			Summary: f.Summary, Evidence: f.Evidence, Fix: f.Fix})
-	}
-	c.Err = rep.Err
+	c.Findings, c.Err = rep.Findings, rep.Err
 }
