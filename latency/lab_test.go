@@ -87,13 +87,23 @@ func TestLabSockperf(t *testing.T) {
 				spArgs = append(spArgs, "--tcp")
 			}
 			blasttest.Listening(t, lab.B, proto, spPort, "sockperf", append([]string{"server"}, spArgs...)...)
-			sp := blasttest.Start(t, lab.A, nil, "sockperf", append([]string{"ping-pong", "-m", "64", "-t", "1", "--full-rtt"}, spArgs...)...)
-			sp.Wait(t)
-			m := sockperfP50.FindStringSubmatch(sp.Stdout.String() + sp.Stderr.String())
-			if m == nil {
-				t.Fatalf("no p50 in sockperf's output:\n%s%s", sp.Stdout.String(), sp.Stderr.String())
+			// This VM has spells in which a sleeping thread wakes some
+			// hundreds of microseconds late; sockperf's median then
+			// reads 20 times blast's (seen in CI). Noise only adds:
+			// the least of three runs is sockperf's figure.
+			spUS := 0.0
+			for try := 0; try < 3; try++ {
+				sp := blasttest.Start(t, lab.A, nil, "sockperf", append([]string{"ping-pong", "-m", "64", "-t", "1", "--full-rtt"}, spArgs...)...)
+				sp.Wait(t)
+				m := sockperfP50.FindStringSubmatch(sp.Stdout.String() + sp.Stderr.String())
+				if m == nil {
+					t.Fatalf("no p50 in sockperf's output:\n%s%s", sp.Stdout.String(), sp.Stderr.String())
+				}
+				us, _ := strconv.ParseFloat(m[1], 64)
+				if try == 0 || us < spUS {
+					spUS = us
+				}
 			}
-			spUS, _ := strconv.ParseFloat(m[1], 64)
 
 			blasttest.Listening(t, lab.B, proto, latency.DefaultPort, blasttest.Bin, "lat", "-s", "-1")
 			args := []string{"lat", addr, "-l", "64", "-t", "1", "--warmup", "1000", "-J"}
