@@ -267,8 +267,23 @@ func TestTakeHTB(t *testing.T) {
 		t.Errorf("Policers = %+v, want none (the filters have no police action)", s.Policers)
 	}
 
-	// What tc prints of the classes.
-	out := run(t, a, "tc", "-s", "class", "show", "dev", dev)
+	// What tc prints of the classes, counters included. The kernel may
+	// send a packet of its own meanwhile (an MLD report, 110 bytes, up
+	// to a second after the link came up), so tc's view is taken between
+	// two snapshots that agree.
+	var out string
+	for try := 0; ; try++ {
+		before := take(t, a, dev)
+		out = run(t, a, "tc", "-s", "class", "show", "dev", dev)
+		s = take(t, a, dev)
+		if cmp.Equal(before.Qdiscs, s.Qdiscs) {
+			break
+		}
+		if try == 20 {
+			t.Fatalf("the counters changed while tc read them, 20 times:\n%v\n%v", before.Qdiscs, s.Qdiscs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	ms := tcClassRE.FindAllStringSubmatch(out, -1)
 	if len(ms) != 3 {
 		t.Fatalf("found %d htb classes in tc's output, want 3:\n%s", len(ms), out)

@@ -147,6 +147,19 @@ func startServer(t *testing.T, port int, args ...string) *inProcess {
 	return p
 }
 
+// waitOutput waits until the server's output is what ok wants, for up
+// to 20 seconds.
+func (p *inProcess) waitOutput(t *testing.T, what string, ok func(out string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok(p.out.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in 20 s:\n%s", what, p.out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // stop ends the server as a signal would (main cancels the context) and
 // returns its exit status.
 func (p *inProcess) stop(t *testing.T) int {
@@ -216,6 +229,11 @@ func TestServerConsole(t *testing.T) {
 	if out, err := srvIperf3(t, s.port, "-t", "1", "-R"); err != nil {
 		t.Fatalf("iperf3: %v\n%s", err, out)
 	}
+	// The iperf3 client is done before the server has printed its
+	// summary; a test that starts meanwhile has its lines marked with
+	// the test's number ("#2: "), as tests that overlap do. The third
+	// test starts after the banner that says the server waits again.
+	s.waitOutput(t, "the banner for test #3", func(out string) bool { return strings.Contains(out, "(test #3)\n") })
 	started := make(chan struct{})
 	interrupted := make(chan error, 1)
 	go func() {
@@ -224,9 +242,7 @@ func TestServerConsole(t *testing.T) {
 	}()
 	<-started
 	// The client has its streams; wait for the server to run the test.
-	for strings.Count(s.out.String(), "State set to 2-TEST_RUNNING") < 3 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	s.waitOutput(t, "the third test running", func(out string) bool { return strings.Count(out, "State set to 2-TEST_RUNNING") == 3 })
 	if code := s.stop(t); code != exitOK {
 		t.Errorf("exit %d after the context ended, want 0", code)
 	}
