@@ -262,14 +262,16 @@ func (a *attempt) Errorf(format string, v ...any) { a.errs = append(a.errs, fmt.
 func (a *attempt) Fatalf(format string, v ...any) { a.Errorf(format, v...); panic(attemptOver{}) }
 func (a *attempt) Fatal(v ...any)                 { a.errs = append(a.errs, fmt.Sprint(v...)); panic(attemptOver{}) }
 
-// retryUDP runs a case up to three times and fails it only when every
-// try failed. This machine is shared: a stall of iperf3's receiver for
+// retryUDP runs a case up to three times, a second or two apart, and
+// fails it only when every try failed. This machine is shared: a stall of iperf3's receiver for
 // longer than its socket buffer holds loses datagrams whatever blast does;
 // a blast that paces wrong, or counts wrong, fails every try.
 func retryUDP(t *testing.T, try func(t checker)) {
 	t.Helper()
 	var all []string
 	for n := 1; n <= 3; n++ {
+		// The host's busy spells last a second or two: spread the tries.
+		time.Sleep(time.Duration(n-1) * time.Second)
 		a := &attempt{}
 		func() {
 			defer func() {
