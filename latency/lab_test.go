@@ -2,9 +2,11 @@ package latency_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +71,15 @@ var sockperfP50 = regexp.MustCompile(`percentile 50\.000 =\s+([0-9.]+)`)
 // sockperf's (--full-rtt) on the same path must agree within a factor of
 // 10 each way, which catches a unit slip or an RTT/2 doubled twice, not a
 // few microseconds of overhead.
+//
+// sockperf runs --nonblocked: its threads poll rather than sleep, as
+// blast's do (Go's scheduler spins before it parks a thread). A sockperf
+// that sleeps in recvfrom pays for this VM's idle CPUs waking up: 75 to
+// 90 us on a quiet host against blast's 15, 15 us on a busy one, and 300
+// us in the host's bad spells (seen in CI, three runs in a row). Each
+// round measures both tools back to back, so that both see the same
+// host; a unit slip is off in every round, a spell of the host in the
+// rounds it lasts, so the test fails when three rounds all disagree.
 func TestLabSockperf(t *testing.T) {
 	if _, err := exec.LookPath("sockperf"); err != nil {
 		t.Skip("sockperf is not installed (apt-get install sockperf); the comparison needs it")
@@ -82,45 +93,40 @@ func TestLabSockperf(t *testing.T) {
 			proto = "udp"
 		}
 		t.Run(proto, func(t *testing.T) {
-			spArgs := []string{"-i", addr, "-p", strconv.Itoa(spPort)}
+			spArgs := []string{"-i", addr, "-p", strconv.Itoa(spPort), "--nonblocked"}
 			if !udp {
 				spArgs = append(spArgs, "--tcp")
 			}
 			blasttest.Listening(t, lab.B, proto, spPort, "sockperf", append([]string{"server"}, spArgs...)...)
-			// This VM has spells in which a sleeping thread wakes some
-			// hundreds of microseconds late; sockperf's median then
-			// reads 20 times blast's (seen in CI). Noise only adds:
-			// the least of three runs is sockperf's figure.
-			spUS := 0.0
-			for try := 0; try < 3; try++ {
+			blasttest.Listening(t, lab.B, proto, latency.DefaultPort, blasttest.Bin, "lat", "-s")
+			var rounds []string
+			for round := 1; round <= 3; round++ {
 				sp := blasttest.Start(t, lab.A, nil, "sockperf", append([]string{"ping-pong", "-m", "64", "-t", "1", "--full-rtt"}, spArgs...)...)
 				sp.Wait(t)
 				m := sockperfP50.FindStringSubmatch(sp.Stdout.String() + sp.Stderr.String())
 				if m == nil {
 					t.Fatalf("no p50 in sockperf's output:\n%s%s", sp.Stdout.String(), sp.Stderr.String())
 				}
-				us, _ := strconv.ParseFloat(m[1], 64)
-				if try == 0 || us < spUS {
-					spUS = us
-				}
-			}
+				spUS, _ := strconv.ParseFloat(m[1], 64)
 
-			blasttest.Listening(t, lab.B, proto, latency.DefaultPort, blasttest.Bin, "lat", "-s", "-1")
-			args := []string{"lat", addr, "-l", "64", "-t", "1", "--warmup", "1000", "-J"}
-			if udp {
-				args = append(args, "-u")
+				args := []string{"lat", addr, "-l", "64", "-t", "1", "--warmup", "1000", "-J"}
+				if udp {
+					args = append(args, "-u")
+				}
+				cli := blasttest.Start(t, lab.A, nil, blasttest.Bin, args...)
+				cli.Wait(t)
+				var doc latency.JSON
+				if err := json.Unmarshal(cli.Stdout.Bytes(), &doc); err != nil {
+					t.Fatalf("%v:\n%s", err, cli.Stdout.String())
+				}
+				blastUS := float64(doc.RTT.P50) / 1e3
+				t.Logf("%s round-trip p50, round %d: blast %.2f us, sockperf --full-rtt %.2f us (ratio %.2f)", proto, round, blastUS, spUS, blastUS/spUS)
+				if blastUS <= 10*spUS && blastUS >= spUS/10 {
+					return
+				}
+				rounds = append(rounds, fmt.Sprintf("round %d: blast p50 %.2f us vs sockperf %.2f us", round, blastUS, spUS))
 			}
-			cli := blasttest.Start(t, lab.A, nil, blasttest.Bin, args...)
-			cli.Wait(t)
-			var doc latency.JSON
-			if err := json.Unmarshal(cli.Stdout.Bytes(), &doc); err != nil {
-				t.Fatalf("%v:\n%s", err, cli.Stdout.String())
-			}
-			blastUS := float64(doc.RTT.P50) / 1e3
-			t.Logf("%s round-trip p50: blast %.2f us, sockperf --full-rtt %.2f us (ratio %.2f)", proto, blastUS, spUS, blastUS/spUS)
-			if blastUS > 10*spUS || blastUS < spUS/10 {
-				t.Errorf("blast p50 %.2f us vs sockperf %.2f us: more than 10x apart, a unit or RTT/2 mistake", blastUS, spUS)
-			}
+			t.Errorf("more than 10x apart in every round, a unit or RTT/2 mistake:\n%s", strings.Join(rounds, "\n"))
 		})
 	}
 }
