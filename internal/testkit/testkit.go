@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -74,4 +75,38 @@ func ReadCSV(tb testing.TB, s string, header []string) [][]string {
 		}
 	}
 	return recs[1:]
+}
+
+// WaitFor waits until cond holds, checking it every few milliseconds, and
+// fails the test (naming what) when it still does not after bound. It is
+// how a test waits for an event it cannot be told of (a file written, a
+// counter reaching a value, a process gone): the bound is generous, as a
+// busy host may take long, and holding never takes longer than the event.
+func WaitFor(tb testing.TB, bound time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	if !Eventually(bound, cond) {
+		tb.Fatalf("waited %v for %s", bound, what)
+	}
+}
+
+// Eventually reports whether cond held within bound (checked every few
+// milliseconds), for a test that says itself what went wrong.
+func Eventually(bound time.Duration, cond func() bool) bool {
+	if cond() {
+		return true
+	}
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if cond() {
+				return true
+			}
+		case <-deadline.C:
+			return cond()
+		}
+	}
 }
