@@ -5,7 +5,7 @@ export PATH := $(PATH):/usr/local/go/bin
 # Debian packages the tests run against: command -> package.
 TEST_TOOLS := ip:iproute2 tc:iproute2 socat:socat iperf3:iperf3 ethtool:ethtool sockperf:sockperf
 
-.PHONY: help build install man test vet deps demo bench bench-quick clean fuzz
+.PHONY: help build install man test test-stress check-timing vet deps demo bench bench-quick clean fuzz
 
 BENCH_FLAGS ?=
 
@@ -60,14 +60,26 @@ deps: ## install the Debian packages the tests need (as root, when missing)
 	fi
 	$(GO) mod download
 
-vet: ## go.mod tidy, go vet for Linux and for another OS
+vet: ## go.mod tidy, go vet for Linux, for another OS and with the timing checks; tests that sleep or skip on a slow host
 	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit the result"; exit 1; }
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./...
+	$(GO) vet -tags timing ./...
+	@! git grep -n 'time\.Sleep' -- '*_test.go' || { echo "a test sleeps: wait for the event (testkit.WaitFor) or use the fake clock (internal/clock)"; exit 1; }
+	@! git grep -n -i -E '\.Skip[f]?\(.*(slow|busy|too few windows|stall|load)' -- '*_test.go' || { echo "a test skips on a slow host: it must pass there (behaviour), or be a timing check (make check-timing)"; exit 1; }
 
-test: deps vet ## vet and run every test (the lab tests need root), then each fuzz target for 3 s
-	$(GO) test -p 1 -count=1 -timeout 12m ./...
-	GO=$(GO) scripts/fuzz.sh 3s
+test: deps vet ## vet and run every test, packages in parallel (the lab tests need root; fuzz targets run their seed corpus)
+	@bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && \
+	$(GO) build -o "$$bin/blast" ./cmd/blast && ln -s blast "$$bin/ttcp" && \
+	BLAST_TEST_BIN="$$bin/blast" $(GO) test -count=1 -timeout 10m ./...
+
+ROUNDS ?= 5
+
+test-stress: deps ## run the suite ROUNDS times (default 5, no fuzzing) with every CPU kept busy; lists each test that failed once, with its output
+	$(GO) run ./internal/teststress -rounds $(ROUNDS)
+
+check-timing: deps ## the timing properties (pacing, late wakeups, latency vs sockperf, UDP loss vs iperf3, ...), each judged on a median beside the host's load; exit 3: host too busy to judge
+	GO=$(GO) scripts/check-timing.sh
 
 FUZZTIME ?= 1m
 
@@ -77,8 +89,9 @@ fuzz: ## run every fuzz target for FUZZTIME each (make fuzz FUZZTIME=60s; defaul
 demo: build ## build blast and run its demo on a lab it builds (root) or loopback
 	./bin/blast demo
 
-bench: ## blast vs iperf3 (Debian's; a modern one with BENCH_FLAGS=--iperf3=PATH), sockperf, trafgen on a netns lab (root, <15 min); writes bench/results and bench/README.md
+bench: ## blast vs iperf3 (Debian's; a modern one with BENCH_FLAGS=--iperf3=PATH), sockperf, trafgen on a netns lab (root, <15 min); writes bench/results and bench/README.md; then check-timing into bench/results/check-timing.txt
 	$(GO) run ./bench/cmd/blastbench $(BENCH_FLAGS)
+	GO=$(GO) scripts/check-timing.sh > bench/results/check-timing.txt; st=$$?; cat bench/results/check-timing.txt; exit $$st
 
 bench-quick: ## the short benchmark suite (root, about 2 min): 3 rounds of 1 s, fewer workloads
 	$(GO) run ./bench/cmd/blastbench -quick $(BENCH_FLAGS)

@@ -20,12 +20,27 @@ import (
 // Bin is the blast binary Main built; a "ttcp" link to it sits beside it.
 var Bin string
 
+// BinEnv names the environment variable that hands the tests a blast
+// binary built beforehand (a "ttcp" link beside it): `make test` builds
+// blast once for the whole run and sets it, so that no package builds its
+// own.
+const BinEnv = "BLAST_TEST_BIN"
+
 // Main builds blast, runs the tests and removes the build. Call it from
 // TestMain; with rootOnly it builds only as root (the tests that need the
-// binary are lab tests, which skip otherwise).
+// binary are lab tests, which skip otherwise). When BinEnv names a binary,
+// the tests use that one and nothing is built.
 func Main(m *testing.M, rootOnly bool) {
 	os.Exit(func() int {
 		if rootOnly && os.Geteuid() != 0 {
+			return m.Run()
+		}
+		if b := os.Getenv(BinEnv); b != "" {
+			if _, err := os.Stat(filepath.Join(filepath.Dir(b), "ttcp")); err != nil {
+				fmt.Fprintf(os.Stderr, "%s=%s: want the blast binary with a ttcp link beside it: %v\n", BinEnv, b, err)
+				return 1
+			}
+			Bin = b
 			return m.Run()
 		}
 		dir, err := os.MkdirTemp("", "blast-test")
