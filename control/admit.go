@@ -125,7 +125,7 @@ func (s *Server) unidentified(a netip.Addr) (release func(), ok bool) {
 func (s *Server) shedf(format string, args ...any) {
 	s.mu.Lock()
 	s.shed++
-	now := time.Now()
+	now := s.clk.Now()
 	if now.Sub(s.shedLogged) < time.Second {
 		s.mu.Unlock()
 		return
@@ -200,7 +200,7 @@ func (s *Server) admit(host netip.Addr, p *Params, memory int64) (*admission, in
 	s.activeBy[host]++
 	s.memory += memory
 	s.started++
-	s.lastConn = time.Now()
+	s.lastConn = s.clk.Now()
 	return &admission{s: s, host: host, memory: memory}, 0, nil
 }
 
@@ -234,7 +234,7 @@ func (a *admission) release() {
 		delete(s.activeBy, a.host)
 	}
 	s.memory -= a.memory
-	s.lastConn = time.Now()
+	s.lastConn = s.clk.Now()
 	s.mu.Unlock()
 	if s.cfg.OneOff {
 		close(s.oneDone)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/clock"
 )
 
 // Config is one client test. The zero value of an optional field means
@@ -143,6 +144,11 @@ type Config struct {
 
 	// NoNIC skips watching the interface that carries the test.
 	NoNIC bool
+	// Clock is the client's clock for the checks of StallTimeout and
+	// RcvTimeout and for the time in an auth token (nil: the real one).
+	// The waits for the server's messages (StateTimeout) are socket
+	// deadlines, on the real clock.
+	Clock clock.Clock
 	// Auth are the credentials sent to a server that asks for them
 	// (--username, --rsa-public-key-path; nil: none).
 	Auth *ClientAuth
@@ -483,7 +489,7 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	params := cfg.params()
-	if params.AuthToken, err = cfg.Auth.Token(time.Now()); err != nil {
+	if params.AuthToken, err = cfg.Auth.Token(clock.Or(cfg.Clock).Now()); err != nil {
 		return nil, err
 	}
 	res := &Result{Role: "client", Version: Version, SystemInfo: systemInfo(), Time: time.Now(),
@@ -700,10 +706,11 @@ wait:
 			if fileEnds && cl.sendersDone() {
 				break wait // iperf3 ends the test at the end of the -F file
 			}
-		case now := <-idle.tick:
+		case now := <-idle.tick.C():
 			if fail = idle.check(now); fail != nil {
 				break wait
 			}
+			idle.tick.Reset(idle.every)
 		case m := <-ctrlMsg:
 			fail = peerStateError(m, "the test was running")
 			break wait
@@ -716,7 +723,7 @@ wait:
 		}
 	}
 
-	idle.stop()
+	idle.tick.Stop()
 	sess.stopTicker()
 	sess.sendEnd = time.Now()
 	sess.stop(true)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/blastnet/blast/internal/clock"
 )
 
 // idleWatch ends a test whose receiving streams got nothing for the
@@ -14,8 +16,11 @@ import (
 // which no byte moved either way for as long (the server stopped reading
 // and sending: a test without a time limit would wait for ever).
 type idleWatch struct {
-	tick   <-chan time.Time
-	stop   func()
+	// tick is armed again after each check (every), not a ticker: a
+	// test on a fake clock sees each check's timer armed before it moves
+	// the clock.
+	tick   clock.Timer
+	every  time.Duration
 	cl     *client
 	last   int64 // received
 	lastAt time.Time
@@ -28,7 +33,8 @@ type idleWatch struct {
 
 // idleWatch starts the watch.
 func (cl *client) idleWatch() *idleWatch {
-	now := time.Now()
+	clk := clock.Or(cl.cfg.Clock)
+	now := clk.Now()
 	w := &idleWatch{cl: cl, timeout: cl.cfg.RcvTimeout, lastAt: now, movedAt: now}
 	hasRecv := false
 	cl.sess.each(false, func(*stream) { hasRecv = true })
@@ -48,8 +54,8 @@ func (cl *client) idleWatch() *idleWatch {
 	if w.timeout > 0 {
 		period = min(period, w.timeout)
 	}
-	t := time.NewTicker(min(period/4, 100*time.Millisecond))
-	w.tick, w.stop = t.C, t.Stop
+	w.every = min(period/4, 100*time.Millisecond)
+	w.tick = clk.NewTimer(w.every)
 	return w
 }
 

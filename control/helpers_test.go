@@ -143,20 +143,18 @@ func iperf3ServerBind(t *testing.T, bind string) (port int, wait func() *iperfJS
 func waitListen(t *testing.T, port int) {
 	t.Helper()
 	want := fmt.Sprintf(":%04X ", port)
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("a socket listening on port %d", port), func() bool {
 		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 			b, _ := os.ReadFile(f)
 			for _, line := range strings.Split(string(b), "\n") {
 				fields := strings.Fields(line)
 				if len(fields) > 3 && strings.Contains(fields[1]+" ", want) && fields[3] == "0A" {
-					return
+					return true
 				}
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("nothing listens on port %d", port)
+		return false
+	})
 }
 
 // iperf3Client runs `iperf3 -c 127.0.0.1 -J` with args and returns its
@@ -251,19 +249,32 @@ func (l *resultLog) add(r *Result) {
 // wait waits until n results are in.
 func (l *resultLog) wait(t *testing.T, n int) []*Result {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	var r []*Result
+	testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("%d results of the server", n), func() bool {
 		l.mu.Lock()
-		if len(l.res) >= n {
-			r := append([]*Result(nil), l.res...)
-			l.mu.Unlock()
-			return r
+		defer l.mu.Unlock()
+		r = append([]*Result(nil), l.res...)
+		return len(r) >= n
+	})
+	return r
+}
+
+// find waits for the result of the test with cookie.
+func (l *resultLog) find(t *testing.T, cookie string) *Result {
+	t.Helper()
+	var found *Result
+	testkit.WaitFor(t, 30*time.Second, "the server's result of the test "+cookie, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, r := range l.res {
+			if r.Cookie == cookie {
+				found = r
+				return true
+			}
 		}
-		l.mu.Unlock()
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("the server reported fewer than %d results", n)
-	return nil
+		return false
+	})
+	return found
 }
 
 // blastJSON renders r with EncodeJSON and parses it back as a foreign

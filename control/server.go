@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/latency"
 	"github.com/blastnet/blast/report"
 )
@@ -90,6 +91,14 @@ type ServerConfig struct {
 	// Auth refuses tests whose client's credentials do not pass, with
 	// iperf3's IEAUTHTEST (nil: no authentication; tokens are ignored).
 	Auth *ServerAuth
+	// Clock is the server's clock for what it times itself (nil: the
+	// real one): IdleTimeout, the wait for a test's streams
+	// (StreamTimeout), the checks of RcvTimeout and of a stalled test,
+	// the pause after a failed accept, and the time an auth token is
+	// checked against. Socket deadlines (the cookie's, the parameters',
+	// the test's time limit) stay on the real clock: the kernel keeps
+	// them.
+	Clock clock.Clock
 
 	// Log gets one line per test; nil discards them.
 	Log io.Writer
@@ -183,6 +192,7 @@ func (c *ServerConfig) Validate() error {
 // tests at a time.
 type Server struct {
 	cfg       ServerConfig
+	clk       clock.Clock
 	ln        net.Listener
 	backend   engine.Backend
 	rxBackend engine.Backend // nil: automatic
@@ -268,9 +278,10 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		ln.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, ln: ln, netns: ns, udpAuto: udpAuto, backend: b, rxBackend: rb,
+	clk := clock.Or(cfg.Clock)
+	s := &Server{cfg: cfg, clk: clk, ln: ln, netns: ns, udpAuto: udpAuto, backend: b, rxBackend: rb,
 		waiting: map[[CookieSize]byte]streamWait{}, activeBy: map[netip.Addr]int{}, pendingBy: map[netip.Addr]int{}, oneDone: make(chan struct{}), idleDone: make(chan struct{}),
-		lastConn: time.Now()}
+		lastConn: clk.Now()}
 	if cfg.RateLimit.Bits > 0 {
 		s.meter = newRateMeter(cfg.RateLimit, cfg.Trace)
 	}
@@ -323,7 +334,7 @@ func (s *Server) Serve(ctx context.Context) error {
 			if backoff, ok = acceptBackoff(err, backoff); ok && ctx.Err() == nil {
 				s.shedf("accept: %v: waiting %v", err, backoff)
 				select {
-				case <-time.After(backoff):
+				case <-s.clk.After(backoff):
 				case <-ctx.Done():
 				}
 				continue
@@ -393,7 +404,7 @@ func (s *Server) closeUDP() {
 // touch notes a connection, for IdleTimeout.
 func (s *Server) touch() {
 	s.mu.Lock()
-	s.lastConn = time.Now()
+	s.lastConn = s.clk.Now()
 	s.mu.Unlock()
 }
 
@@ -617,7 +628,7 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 	if code, err := p.Validate(); err != nil {
 		return t.refuse(code, fmt.Errorf("parameters refused: %w", err))
 	}
-	if err := s.cfg.Auth.Check(p.AuthToken, time.Now()); err != nil {
+	if err := s.cfg.Auth.Check(p.AuthToken, s.clk.Now()); err != nil {
 		return t.refuse(iperfAuthTest, err)
 	}
 	if err := s.checkDuration(p); err != nil {
@@ -927,7 +938,11 @@ func (t *serverTest) wait() (m stateMsg, pending <-chan stateMsg, abort *testAbo
 	if t.mt != nil {
 		aborts = t.mt.abort
 	}
-	tk := time.NewTicker(min(t.s.cfg.RcvTimeout/2, time.Second))
+	// A timer armed again after each check, not a ticker: a test on a
+	// fake clock sees each check's timer armed before it moves the clock.
+	clk := t.s.clk
+	every := min(t.s.cfg.RcvTimeout/2, time.Second)
+	tk := clk.NewTimer(every)
 	defer tk.Stop()
 	hasRecv := false
 	t.sess.each(false, func(*stream) { hasRecv = true })
@@ -935,7 +950,7 @@ func (t *serverTest) wait() (m stateMsg, pending <-chan stateMsg, abort *testAbo
 	// A client whose streams are all done may take a moment to say
 	// TEST_END (it waits for its last bytes to be acknowledged).
 	const endWait = 5 * time.Second
-	got, gotAt := t.sess.total(false), time.Now()
+	got, gotAt := t.sess.total(false), clk.Now()
 	moved, movedAt := got+t.sess.total(true), gotAt
 	for {
 		select {
@@ -945,7 +960,7 @@ func (t *serverTest) wait() (m stateMsg, pending <-chan stateMsg, abort *testAbo
 			return stateMsg{}, ctrlMsg, nil
 		case a := <-aborts:
 			return stateMsg{}, ctrlMsg, &a
-		case now := <-tk.C:
+		case now := <-tk.C():
 			recv := t.sess.total(false)
 			if recv != got || !t.sess.recvEnd.load().IsZero() {
 				got, gotAt = recv, now
@@ -966,6 +981,7 @@ func (t *serverTest) wait() (m stateMsg, pending <-chan stateMsg, abort *testAbo
 				return stateMsg{}, ctrlMsg, &testAbort{iperfNoMsg, fmt.Errorf("%w: the client neither took data nor ended the test for %v (--rcv-timeout %d ms): it stalled, or it is gone",
 					ErrNoData, now.Sub(movedAt).Round(time.Millisecond), limit)}
 			}
+			tk.Reset(every)
 		}
 	}
 }
@@ -1037,14 +1053,14 @@ func (s *Server) udpStreams(ctx context.Context, ctrl net.Conn, p *Params, host 
 	if err := WriteState(ctrl, CreateStreams); err != nil {
 		return nil, errCreateStreams(err)
 	}
-	t := time.NewTimer(s.cfg.StreamTimeout)
+	t := s.clk.NewTimer(s.cfg.StreamTimeout)
 	defer t.Stop()
 	var socks []*engine.Socket
 	for i := 0; i < n; i++ {
 		var peer netip.AddrPort
 		select {
 		case peer = <-w.ch:
-		case <-t.C:
+		case <-t.C():
 			return socks, fmt.Errorf("the client opened %d of %d UDP streams within %v (is UDP to port %d blocked?)", i, n, s.cfg.StreamTimeout, s.port())
 		case <-ctx.Done():
 			return socks, ctx.Err()
@@ -1098,13 +1114,13 @@ func (s *Server) port() int {
 // accepted, which is the order the client opened them in.
 func (s *Server) collect(ctx context.Context, ch <-chan dataConn, n int) ([]dataConn, error) {
 	var got []dataConn
-	t := time.NewTimer(s.cfg.StreamTimeout)
+	t := s.clk.NewTimer(s.cfg.StreamTimeout)
 	defer t.Stop()
 	for len(got) < n {
 		select {
 		case dc := <-ch:
 			got = append(got, dc)
-		case <-t.C:
+		case <-t.C():
 			return got, fmt.Errorf("the client opened %d of %d streams within %v", len(got), n, s.cfg.StreamTimeout)
 		case <-ctx.Done():
 			return got, ctx.Err()

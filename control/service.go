@@ -60,7 +60,7 @@ func (s *Server) watchIdle(done <-chan struct{}) {
 		wait := s.cfg.IdleTimeout
 		s.mu.Lock()
 		busy := s.active > 0 || (s.cfg.OneOff && s.started > 0)
-		if left := s.cfg.IdleTimeout - time.Since(s.lastConn); !busy && left <= 0 {
+		if left := s.cfg.IdleTimeout - s.clk.Since(s.lastConn); !busy && left <= 0 {
 			if s.cfg.OneOff {
 				s.mu.Unlock()
 				s.trace("No connection request was received for %g sec in one-off mode; exiting.", s.cfg.IdleTimeout.Seconds())
@@ -71,7 +71,7 @@ func (s *Server) watchIdle(done <-chan struct{}) {
 			// port while it closes.
 			restarts++
 			s.closeUDP()
-			s.lastConn = time.Now()
+			s.lastConn = s.clk.Now()
 			s.mu.Unlock()
 			s.trace("Server restart (#%d) in idle state as no connection request was received for %g sec", restarts, s.cfg.IdleTimeout.Seconds())
 			continue
@@ -79,12 +79,12 @@ func (s *Server) watchIdle(done <-chan struct{}) {
 			wait = left
 		}
 		s.mu.Unlock()
-		t := time.NewTimer(wait)
+		t := s.clk.NewTimer(wait)
 		select {
 		case <-done:
 			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }
