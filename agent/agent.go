@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/internal/clock"
 )
 
 // DefaultMaxTests is how many tests an agent runs as a client at once.
@@ -45,11 +46,15 @@ type Config struct {
 	// Log receives one line per control request that ran a test or was
 	// refused (nil: none).
 	Log io.Writer
+	// Clock is what requests' times are checked against and what a test
+	// waits for its start on (nil: the real clock).
+	Clock clock.Clock
 }
 
 // Agent is a listening agent.
 type Agent struct {
 	cfg   Config
+	clk   clock.Clock
 	srv   *control.Server
 	ln    net.Listener
 	auth  *verifier
@@ -82,7 +87,7 @@ func Listen(cfg Config) (*Agent, error) {
 		srv.Close()
 		return nil, fmt.Errorf("agent: control port: %w (choose another with --control-port)", err)
 	}
-	return &Agent{cfg: cfg, srv: srv, ln: ln, auth: newVerifier(cfg.Token), slots: make(chan struct{}, cfg.MaxTests)}, nil
+	return &Agent{cfg: cfg, clk: clock.Or(cfg.Clock), srv: srv, ln: ln, auth: newVerifier(cfg.Token), slots: make(chan struct{}, cfg.MaxTests)}, nil
 }
 
 // DataAddr is the data server's address; ControlAddr the control
@@ -143,7 +148,7 @@ func (a *Agent) authorized(w http.ResponseWriter, r *http.Request) ([]byte, bool
 		answer(w, http.StatusRequestEntityTooLarge, map[string]string{"err": "request body over 64 KiB"})
 		return nil, false
 	}
-	if err := a.auth.check(r.Header.Get("Authorization"), r.Method, r.URL.Path, body, time.Now()); err != nil {
+	if err := a.auth.check(r.Header.Get("Authorization"), r.Method, r.URL.Path, body, a.clk.Now()); err != nil {
 		a.logf("refused %s %s from %s: %v", r.Method, r.URL.Path, r.RemoteAddr, err)
 		answer(w, http.StatusUnauthorized, map[string]string{"err": "unauthorized"})
 		return nil, false
@@ -183,7 +188,7 @@ func (a *Agent) handleTest(w http.ResponseWriter, r *http.Request) {
 		answer(w, http.StatusBadRequest, map[string]string{"err": "not a test request: " + err.Error()})
 		return
 	}
-	cfg, err := req.config()
+	cfg, err := req.config(a.clk.Now())
 	if err != nil {
 		answer(w, http.StatusBadRequest, map[string]string{"err": err.Error()})
 		return
@@ -197,9 +202,9 @@ func (a *Agent) handleTest(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	if !req.StartAt.IsZero() {
-		t := time.NewTimer(time.Until(req.StartAt))
+		t := a.clk.NewTimer(req.StartAt.Sub(a.clk.Now()))
 		select {
-		case <-t.C:
+		case <-t.C():
 		case <-ctx.Done():
 			t.Stop()
 			return
@@ -211,8 +216,8 @@ func (a *Agent) handleTest(w http.ResponseWriter, r *http.Request) {
 	answer(w, http.StatusOK, reply)
 }
 
-// config is the client configuration of a request, validated.
-func (req *TestRequest) config() (control.Config, error) {
+// config is the client configuration of a request, validated at now.
+func (req *TestRequest) config(now time.Time) (control.Config, error) {
 	switch {
 	case req.Host == "":
 		return control.Config{}, errors.New("no host to test to")
@@ -222,7 +227,7 @@ func (req *TestRequest) config() (control.Config, error) {
 		return control.Config{}, fmt.Errorf("seconds %g: must be 1 to 3600", req.Seconds)
 	case req.Streams < 1 || req.Streams > control.MaxStreams:
 		return control.Config{}, fmt.Errorf("streams %d: must be 1 to %d", req.Streams, control.MaxStreams)
-	case !req.StartAt.IsZero() && time.Until(req.StartAt) > MaxStartWait:
+	case !req.StartAt.IsZero() && req.StartAt.Sub(now) > MaxStartWait:
 		return control.Config{}, fmt.Errorf("start_at %s is more than %v ahead", req.StartAt.UTC().Format(time.RFC3339), MaxStartWait)
 	}
 	cfg := control.Config{Host: req.Host, Port: req.Port, UDP: req.UDP, Parallel: req.Streams,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/blastnet/blast/control"
 	_ "github.com/blastnet/blast/engine/backends"
+	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/internal/testkit"
 )
 
@@ -64,8 +66,17 @@ func TestInfo(t *testing.T) {
 	}
 }
 
+// fakeNow is a fake clock at the real time (whole seconds, as requests
+// carry their time): the agent's clients sign with the real clock.
+func fakeNow() *clock.Fake {
+	f := clock.NewFake()
+	f.Set(time.Now().Truncate(time.Second))
+	return f
+}
+
 func TestRefusals(t *testing.T) {
-	a, c := start(t, nil)
+	clk := fakeNow()
+	a, c := start(t, func(cfg *Config) { cfg.Clock = clk })
 	ctx := context.Background()
 	bad := &Client{Addr: c.Addr, Token: []byte("another-token-of-32-bytes-length")}
 	if _, err := bad.Info(ctx); !errors.Is(err, ErrAuth) {
@@ -74,7 +85,7 @@ func TestRefusals(t *testing.T) {
 
 	// A signed request seen on the wire is taken once.
 	url := "http://" + c.Addr + PathInfo
-	hdr := sign(token, http.MethodGet, PathInfo, time.Now(), newNonce(), nil)
+	hdr := sign(token, http.MethodGet, PathInfo, clk.Now(), newNonce(), nil)
 	for i, want := range []int{http.StatusOK, http.StatusUnauthorized} {
 		req, _ := http.NewRequest(http.MethodGet, url, nil)
 		req.Header.Set("Authorization", hdr)
@@ -87,16 +98,38 @@ func TestRefusals(t *testing.T) {
 			t.Errorf("request %d: status %d, want %d", i, resp.StatusCode, want)
 		}
 	}
-	// A request from a clock off by more than ClockSkew.
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	req.Header.Set("Authorization", sign(token, http.MethodGet, PathInfo, time.Now().Add(-ClockSkew-time.Minute), newNonce(), nil))
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("stale request: %v %v, want 401", resp, err)
+	// A request from a clock off by ClockSkew is taken, one off by a
+	// second more is not, either way: on the agent's clock, moved from
+	// the request's signing too.
+	get := func(at time.Time) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set("Authorization", sign(token, http.MethodGet, PathInfo, at, newNonce(), nil))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	now := clk.Now()
+	for _, tc := range []struct {
+		at   time.Time
+		want int
+	}{
+		{now.Add(-ClockSkew), http.StatusOK},
+		{now.Add(ClockSkew), http.StatusOK},
+		{now.Add(-ClockSkew - time.Second), http.StatusUnauthorized},
+		{now.Add(ClockSkew + time.Second), http.StatusUnauthorized},
+	} {
+		if got := get(tc.at); got != tc.want {
+			t.Errorf("a request signed %v from the agent's clock: status %d, want %d", tc.at.Sub(now), got, tc.want)
+		}
 	}
 	// The signature covers the body: a changed body is refused.
 	body := []byte(`{"host":"127.0.0.1","port":` + strconv.Itoa(dataPort(a)) + `,"seconds":1,"streams":1}`)
-	req, _ = http.NewRequest(http.MethodPost, "http://"+c.Addr+PathTest, bytes.NewReader(bytes.Replace(body, []byte(`"streams":1`), []byte(`"streams":9`), 1)))
-	req.Header.Set("Authorization", sign(token, http.MethodPost, PathTest, time.Now(), newNonce(), body))
+	req, _ := http.NewRequest(http.MethodPost, "http://"+c.Addr+PathTest, bytes.NewReader(bytes.Replace(body, []byte(`"streams":1`), []byte(`"streams":9`), 1)))
+	req.Header.Set("Authorization", sign(token, http.MethodPost, PathTest, clk.Now(), newNonce(), body))
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("changed body: %v %v, want 401", resp, err)
 	}
@@ -109,11 +142,70 @@ func TestRefusals(t *testing.T) {
 		{TestRequest{Host: "127.0.0.1", Port: 0, Seconds: 1, Streams: 1}, "port 0: must be 1 to 65535"},
 		{TestRequest{Host: "127.0.0.1", Port: 5201, Seconds: 0.5, Streams: 1}, "seconds 0.5: must be 1 to 3600"},
 		{TestRequest{Host: "127.0.0.1", Port: 5201, Seconds: 1, Streams: 0}, "streams 0: must be 1 to 128"},
-		{TestRequest{Host: "127.0.0.1", Port: 5201, Seconds: 1, Streams: 1, StartAt: time.Now().Add(2 * MaxStartWait)}, "more than 1m0s ahead"},
+		{TestRequest{Host: "127.0.0.1", Port: 5201, Seconds: 1, Streams: 1, StartAt: clk.Now().Add(MaxStartWait + time.Second)}, "more than 1m0s ahead"},
 	} {
 		_, err := c.Test(ctx, tc.req)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want an error with %q", tc.req, err, tc.want)
+		}
+	}
+
+	// The agent's clock moves on (the client's, the real one, does not
+	// follow it: this comes last).
+	clk.Advance(ClockSkew)
+	if got := get(now); got != http.StatusOK {
+		t.Errorf("a request signed ClockSkew before it arrives: status %d, want 200", got)
+	}
+	clk.Advance(time.Second)
+	if got := get(now); got != http.StatusUnauthorized {
+		t.Errorf("a request signed ClockSkew and a second before it arrives: status %d, want 401", got)
+	}
+}
+
+// TestStartAtBound: a start MaxStartWait ahead is taken, a second more is
+// not.
+func TestStartAtBound(t *testing.T) {
+	now := clock.Epoch
+	req := TestRequest{Host: "127.0.0.1", Port: 5201, Seconds: 1, Streams: 1, StartAt: now.Add(MaxStartWait)}
+	if _, err := req.config(now); err != nil {
+		t.Errorf("a start MaxStartWait ahead: %v", err)
+	}
+	req.StartAt = now.Add(MaxStartWait + time.Second)
+	if _, err := req.config(now); err == nil || err.Error() != "start_at 2026-01-01T00:01:01Z is more than 1m0s ahead" {
+		t.Errorf("a start MaxStartWait and a second ahead: %v", err)
+	}
+}
+
+// TestNonceMemory: the verifier remembers nonces up to maxNonces, and
+// when full forgets those older than ClockSkew, no sooner.
+func TestNonceMemory(t *testing.T) {
+	v := newVerifier(token)
+	t0 := clock.Epoch
+	for i := range maxNonces {
+		v.seen[strconv.Itoa(i)] = t0
+	}
+	req := func(at, now time.Time) error {
+		return v.check(sign(token, http.MethodGet, PathInfo, at, newNonce(), nil), http.MethodGet, PathInfo, nil, now)
+	}
+	if err := req(t0.Add(ClockSkew), t0.Add(ClockSkew)); err == nil || err.Error() != "too many requests" {
+		t.Errorf("full, none older than ClockSkew: %v, want too many requests", err)
+	}
+	if len(v.seen) != maxNonces {
+		t.Errorf("%d nonces remembered, want %d", len(v.seen), maxNonces)
+	}
+	now := t0.Add(ClockSkew + time.Second)
+	if err := req(now, now); err != nil {
+		t.Errorf("full, all older than ClockSkew: %v, want taken", err)
+	}
+	if len(v.seen) != 1 {
+		t.Errorf("%d nonces remembered after the old ones were forgotten, want 1", len(v.seen))
+	}
+	// A replay is refused with the clock anywhere in the window.
+	hdr := sign(token, http.MethodGet, PathInfo, now, newNonce(), nil)
+	for i, want := range []string{"", "replayed request"} {
+		err := v.check(hdr, http.MethodGet, PathInfo, nil, now.Add(time.Duration(i)*ClockSkew))
+		if got := fmt.Sprint(err); want == "" && err != nil || want != "" && got != want {
+			t.Errorf("request %d: %v, want %q", i, err, want)
 		}
 	}
 }
@@ -152,8 +244,8 @@ func TestRunTests(t *testing.T) {
 	if r.Err != "" || r.Busy {
 		t.Fatalf("TCP test failed: %+v", r)
 	}
-	if r.Bytes == 0 || r.Seconds < 0.9 || r.Seconds > 1.5 {
-		t.Errorf("TCP: %d bytes in %.2f s, want some bytes in about 1 s", r.Bytes, r.Seconds)
+	if r.Bytes == 0 || r.Seconds < 0.9 {
+		t.Errorf("TCP: %d bytes in %.2f s, want some bytes in at least its 1 s", r.Bytes, r.Seconds)
 	}
 	if got := 8 * float64(r.Bytes) / r.Seconds; got != r.Bps {
 		t.Errorf("TCP: bps %g, want 8 × bytes / seconds = %g", r.Bps, got)
@@ -170,25 +262,39 @@ func TestRunTests(t *testing.T) {
 	if r.Err != "" {
 		t.Fatalf("UDP test failed: %+v", r)
 	}
-	// The sender is paced at rate: what arrived is at most that (and a
-	// datagram), and loopback loses little of it.
-	sent := float64(r.Bytes) / (1 - r.Loss)
-	if want := rate / 8.0 * r.Seconds; sent > want*1.02+1000 || sent < want*0.9 {
-		t.Errorf("UDP: %0.f bytes sent (%d received, loss %.4f) in %.2f s, want %.0f at %d bit/s", sent, r.Bytes, r.Loss, r.Seconds, want, rate)
+	// The sender is paced at rate: what was sent is at most that (and a
+	// datagram). That it reaches the rate is TestTimingAgentUDPRate's.
+	if r.Bytes == 0 || r.Seconds < 0.9 || r.Loss < 0 || r.Loss >= 1 || 8*float64(r.Bytes)/r.Seconds != r.Bps {
+		t.Errorf("UDP: %d bytes in %.2f s, loss %.4f, %g bit/s: want some bytes in at least 1 s, bps 8 × bytes / seconds", r.Bytes, r.Seconds, r.Loss, r.Bps)
+	}
+	if sent, want := udpSent(r), rate/8.0*r.Seconds; sent > want*1.02+1000 {
+		t.Errorf("UDP: %0.f bytes sent (%d received, loss %.4f) in %.2f s, want at most %.0f at %d bit/s", sent, r.Bytes, r.Loss, r.Seconds, want, rate)
 	}
 }
+
+// udpSent is what a UDP test's sender sent, from what arrived and the
+// share lost.
+func udpSent(r *Reply) float64 { return float64(r.Bytes) / (1 - r.Loss) }
 
 // TestBusy: the agent runs at most MaxTests tests at once (429), and a
 // server that is busy says so in the reply (Busy), for the mesh to retry.
 func TestBusy(t *testing.T) {
+	clk := fakeNow()
 	started := make(chan struct{}, 4)
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
 	a, c := start(t, func(cfg *Config) {
+		cfg.Clock = clk
 		cfg.MaxTests = 2
 		cfg.Server.MaxClients = 1
-		cfg.Server.OnStart = func(*control.Result) { started <- struct{}{} }
+		// A test that started holds the server's one slot until
+		// released.
+		cfg.Server.OnStart = func(*control.Result) { started <- struct{}{}; <-release }
 	})
 	ctx := context.Background()
-	req := TestRequest{Host: "127.0.0.1", Port: dataPort(a), Seconds: 3, Streams: 1}
+	req := TestRequest{Host: "127.0.0.1", Port: dataPort(a), Seconds: 1, Streams: 1}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Add(1)
@@ -201,7 +307,7 @@ func TestBusy(t *testing.T) {
 		}
 	}()
 	<-started // the first test holds the server's one slot
-	second, err := c.Test(ctx, TestRequest{Host: "127.0.0.1", Port: dataPort(a), Seconds: 1, Streams: 1})
+	second, err := c.Test(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,30 +315,45 @@ func TestBusy(t *testing.T) {
 		t.Errorf("second test while the server runs one: %+v, want Busy with %q", second, control.ErrBusy)
 	}
 
-	// The agent's own limit: two tests of its own at once. The second
-	// waits for its start time, so it holds its slot for a while.
+	// The agent's own limit: two tests of its own at once. The third
+	// waits for its start time on the agent's clock, which stands still,
+	// so it holds its slot until the clock is moved.
 	wg.Add(1)
-	waiting := make(chan struct{})
+	var third *Reply
 	go func() {
 		defer wg.Done()
-		close(waiting)
-		c.Test(ctx, TestRequest{Host: "127.0.0.1", Port: dataPort(a), Seconds: 1, Streams: 1, StartAt: time.Now().Add(1500 * time.Millisecond)})
-	}()
-	<-waiting
-	deadline := time.Now().Add(time.Second)
-	var refused error
-	for time.Now().Before(deadline) && refused == nil {
-		if len(a.slots) == 2 {
-			_, refused = c.Test(ctx, req)
+		var err error
+		if third, err = c.Test(ctx, TestRequest{Host: "127.0.0.1", Port: dataPort(a), Seconds: 1, Streams: 1, StartAt: clk.Now().Add(time.Second)}); err != nil {
+			t.Error(err)
 		}
-		time.Sleep(5 * time.Millisecond)
+	}()
+	select {
+	case <-clk.Armed(1):
+	case <-time.After(time.Minute):
+		t.Fatal("the test with a start time never waited for it")
 	}
+	if n := len(a.slots); n != 2 {
+		t.Errorf("%d slots taken, want 2", n)
+	}
+	_, refused := c.Test(ctx, req)
 	if refused == nil || !strings.HasSuffix(refused.Error(), "the agent runs 2 tests already (its most at once)") {
-		t.Errorf("third test: %v, want the agent's refusal", refused)
+		t.Errorf("fourth test: %v, want the agent's refusal", refused)
 	}
+	// The first test ends, then the third starts at its time.
+	unblock()
+	select {
+	case <-started:
+		t.Error("the third test started before its time")
+	default:
+	}
+	testkit.WaitFor(t, time.Minute, "the first test's end", func() bool { return len(a.slots) == 1 })
+	clk.Advance(time.Second)
 	wg.Wait()
 	if first == nil || first.Err != "" {
 		t.Errorf("first test: %+v", first)
+	}
+	if third == nil || third.Err != "" || third.Bytes == 0 {
+		t.Errorf("third test, at its start time: %+v", third)
 	}
 }
 
@@ -258,11 +379,8 @@ func TestServeEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	http.DefaultClient.CloseIdleConnections()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
+	if !testkit.Eventually(30*time.Second, func() bool { return runtime.NumGoroutine() <= before }) {
+		n := runtime.NumGoroutine()
 		buf := make([]byte, 1<<16)
 		t.Errorf("%d goroutines, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
