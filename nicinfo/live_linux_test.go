@@ -20,6 +20,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 // requireRoot skips tests that create interfaces and namespaces.
@@ -191,17 +193,13 @@ func openLive(t testing.TB) *Source {
 // after the change was made.
 func waitOper(t testing.TB, name string, up bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var state string
+	if !testkit.Eventually(30*time.Second, func() bool {
 		b, err := os.ReadFile("/sys/class/net/" + name + "/operstate")
-		state := strings.TrimSpace(string(b))
-		if err == nil && (state == "up") == up {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: operstate still %q 5 s after the link change", name, state)
-		}
-		time.Sleep(10 * time.Millisecond)
+		state = strings.TrimSpace(string(b))
+		return err == nil && (state == "up") == up
+	}) {
+		t.Fatalf("%s: operstate still %q 30 s after the link change", name, state)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/internal/testkit"
 	"github.com/blastnet/blast/pathinfo"
 )
 
@@ -272,18 +273,12 @@ func TestTakeHTB(t *testing.T) {
 	// to a second after the link came up), so tc's view is taken between
 	// two snapshots that agree.
 	var out string
-	for try := 0; ; try++ {
+	testkit.WaitFor(t, 30*time.Second, "two snapshots that agree around tc's view of the counters", func() bool {
 		before := take(t, a, dev)
 		out = run(t, a, "tc", "-s", "class", "show", "dev", dev)
 		s = take(t, a, dev)
-		if cmp.Equal(before.Qdiscs, s.Qdiscs) {
-			break
-		}
-		if try == 20 {
-			t.Fatalf("the counters changed while tc read them, 20 times:\n%v\n%v", before.Qdiscs, s.Qdiscs)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return cmp.Equal(before.Qdiscs, s.Qdiscs)
+	})
 	ms := tcClassRE.FindAllStringSubmatch(out, -1)
 	if len(ms) != 3 {
 		t.Fatalf("found %d htb classes in tc's output, want 3:\n%s", len(ms), out)
@@ -610,11 +605,8 @@ func TestPolicer(t *testing.T) {
 	sendN(t, tx, netip.AddrPortFrom(a.Addr4, 9), n, 1000)
 	// Delivery may lag the sends: wait until the policer has seen them all.
 	seen := w.Before().Policers[0].Packets
-	for deadline := time.Now().Add(10 * time.Second); take(t, a, a.Iface).Policers[0].Packets < seen+n; {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s the policer has seen %d packets of %d", take(t, a, a.Iface).Policers[0].Packets-seen, n)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testkit.Eventually(30*time.Second, func() bool { return take(t, a, a.Iface).Policers[0].Packets >= seen+n }) {
+		t.Fatalf("after 30 s the policer has seen %d packets of %d", take(t, a, a.Iface).Policers[0].Packets-seen, n)
 	}
 	d, _, err := w.Stop()
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/internal/testkit"
 	"github.com/blastnet/blast/latency"
 )
 
@@ -187,11 +188,8 @@ func TestDelayedCloseReleases(t *testing.T) {
 	if got := openFDs(t); got != fds {
 		t.Errorf("%d descriptors open after Close, %d before New", got, fds)
 	}
-	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > gs; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Errorf("%d goroutines after Close, %d before New", runtime.NumGoroutine(), gs)
-			break
-		}
+	if !testkit.Eventually(30*time.Second, func() bool { return runtime.NumGoroutine() <= gs }) {
+		t.Errorf("%d goroutines after Close, %d before New", runtime.NumGoroutine(), gs)
 	}
 }
 
