@@ -234,21 +234,15 @@ func TestEightClientsAtOnce(t *testing.T) {
 func TestServerBusy(t *testing.T) {
 	_, port, log := blastServer(t, ServerConfig{MaxClients: 1, Interval: 0})
 	done := make(chan error, 1)
+	started := make(chan struct{})
 	go func() {
-		_, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: 2 * time.Second})
+		_, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: 3 * time.Second,
+			OnStart: func(*Result) { close(started) }})
 		done <- err
 	}()
-	// Wait until the first test runs.
-	deadline := time.Now().Add(5 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-		_, err = Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: time.Second})
-		if errors.Is(err, ErrBusy) {
-			break
-		}
-	}
-	if !errors.Is(err, ErrBusy) {
+	// The first test holds the slot from its streams on.
+	waitStarted(t, started, done)
+	if _, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: time.Second}); !errors.Is(err, ErrBusy) {
 		t.Fatalf("second client: %v, want ErrBusy", err)
 	}
 	if err := <-done; err != nil {
@@ -263,22 +257,32 @@ func TestServerBusy(t *testing.T) {
 	}
 }
 
+// waitStarted waits until a client running in the background has its
+// streams connected (started closed), and fails the test if it ended
+// first (its error on done) or took over 30 s.
+func waitStarted(t *testing.T, started <-chan struct{}, done <-chan error) {
+	t.Helper()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("the first test ended before it ran: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first test did not start")
+	}
+}
+
 func TestIperf3ClientBusy(t *testing.T) {
 	needIperf3(t)
 	_, port, _ := blastServer(t, ServerConfig{MaxClients: 1, Interval: 0})
 	done := make(chan error, 1)
+	started := make(chan struct{})
 	go func() {
-		_, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: 2 * time.Second})
+		_, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: 3 * time.Second,
+			OnStart: func(*Result) { close(started) }})
 		done <- err
 	}()
-	var d *iperfJSON
-	for i := 0; i < 20; i++ {
-		time.Sleep(100 * time.Millisecond)
-		if d = iperf3ClientMay(t, port, "-t", "1"); d.Error != "" {
-			break
-		}
-	}
-	if !strings.Contains(d.Error, "busy") {
+	waitStarted(t, started, done)
+	if d := iperf3ClientMay(t, port, "-t", "1"); !strings.Contains(d.Error, "busy") {
 		t.Errorf("iperf3's error: %q, want the server-is-busy message", d.Error)
 	}
 	if err := <-done; err != nil {
@@ -305,22 +309,22 @@ func TestServerGoneMidTest(t *testing.T) {
 	served := make(chan struct{})
 	go func() { srv.Serve(ctx); close(served) }()
 	port := srv.Addr().(*net.TCPAddr).Port
-	time.AfterFunc(700*time.Millisecond, cancel)
-	start := time.Now()
-	r, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: 5 * time.Second, Interval: 200 * time.Millisecond})
+	// The server goes once the test has measured an interval; the test
+	// would run 60 s: the client ends it when it notices.
+	var once sync.Once
+	r, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: 60 * time.Second, Interval: 200 * time.Millisecond,
+		OnInterval: func(*Result, *Interval) { once.Do(cancel) }})
 	<-served
 	if err == nil {
 		t.Fatal("the client succeeded although the server went away")
 	}
-	if time.Since(start) > 4*time.Second {
-		t.Errorf("the client took %v to notice", time.Since(start))
-	}
 	if r == nil || len(r.Streams) != 1 || r.Streams[0].Bytes == 0 || len(r.Intervals) == 0 {
 		t.Fatalf("no partial results: %+v", r)
 	}
-	if !strings.Contains(err.Error(), "server") {
-		t.Errorf("error %q does not say the server ended it", err)
+	if want := "the server has terminated the test"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
 	}
+	t.Logf("client: %v", err)
 }
 
 // A client that vanishes mid-test: the server frees the slot and serves
@@ -328,12 +332,16 @@ func TestServerGoneMidTest(t *testing.T) {
 func TestClientGoneMidTest(t *testing.T) {
 	_, port, log := blastServer(t, ServerConfig{MaxClients: 1, Interval: 0})
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(500*time.Millisecond, cancel)
-	if _, err := Run(ctx, Config{Host: "127.0.0.1", Port: port, Duration: 5 * time.Second}); err == nil {
-		t.Fatal("interrupted client succeeded")
+	// Interrupted once it has measured an interval of its 60 s.
+	var once sync.Once
+	if _, err := Run(ctx, Config{Host: "127.0.0.1", Port: port, Duration: 60 * time.Second, Interval: 100 * time.Millisecond,
+		OnInterval: func(*Result, *Interval) { once.Do(cancel) }}); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("interrupted client: %v, want ErrInterrupted", err)
 	}
 	r := log.wait(t, 1)[0]
-	if r.Err == nil || !strings.Contains(r.Err.Error(), "client") {
+	// CLIENT_TERMINATE, or the control connection's end if that is read
+	// first: both are the client ending the test.
+	if r.Err == nil || (r.Err.Error() != "the client has terminated the test" && r.Err.Error() != "the client is gone (it closed the control connection mid-test)") {
 		t.Errorf("server result error: %v", r.Err)
 	}
 	// And a client that closes its sockets without a word.
