@@ -77,7 +77,8 @@ func TestServerStateMachine(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
+	// On loopback the bytes are in the server's sockets once written;
+	// after TEST_END the server drains what its streams have queued.
 	WriteState(rc.ctrl, TestEnd)
 	rc.expect(ExchangeResults)
 	mine := Results{CPUUtilTotal: 1, SenderHasRetransmits: 0, Streams: []StreamResults{
