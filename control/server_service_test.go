@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/blastnet/blast/internal/testkit"
 	"net"
 	"os"
 	"regexp"
@@ -15,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/blastnet/blast/internal/clock"
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 // The server as a service: its limits (--server-max-duration,
@@ -132,13 +134,11 @@ func TestServerBitrateLimitAsked(t *testing.T) {
 // the period is known); a paced one under it runs to its end.
 func TestServerBitrateLimitRunning(t *testing.T) {
 	_, port, log := blastServer(t, ServerConfig{RateLimit: RateLimit{Bits: 200e6, Window: time.Second}, Interval: 0, NoNIC: true})
-	start := time.Now()
+	// Ended by the server (error 27), not at its end: a test that ran
+	// its 8 s would have succeeded.
 	r, err := runMay(t, Config{Port: port, Duration: 8 * time.Second})
 	if ierrno(err) != iperfTotalRate {
 		t.Fatalf("an unpaced TCP test against a 200M limit: %v, want iperf3's error 27 (IETOTALRATE)", err)
-	}
-	if time.Since(start) > 6*time.Second {
-		t.Errorf("the test ran %v of its 8 s", time.Since(start))
 	}
 	if r == nil || len(r.Streams) == 0 || r.Streams[0].Bytes == 0 {
 		t.Errorf("the client has no partial results: %+v", r)
@@ -313,24 +313,36 @@ func TestParseRateLimit(t *testing.T) {
 	}
 }
 
+// A sender slower than --rcv-timeout: the server ends its test with
+// iperf3's IENOMSG. The server's checks run on a fake clock, one at a
+// time: the test ends at the first check 300 ms of the clock's time after
+// the last byte came.
 func TestServerRcvTimeout(t *testing.T) {
-	_, port, log := blastServer(t, ServerConfig{RcvTimeout: 300 * time.Millisecond, Interval: 0, NoNIC: true})
-	// 100-byte blocks at 1 kbit/s: one block each 0.8 s, more than the
-	// 300 ms the server waits for data.
+	fake := clock.NewFake()
+	started := make(chan struct{})
+	_, port, log := blastServer(t, ServerConfig{RcvTimeout: 300 * time.Millisecond, Interval: 0, NoNIC: true, Clock: fake,
+		OnStart: func(*Result) { close(started) }})
+	// 100-byte blocks at 1 kbit/s: one block each 0.8 s.
 	slow := Config{Port: port, Rate: 1000, RateSet: true, BlockLen: 100, Duration: 5 * time.Second}
-	start := time.Now()
-	_, err := runMay(t, slow)
-	if ierrno(err) != iperfNoMsg || !strings.Contains(err.Error(), "idle timeout for receiving data") {
-		t.Fatalf("a stalled sender: %v, want iperf3's error 144 (IENOMSG)", err)
+	ended := make(chan error, 1)
+	go func() {
+		_, err := runMay(t, slow)
+		ended <- err
+	}()
+	// From here the server's only timer is its check of the test.
+	waitClosed(t, started, "the test's streams")
+	r := stepUntilResult(t, fake, log, 150*time.Millisecond)
+	if want := "idle timeout for receiving data: nothing from the client for 300ms (--rcv-timeout 300 ms): its sender stalled, or it is gone"; r.Err == nil || r.Err.Error() != want {
+		t.Errorf("server: %v\nwant %s", r.Err, want)
 	}
-	if time.Since(start) > 4*time.Second {
-		t.Errorf("the stalled test ran %v", time.Since(start))
+	if err := <-ended; ierrno(err) != iperfNoMsg || !strings.Contains(err.Error(), "idle timeout for receiving data") {
+		t.Errorf("a stalled sender: %v, want iperf3's error 144 (IENOMSG)", err)
 	}
-	if r := log.wait(t, 1)[0]; !errors.Is(r.Err, ErrNoData) || !strings.Contains(r.Err.Error(), "--rcv-timeout 300 ms") {
-		t.Errorf("server: %v", r.Err)
-	}
-	// A server that only sends waits for nothing.
-	slow.Reverse, slow.Duration = true, 2*time.Second
+
+	// On the real clock: a server that only sends waits for nothing, and
+	// iperf3's client is told as blast's.
+	_, port, _ = blastServer(t, ServerConfig{RcvTimeout: 300 * time.Millisecond, Interval: 0, NoNIC: true})
+	slow.Port, slow.Reverse, slow.Duration = port, true, 2*time.Second
 	if _, err := runMay(t, slow); err != nil {
 		t.Errorf("-R at 1 kbit/s: %v", err)
 	}
@@ -340,33 +352,69 @@ func TestServerRcvTimeout(t *testing.T) {
 	}
 }
 
+// IdleTimeout on a fake clock: a one-off server nobody connects to ends
+// exactly when it has passed.
 func TestServerIdleTimeoutOneOff(t *testing.T) {
-	srv, err := Listen(ServerConfig{Bind: "127.0.0.1", Port: 0, OneOff: true, IdleTimeout: 300 * time.Millisecond, NoNIC: true})
+	fake := clock.NewFake()
+	srv, err := Listen(ServerConfig{Bind: "127.0.0.1", Port: 0, OneOff: true, IdleTimeout: 300 * time.Millisecond, NoNIC: true, Clock: fake})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Serve(context.Background()); !errors.Is(err, ErrIdle) {
-		t.Errorf("a one-off server nobody connects to: %v, want ErrIdle", err)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background()) }()
+	waitClosed(t, fake.Armed(1), "the server's idle timer")
+	if due, _ := fake.Next(); due != clock.Epoch.Add(300*time.Millisecond) {
+		t.Errorf("the idle timer is due at %v, want 300ms after the start", due.Sub(clock.Epoch))
 	}
+	fake.Advance(299 * time.Millisecond)
+	select {
+	case err := <-served:
+		t.Fatalf("the server ended before its idle timeout: %v", err)
+	default:
+	}
+	fake.Advance(time.Millisecond)
+	select {
+	case err := <-served:
+		if want := "idle timeout: no client connected within 300ms (--idle-timeout)"; !errors.Is(err, ErrIdle) || err.Error() != want {
+			t.Errorf("a one-off server nobody connects to: %v, want %s", err, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the one-off server did not end at its idle timeout")
+	}
+
 	// A test longer than the idle timeout is served whole, then Serve
 	// returns as -1 does.
-	srv, err = Listen(ServerConfig{Bind: "127.0.0.1", Port: 0, OneOff: true, IdleTimeout: 500 * time.Millisecond, NoNIC: true})
+	fake = clock.NewFake()
+	started := make(chan struct{})
+	srv, err = Listen(ServerConfig{Bind: "127.0.0.1", Port: 0, OneOff: true, IdleTimeout: 500 * time.Millisecond, NoNIC: true, Clock: fake,
+		OnStart: func(*Result) { close(started) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(context.Background()) }()
+	go func() { served <- srv.Serve(context.Background()) }()
+	go func() {
+		// While the test runs, twice the idle timeout passes.
+		<-started
+		fake.Advance(time.Second)
+	}()
 	runClient(t, Config{Port: srv.Addr().(*net.TCPAddr).Port, Duration: time.Second, NoNIC: true})
-	if err := <-done; err != nil {
-		t.Errorf("one-off server after its test: %v", err)
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("one-off server after its test: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the one-off server did not end after its test")
 	}
 }
 
 // Without -1, an idle server restarts its idle state: it closes its UDP
-// port, and the next UDP test opens it again.
+// port, and the next UDP test opens it again. On a fake clock: the restart
+// comes when the idle timeout has passed since the last test ended.
 func TestServerIdleRestart(t *testing.T) {
+	fake := clock.NewFake()
 	restarts := make(chan string, 10)
-	srv, port, _ := blastServer(t, ServerConfig{IdleTimeout: 300 * time.Millisecond, Interval: 0, NoNIC: true,
+	srv, port, log := blastServer(t, ServerConfig{IdleTimeout: 300 * time.Millisecond, Interval: 0, NoNIC: true, Clock: fake,
 		Trace: func(r *Result, line string) {
 			if r == nil && strings.Contains(line, "Server restart") {
 				restarts <- line
@@ -374,12 +422,22 @@ func TestServerIdleRestart(t *testing.T) {
 		}})
 	udp := Config{Port: port, UDP: true, Rate: 10e6, RateSet: true, Duration: time.Second}
 	runClient(t, udp)
+	// The test is over: the idle timer is the server's only one.
+	log.wait(t, 1)
+	waitClosed(t, fake.Armed(1), "the server's idle timer")
+	fake.Advance(299 * time.Millisecond)
 	select {
 	case line := <-restarts:
-		if !strings.Contains(line, "idle state") {
-			t.Errorf("restart line %q", line)
+		t.Fatalf("a restart before the idle timeout: %q", line)
+	default:
+	}
+	fake.Advance(time.Millisecond)
+	select {
+	case line := <-restarts:
+		if want := "Server restart (#1) in idle state as no connection request was received for 0.3 sec"; line != want {
+			t.Errorf("restart line %q, want %q", line, want)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("no idle restart")
 	}
 	srv.udpMu.Lock()
@@ -432,24 +490,19 @@ func TestServerShutdownRunning(t *testing.T) {
 	iperf := make(chan *iperfJSON, 1)
 	go func() { iperf <- iperf3ClientMay(t, port, "-t", "20", "-R") }()
 	<-started
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	testkit.WaitFor(t, 30*time.Second, "both tests moving bytes", func() bool {
 		mu.Lock()
-		n := len(moving)
-		mu.Unlock()
-		if n == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d tests moved bytes, want 2", n)
-		}
-	}
-	start := time.Now()
+		defer mu.Unlock()
+		return len(moving) == 2
+	})
 	cancel()
-	if err := <-served; err != nil {
-		t.Errorf("Serve: %v", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("shutting down took %v", d)
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Serve did not return after the cancel")
 	}
 	b := <-blast
 	if b.err == nil || !strings.Contains(b.err.Error(), "the server has terminated") {
@@ -506,16 +559,14 @@ func TestServerShutdownResults(t *testing.T) {
 
 	cancel()
 	// The listener closes once the server has taken the cancellation in.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	testkit.WaitFor(t, 30*time.Second, "the server to stop listening", func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
-			break
+			return true
 		}
 		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("the server still listens after it was told to stop")
-		}
-	}
+		return false
+	})
 	setup.expect(ServerTerminate)
 
 	mine := `{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":0,` +
@@ -620,9 +671,7 @@ func TestConsoleTwoTests(t *testing.T) {
 		first <- err
 	}()
 	<-started
-	for !strings.Contains(out.String(), "0.00-0.20") {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 30*time.Second, "the first test's first interval", func() bool { return strings.Contains(out.String(), "0.00-0.20") })
 	runClient(t, Config{Port: port, Duration: time.Second, UDP: true, Rate: 10e6, RateSet: true})
 	if err := <-first; err != nil {
 		t.Fatal(err)
@@ -733,13 +782,9 @@ func TestConsoleJSON(t *testing.T) {
 // the test with their stacks if that does not happen.
 func goroutinesBack(t *testing.T, want int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > want {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), want, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testkit.Eventually(30*time.Second, func() bool { return runtime.NumGoroutine() <= want }) {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), want, buf[:runtime.Stack(buf, true)])
 	}
 }
 
