@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -39,28 +38,11 @@ func lat(t *testing.T, lab *netlab.Lab, dst string, args ...string) latency.JSON
 	return doc
 }
 
-// settle runs measure up to three times, until it finds nothing wrong.
-// This machine is shared: a stalled thread (the line's, blast's, the
-// kernel's softirq) delays frames by milliseconds, or starves a sender,
-// now and then; a line that keeps the wrong time or rate fails every try.
-// measure reports the figures that depend on timing; what never depends
-// on it (a frame leaving early, a lost one without loss) it fails at once.
-func settle(t *testing.T, measure func() []string) {
-	t.Helper()
-	var probs []string
-	for try := 1; try <= 3; try++ {
-		if probs = measure(); len(probs) == 0 || t.Failed() {
-			return
-		}
-		t.Logf("try %d: %s", try, strings.Join(probs, "; "))
-	}
-	t.Error(strings.Join(probs, "; "))
-}
-
 // TestDelayedRoundTrip measures the round trip across the delay line
 // with blast lat, whose figures are whole round trips: Options.Delay is
-// the round-trip time the line adds, so the p50 must be within 10% of it,
-// and no round trip may be shorter (a frame never leaves the line early).
+// the round-trip time the line adds, so no round trip may be shorter (a
+// frame never leaves the line early), and none is lost. (That the p50 is
+// within 10% of it is the host's to decide: TestTimingDelayedRoundTrip.)
 func TestDelayedRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		delay time.Duration
@@ -88,21 +70,15 @@ func TestDelayedRoundTrip(t *testing.T) {
 			if tc.udp {
 				args = append(args, "-u")
 			}
-			settle(t, func() []string {
-				doc := lat(t, lab, dst, args...)
-				r := doc.RTT
-				t.Logf("%s: round trip min %.2f ms, p50 %.2f ms, max %.2f ms", lab, ms(r.Min), ms(r.P50), ms(r.Max))
-				if doc.RoundTrips != int64(tc.n) || doc.Lost != 0 {
-					t.Errorf("%d round trips of %d requests, %d lost: want %d, none lost", doc.RoundTrips, doc.Requests, doc.Lost, tc.n)
-				}
-				if time.Duration(r.Min) < tc.delay {
-					t.Errorf("shortest round trip %.2f ms, shorter than the %v the line adds", ms(r.Min), tc.delay)
-				}
-				if d := time.Duration(r.P50) - tc.delay; d < -tc.delay/10 || d > tc.delay/10 {
-					return []string{fmt.Sprintf("round-trip p50 %.2f ms, want %v within 10%%", ms(r.P50), tc.delay)}
-				}
-				return nil
-			})
+			doc := lat(t, lab, dst, args...)
+			r := doc.RTT
+			t.Logf("%s: round trip min %.2f ms, p50 %.2f ms, max %.2f ms", lab, ms(r.Min), ms(r.P50), ms(r.Max))
+			if doc.RoundTrips != int64(tc.n) || doc.Lost != 0 {
+				t.Errorf("%d round trips of %d requests, %d lost: want %d, none lost", doc.RoundTrips, doc.Requests, doc.Lost, tc.n)
+			}
+			if time.Duration(r.Min) < tc.delay {
+				t.Errorf("shortest round trip %.2f ms, shorter than the %v the line adds", ms(r.Min), tc.delay)
+			}
 		})
 	}
 }
@@ -111,40 +87,43 @@ func ms(ns int64) float64 { return float64(ns) / 1e6 }
 
 // TestDelayedRate runs a blast TCP test through a 50 Mbit/s bottleneck
 // with 20 ms of round trip: TCP's goodput is at most 1448/1514 of the
-// frames' 50 Mbit/s (47.8), and a sender that fills the path gets close.
+// frames' 50 Mbit/s (47.8), never more than the line lets through. (That
+// a sender that fills the path gets close is the host's to decide:
+// TestTimingDelayedRate.)
 func TestDelayedRate(t *testing.T) {
 	lab := labtest.New(t, netlab.Delayed, netlab.Options{Delay: 20 * time.Millisecond, RateMbit: 50})
-	settle(t, func() []string {
-		srv := blasttest.Listening(t, lab.B, "tcp", 5201, blasttest.Bin, "server", "-1")
-		cli := blasttest.Start(t, lab.A, nil, blasttest.Bin, "client", lab.B.Addr4.String(), "-t", "3", "-J")
-		if err := cli.WaitErr(time.Minute); err != nil {
-			srv.WaitErr(5 * time.Second)
-			t.Fatalf("blast client: %v\nstdout: %s\nstderr: %s\nserver: %s%s", err, cli.Stdout.String(), cli.Stderr.String(), srv.Stdout.String(), srv.Stderr.String())
-		}
-		srv.Wait(t)
-		var doc struct {
-			End struct {
-				SumReceived struct {
-					BitsPerSecond float64 `json:"bits_per_second"`
-				} `json:"sum_received"`
-				SumSent struct {
-					Retransmits int64 `json:"retransmits"`
-				} `json:"sum_sent"`
-			} `json:"end"`
-		}
-		if err := json.Unmarshal(cli.Stdout.Bytes(), &doc); err != nil {
-			t.Fatalf("%v:\n%s", err, cli.Stdout.String())
-		}
-		got := doc.End.SumReceived.BitsPerSecond / 1e6
-		t.Logf("%s: %.1f Mbit/s received, %d retransmits", lab, got, doc.End.SumSent.Retransmits)
-		if got > 52 {
-			t.Errorf("TCP through a 50 Mbit/s bottleneck: %.1f Mbit/s received, more than the line lets through", got)
-		}
-		if got < 40 {
-			return []string{fmt.Sprintf("TCP through a 50 Mbit/s bottleneck: %.1f Mbit/s received, want 40 to 52", got)}
-		}
-		return nil
-	})
+	got, retrans := delayedRate(t, lab, "1")
+	t.Logf("%s: %.1f Mbit/s received, %d retransmits", lab, got, retrans)
+	if got > 52 {
+		t.Errorf("TCP through a 50 Mbit/s bottleneck: %.1f Mbit/s received, more than the line lets through", got)
+	}
+}
+
+// delayedRate runs a TCP test of secs across lab and returns the goodput
+// in Mbit/s and the retransmits.
+func delayedRate(t *testing.T, lab *netlab.Lab, secs string) (float64, int64) {
+	t.Helper()
+	srv := blasttest.Listening(t, lab.B, "tcp", 5201, blasttest.Bin, "server", "-1")
+	cli := blasttest.Start(t, lab.A, nil, blasttest.Bin, "client", lab.B.Addr4.String(), "-t", secs, "-J")
+	if err := cli.WaitErr(time.Minute); err != nil {
+		srv.WaitErr(5 * time.Second)
+		t.Fatalf("blast client: %v\nstdout: %s\nstderr: %s\nserver: %s%s", err, cli.Stdout.String(), cli.Stderr.String(), srv.Stdout.String(), srv.Stderr.String())
+	}
+	srv.Wait(t)
+	var doc struct {
+		End struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+			SumSent struct {
+				Retransmits int64 `json:"retransmits"`
+			} `json:"sum_sent"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal(cli.Stdout.Bytes(), &doc); err != nil {
+		t.Fatalf("%v:\n%s", err, cli.Stdout.String())
+	}
+	return doc.End.SumReceived.BitsPerSecond / 1e6, doc.End.SumSent.Retransmits
 }
 
 // TestDelayedLoss counts lost UDP round trips with 1% loss each way: a
