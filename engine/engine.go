@@ -60,6 +60,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/blastnet/blast/internal/clock"
 )
 
 // ErrNotSupported is wrapped by every error that means "this feature is not
@@ -226,6 +228,12 @@ type Flow struct {
 	// of a backend's own are counted in Facts as FactOwnThreads, and
 	// their time is not here).
 	CPU CPUTimes
+	// Clock is where the flow's Sender reads the time and sleeps: the time
+	// limit, the pacing schedule, the ENOBUFS pause. nil is the real clock
+	// (time.Now, and sleeps in the kernel that a cancel interrupts); tests
+	// pass a *clock.Fake to assert a schedule exactly. Datagram stamps
+	// (Mono) and the backends' own waits stay on the real clock.
+	Clock clock.Clock
 
 	wake waker // set by Run: the flow's eventfd
 }

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync/atomic"
 	"time"
 
+	"github.com/blastnet/blast/internal/clock"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,13 +27,21 @@ const noBufsPause = 18 * time.Millisecond
 //   - the Framing: Next stamps each datagram's header once it is due;
 //   - the ENOBUFS policy (Retry): count it, pause, send again.
 //
+// It reads the time and sleeps on the flow's Clock: with none (the real
+// clock) it reads time.Now and sleeps in the kernel (Flow.Sleep, which a
+// cancel interrupts); with a fake clock the whole schedule runs on the
+// fake's time, for tests that assert it exactly.
+//
 // A backend asks with Next (fill a buffer) or Take (reserve bytes it sends
 // from elsewhere: a file, a prefilled pattern), sends all it got, and
 // records each call in f.Stats. Next and Take return 0 bytes when the send
 // is over; the backend then returns nil. Take is refused when the Sender
 // must write the bytes itself (Fills: a Source or a Framing).
 type Sender struct {
-	f        *Flow
+	f *Flow
+	// clk is the flow's Clock, nil for the real one: the real clock is
+	// read directly (time.Now), without an interface call.
+	clk      clock.Clock
 	left     int64 // bytes still to hand out; -1: no limit
 	deadline time.Time
 	// unchecked bytes and grants since the clock was last read (timeUp).
@@ -58,8 +68,12 @@ type Sender struct {
 
 // NewSender starts the iterator for f (the time limit runs from now).
 func NewSender(f *Flow) *Sender {
-	now := time.Now()
-	s := &Sender{f: f, left: -1, rate: f.Spec.Rate / 8, start: now, began: now, src: f.Spec.Source, framing: f.Spec.Framing}
+	s := &Sender{f: f, left: -1, rate: f.Spec.Rate / 8, src: f.Spec.Source, framing: f.Spec.Framing}
+	if f.Clock != nil && f.Clock != clock.Real {
+		s.clk = f.Clock
+	}
+	now := s.Now()
+	s.start, s.began = now, now
 	if f.Spec.Burst > 1 {
 		s.burst = int64(f.Spec.Burst) * int64(f.Spec.BufLen)
 	}
@@ -79,6 +93,31 @@ func NewFileSender(f *Flow) *Sender {
 	s := NewSender(f)
 	s.src = nil
 	return s
+}
+
+// Now reads the Sender's clock (the flow's Clock; time.Now without one).
+// A backend that times its batches against Ahead reads the time here.
+func (s *Sender) Now() time.Time {
+	if s.clk == nil {
+		return time.Now()
+	}
+	return s.clk.Now()
+}
+
+// sleep sleeps for d on the Sender's clock: in the kernel on the flow's
+// eventfd for the real clock, on the fake's time for a fake (which
+// returns at once; a cancel is seen after it).
+func (s *Sender) sleep(d time.Duration) error {
+	if s.clk == nil {
+		return s.f.Sleep(d)
+	}
+	if d > 0 {
+		s.clk.Sleep(d)
+	}
+	if s.f.Cancelled() {
+		return ErrCancelled
+	}
+	return nil
 }
 
 // Fills reports whether the Sender writes the bytes it hands out: they
@@ -157,7 +196,7 @@ func (s *Sender) grant(want int) (int, error) {
 	if s.src != nil {
 		return n, nil
 	}
-	if s.rate > 0 && !s.deadline.IsZero() && (!s.release().Before(s.deadline) || !time.Now().Before(s.deadline)) {
+	if s.rate > 0 && !s.deadline.IsZero() && (!s.release().Before(s.deadline) || !s.Now().Before(s.deadline)) {
 		// Due only after the time limit, or due before it but late
 		// past it (a paced sender makes up for late wakeups): the send
 		// is over now.
@@ -201,7 +240,7 @@ func (s *Sender) timeUp(want int) bool {
 		return false
 	}
 	s.unchecked = 0
-	return time.Since(s.began) >= s.f.Spec.Duration
+	return s.Now().Sub(s.began) >= s.f.Spec.Duration
 }
 
 func (s *Sender) give(n int) {
@@ -228,6 +267,11 @@ func (s *Sender) give(n int) {
 // 43 to 44 Mbit/s catching up at 1.05 times the rate, and at 50.0 at 1.25
 // times, as iperf3 held 50.0 by bursting. A debt of more than maxDebt is
 // forgiven rather than caught up for seconds.
+//
+// In numbers: a buffer of n bytes takes n/rate at the rate, and n/rate /
+// catchUp while a debt is paid, so each such buffer moves the schedule
+// back by n/rate * (1 - 1/catchUp) (a fifth of its time), until the debt
+// is paid.
 const (
 	lagSlack = 5 * time.Millisecond
 	catchUp  = 1.25
@@ -243,7 +287,8 @@ func (s *Sender) pace(n int) error {
 		return nil
 	}
 	rel := s.release()
-	if late := time.Since(rel); late > lagSlack {
+	now := s.Now()
+	if late := now.Sub(rel); late > lagSlack {
 		excess := late - lagSlack
 		s.start = s.start.Add(excess)
 		rel = rel.Add(excess)
@@ -251,24 +296,33 @@ func (s *Sender) pace(n int) error {
 	}
 	s.handed += int64(n)
 	if s.owed > 0 {
-		pay := min(s.owed, time.Duration((catchUp-1)*float64(n)/s.rate*float64(time.Second)))
+		t := s.at(int64(n))
+		pay := min(s.owed, t-time.Duration(float64(t)/catchUp))
 		s.start = s.start.Add(-pay)
 		s.owed -= pay
 	}
-	if d := time.Until(rel); d > 0 {
+	if d := rel.Sub(now); d > 0 {
 		if !s.deadline.IsZero() && rel.After(s.deadline) {
-			d = time.Until(s.deadline)
+			d = s.deadline.Sub(now)
 		}
-		return s.f.Sleep(d)
+		return s.sleep(d)
 	}
 	return nil
 }
 
+// due is when the buffer after handed bytes is due, from the start of the
+// schedule: the first of its burst, with Spec.Burst.
 func (s *Sender) due(handed int64) time.Duration {
 	if s.burst > 0 {
 		handed -= handed % s.burst
 	}
-	return time.Duration(float64(handed) / s.rate * float64(time.Second))
+	return s.at(handed)
+}
+
+// at is how long n bytes take at the rate, to the nearest nanosecond (not
+// cut short: a float a hair below a whole nanosecond is that nanosecond).
+func (s *Sender) at(n int64) time.Duration {
+	return time.Duration(math.Round(float64(n) / s.rate * float64(time.Second)))
 }
 
 // Ahead is how long until the next buffer is due (0: now, or unpaced):
@@ -279,7 +333,7 @@ func (s *Sender) Ahead() time.Duration {
 	if s.rate <= 0 {
 		return 0
 	}
-	return max(time.Until(s.release()), 0)
+	return max(s.release().Sub(s.Now()), 0)
 }
 
 // Over reports whether the send has ended (limit, time or Source EOF).
@@ -297,13 +351,13 @@ func (s *Sender) Retry(err error) (bool, error) {
 		}
 		s.noBufs.Add(1)
 		s.f.Stats.AddError()
-		if err := s.f.Sleep(noBufsPause); err != nil {
+		if err := s.sleep(noBufsPause); err != nil {
 			return false, err
 		}
 		return true, nil
 	case errors.Is(err, ErrTimeout) || errors.Is(err, unix.EAGAIN):
 		if !s.deadline.IsZero() {
-			if time.Now().Before(s.deadline) {
+			if s.Now().Before(s.deadline) {
 				return true, nil
 			}
 			s.over = true

@@ -2,15 +2,17 @@ package engine
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/internal/clock"
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 // TestDue checks the pacer's schedule, exactly: when each buffer of a
@@ -57,127 +59,421 @@ func (s *stampTimes) Stamp(p []byte, _ time.Duration) {
 
 func (s *stampTimes) Receive([]byte, time.Duration) {}
 
-// nextLoop is a backend that only asks the Sender for buffers with Next,
-// sending none: the Sender's pacing and stamping alone.
-type nextLoop struct{}
+// The tests below run a Sender outside Run, on a fake clock: its sleeps
+// move the fake's time at once, so every buffer's time is exact and the
+// same on an idle host and a saturated one. Each expected figure is worked
+// out from the rules documented on Sender, pace and lagSlack.
 
-func (nextLoop) Name() string { return "nextloop" }
-func (nextLoop) Probe() error { return nil }
-func (nextLoop) Recv(context.Context, *Flow) error {
-	return errors.New("nextloop only sends")
+// fakeFlow is a flow of spec on a fake clock (not run: its Sender sleeps
+// on the fake's time).
+func fakeFlow(spec *Spec) (*Flow, *clock.Fake) {
+	clk := clock.NewFake()
+	return &Flow{Spec: spec, Stats: &Counters{}, Facts: Facts{}, Clock: clk}, clk
 }
-func (nextLoop) Send(ctx context.Context, f *Flow) error {
+
+// ms is a time in milliseconds, fractions allowed (to the nearest
+// nanosecond).
+func ms(v float64) time.Duration { return time.Duration(math.Round(v * float64(time.Millisecond))) }
+
+// takeAll takes buffers of the spec's length from s until the send is
+// over, calling stall(i) after buffer i (0 on) left, and returns when each
+// left, as the fake's time since its epoch.
+func takeAll(t *testing.T, s *Sender, clk *clock.Fake, stall func(i int)) []time.Duration {
+	t.Helper()
+	var at []time.Duration
+	for i := 0; ; i++ {
+		n, err := s.Take(s.f.Spec.BufLen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return at
+		}
+		at = append(at, clk.Elapsed())
+		if stall != nil {
+			stall(i)
+		}
+	}
+}
+
+// schedule is want[k] = f(k) for k in [0, n).
+func schedule(n int, f func(k int) time.Duration) []time.Duration {
+	v := make([]time.Duration, n)
+	for k := range v {
+		v[k] = f(k)
+	}
+	return v
+}
+
+// TestPacedSchedule: at 1 Mbit/s, buffers of 1250 bytes (10 ms each)
+// leave at exactly k*10 ms, the Sender sleeping 10 ms before each but the
+// first, and the send ends when the last went.
+func TestPacedSchedule(t *testing.T) {
+	const n = 100
+	f, clk := fakeFlow(&Spec{Protocol: UDP, BufLen: 1250, Bytes: n * 1250, Rate: 1e6})
+	got := takeAll(t, NewSender(f), clk, nil)
+	if diff := cmp.Diff(schedule(n, func(k int) time.Duration { return time.Duration(k) * 10 * time.Millisecond }), got); diff != "" {
+		t.Errorf("when each buffer left (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(schedule(n-1, func(int) time.Duration { return 10 * time.Millisecond }), clk.Slept); diff != "" {
+		t.Errorf("sleeps (-want +got):\n%s", diff)
+	}
+	if e := clk.Elapsed(); e != 990*time.Millisecond {
+		t.Errorf("the send ended at %v, want 990ms (when the last buffer left)", e)
+	}
+}
+
+// TestPacedNext: Next paces as Take does, and stamps each datagram once
+// it is due (the Framing sees the fake's time at k*10 ms).
+func TestPacedNext(t *testing.T) {
+	const n = 5
+	fr := &clockStamps{}
+	f, clk := fakeFlow(&Spec{Protocol: UDP, BufLen: 1250, Bytes: n * 1250, Rate: 1e6, Framing: fr})
+	fr.clk = clk
 	s := NewSender(f)
-	buf := make([]byte, f.Spec.BufLen)
+	buf := make([]byte, 1250)
 	for {
 		p, err := s.Next(buf)
-		if err != nil || len(p) == 0 {
-			return err
+		if err != nil {
+			t.Fatal(err)
 		}
+		if len(p) == 0 {
+			break
+		}
+	}
+	if diff := cmp.Diff(schedule(n, func(k int) time.Duration { return time.Duration(k) * 10 * time.Millisecond }), fr.at); diff != "" {
+		t.Errorf("when each datagram was stamped (-want +got):\n%s", diff)
 	}
 }
 
-// stallLoop asks the Sender for buffers like nextLoop, and every tenth
-// buffer its thread does not run for stall (as a busy host's scheduler
-// wakes a thread late).
-type stallLoop struct{ stall time.Duration }
-
-func (stallLoop) Name() string { return "stallloop" }
-func (stallLoop) Probe() error { return nil }
-func (stallLoop) Recv(context.Context, *Flow) error {
-	return errors.New("stallloop only sends")
+// clockStamps is a Framing that records the fake's time of each Stamp.
+type clockStamps struct {
+	clk *clock.Fake
+	at  []time.Duration
 }
-func (l stallLoop) Send(ctx context.Context, f *Flow) error {
-	s := NewSender(f)
-	buf := make([]byte, f.Spec.BufLen)
-	for i := 1; ; i++ {
-		p, err := s.Next(buf)
-		if err != nil || len(p) == 0 {
-			return err
-		}
-		if i%10 == 0 {
-			// Busy, as a thread that did not get the CPU: a sleep
-			// this short lasts a millisecond or more on the runtime's
-			// timers.
-			for start := time.Now(); time.Since(start) < l.stall; {
+
+func (c *clockStamps) Stamp([]byte, time.Duration)   { c.at = append(c.at, c.clk.Elapsed()) }
+func (c *clockStamps) Receive([]byte, time.Duration) {}
+
+// TestBurstSchedule: with Burst 4 at 1 Mbit/s of 1250-byte buffers, a
+// burst (40 ms of bytes) leaves back to back when its first buffer is
+// due: at 0, 40, 80 ms, with one sleep of 40 ms between bursts.
+func TestBurstSchedule(t *testing.T) {
+	f, clk := fakeFlow(&Spec{Protocol: UDP, BufLen: 1250, Bytes: 12 * 1250, Rate: 1e6, Burst: 4})
+	got := takeAll(t, NewSender(f), clk, nil)
+	want := []time.Duration{0, 0, 0, 0, ms(40), ms(40), ms(40), ms(40), ms(80), ms(80), ms(80), ms(80)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("when each buffer left (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]time.Duration{ms(40), ms(40)}, clk.Slept); diff != "" {
+		t.Errorf("sleeps (-want +got):\n%s", diff)
+	}
+}
+
+// TestStallCatchUp checks the rule for a sender held up after buffer 9,
+// at 10 Mbit/s of 1250-byte buffers (1 ms each): buffer k is due at k ms.
+func TestStallCatchUp(t *testing.T) {
+	const n = 100
+	for _, tc := range []struct {
+		name  string
+		stall time.Duration // after buffer 9 left, at 9 ms
+		want  func(k int) time.Duration
+	}{
+		{
+			// Resumes at 13.5 ms: buffers 10 to 13 are at most
+			// lagSlack late and leave back to back, after their time;
+			// 14 is due in 0.5 ms and the schedule is unchanged.
+			name:  "within lagSlack",
+			stall: ms(4.5),
+			want: func(k int) time.Duration {
+				if k >= 10 && k <= 13 {
+					return ms(13.5)
+				}
+				return ms(float64(k))
+			},
+		},
+		{
+			// Resumes at 15 ms: buffer 10 is exactly lagSlack late,
+			// which is still made up; 10 to 15 leave at 15 ms.
+			name:  "exactly lagSlack",
+			stall: ms(6),
+			want: func(k int) time.Duration {
+				if k >= 10 && k <= 15 {
+					return ms(15)
+				}
+				return ms(float64(k))
+			},
+		},
+		{
+			// Resumes at 29 ms: buffer 10 is 19 ms late, so the
+			// schedule moves by the excess over lagSlack, 14 ms, and
+			// each buffer from 10 on pays 1 ms * (1 - 1/1.25) = 0.2 ms
+			// of it back. Buffer k is then due at 14 - 0.2(k-10) + k
+			// = 16 + 0.8k ms: 10 to 16 are due by 28.8 ms and leave at
+			// 29; from 17 on one leaves every 0.8 ms (1.25 times the
+			// rate), until buffer 79 has paid the 14 ms (70 buffers)
+			// and from 80 on buffer k leaves at k ms again.
+			name:  "debt paid at 1.25 times the rate",
+			stall: ms(20),
+			want: func(k int) time.Duration {
+				switch {
+				case k < 10:
+					return ms(float64(k))
+				case k <= 16:
+					return ms(29)
+				case k <= 79:
+					return ms(16 + 0.8*float64(k))
+				}
+				return ms(float64(k))
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, clk := fakeFlow(&Spec{Protocol: UDP, BufLen: 1250, Bytes: n * 1250, Rate: 10e6})
+			got := takeAll(t, NewSender(f), clk, func(i int) {
+				if i == 9 {
+					clk.Advance(tc.stall)
+				}
+			})
+			if diff := cmp.Diff(schedule(n, tc.want), got); diff != "" {
+				t.Errorf("when each buffer left (-want +got):\n%s", diff)
 			}
+		})
+	}
+}
+
+// TestStallDebtForgiven: a stall of 200 ms after buffer 9 (1 ms buffers,
+// as above) moves the schedule by 194 ms, more than maxDebt: only 100 ms
+// are owed, paid back 0.2 ms a buffer by buffers 10 to 509, and the
+// other 94 ms are forgiven. Buffer k is due at 194 - 0.2(k-10) + k =
+// 196 + 0.8k ms until then (10 to 16 leave at 209 ms, back to back), and
+// at 94 + k ms after.
+func TestStallDebtForgiven(t *testing.T) {
+	const n = 700
+	f, clk := fakeFlow(&Spec{Protocol: UDP, BufLen: 1250, Bytes: n * 1250, Rate: 10e6})
+	got := takeAll(t, NewSender(f), clk, func(i int) {
+		if i == 9 {
+			clk.Advance(200 * time.Millisecond)
+		}
+	})
+	want := schedule(n, func(k int) time.Duration {
+		switch {
+		case k < 10:
+			return ms(float64(k))
+		case k <= 16:
+			return ms(209)
+		case k <= 509:
+			return ms(196 + 0.8*float64(k))
+		}
+		return ms(94 + float64(k))
+	})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("when each buffer left (-want +got):\n%s", diff)
+	}
+}
+
+// TestPacedTimeLimit: a paced send with a time limit hands out the
+// buffers due before the limit, and ends when the last of them left: at
+// 1 Mbit/s of 1250-byte buffers, buffer k is due at k*10 ms.
+func TestPacedTimeLimit(t *testing.T) {
+	for _, tc := range []struct {
+		limit   time.Duration
+		buffers int
+	}{
+		{95 * time.Millisecond, 10},  // 0 to 9; 10 is due at 100 ms, after the limit
+		{100 * time.Millisecond, 10}, // 10 is due at the limit: not sent
+		{101 * time.Millisecond, 11}, // 10 is due 1 ms before it
+	} {
+		f, clk := fakeFlow(&Spec{Protocol: UDP, BufLen: 1250, Duration: tc.limit, Rate: 1e6})
+		got := takeAll(t, NewSender(f), clk, nil)
+		want := schedule(tc.buffers, func(k int) time.Duration { return time.Duration(k) * 10 * time.Millisecond })
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("limit %v: when each buffer left (-want +got):\n%s", tc.limit, diff)
+		}
+		if e, last := clk.Elapsed(), want[len(want)-1]; e != last {
+			t.Errorf("limit %v: the send ended at %v, want %v (when its last buffer left, without sleeping to the limit)", tc.limit, e, last)
 		}
 	}
 }
 
-// TestPacedRateHoldsOverLateWakeups: a paced sender whose thread is held
-// up for 300 µs (three buffers' time) every tenth buffer still sends the
-// rate's count over the time limit (a pacer that took each late wakeup
-// as lost time sends about a quarter less here).
-func TestPacedRateHoldsOverLateWakeups(t *testing.T) {
-	const (
-		bufLen = 1000
-		rate   = 80e6 // 10,000 buffers a second: 1 ms between stalls
-		limit  = time.Second
-	)
-	fr := &stampTimes{}
-	f := &Flow{Spec: &Spec{Protocol: UDP, BufLen: bufLen, Duration: limit, Rate: rate, Framing: fr}, Stats: &Counters{}}
-	if err := Run(context.Background(), stallLoop{stall: 300 * time.Microsecond}, f, true); err != nil {
+// TestTimeLimitChecks: an unpaced send reads the clock for the time
+// limit at every buffer of 8 KiB or more, and at grants 1, 17, 33, ... of
+// smaller ones. Each buffer here takes 1 ms (the test moves the clock)
+// and the limit is 100 ms.
+func TestTimeLimitChecks(t *testing.T) {
+	for _, tc := range []struct {
+		bufLen, buffers int
+	}{
+		// Grant g (from 1) comes at g-1 ms: grant 101, at 100 ms,
+		// sees the limit.
+		{8 << 10, 100},
+		// Checked at grant 97 (96 ms: on) and 113 (112 ms: over):
+		// grants 1 to 112 go, 12 past the limit (at most 16 small
+		// buffers late, as documented).
+		{100, 112},
+	} {
+		f, clk := fakeFlow(&Spec{Protocol: TCP, BufLen: tc.bufLen, Duration: 100 * time.Millisecond})
+		got := takeAll(t, NewSender(f), clk, func(int) { clk.Advance(time.Millisecond) })
+		if len(got) != tc.buffers {
+			t.Errorf("buffers of %d bytes, 1 ms each, limit 100 ms: %d sent, want %d", tc.bufLen, len(got), tc.buffers)
+		}
+		if len(clk.Slept) != 0 {
+			t.Errorf("an unpaced send slept %v", clk.Slept)
+		}
+	}
+}
+
+// TestPacedWindows: at 100 Mbit/s of 1250-byte buffers (one every
+// 100 µs) for a second, every 10 ms window carries exactly 100 buffers,
+// 125,000 bytes (100 Mbit/s for 10 ms); buffer 10000 is due at the limit
+// and not sent.
+func TestPacedWindows(t *testing.T) {
+	f, clk := fakeFlow(&Spec{Protocol: UDP, BufLen: 1250, Duration: time.Second, Rate: 100e6})
+	got := takeAll(t, NewSender(f), clk, nil)
+	if len(got) != 10000 {
+		t.Errorf("%d buffers in a second, want 10000", len(got))
+	}
+	windows := make([]int, 100)
+	for _, at := range got {
+		if w := int(at / (10 * time.Millisecond)); w < len(windows) {
+			windows[w] += 1250
+		} else {
+			t.Errorf("a buffer left at %v, after the limit", at)
+		}
+	}
+	if diff := cmp.Diff(schedule(100, func(int) time.Duration { return 125000 }), func() []time.Duration {
+		v := make([]time.Duration, len(windows))
+		for i, b := range windows {
+			v[i] = time.Duration(b)
+		}
+		return v
+	}()); diff != "" {
+		t.Errorf("bytes in each 10 ms window (-want +got):\n%s", diff)
+	}
+}
+
+// TestPacedRateOverLateWakeups: every sleep of a paced sender wakes
+// 300 µs late (at 80 Mbit/s of 1000-byte buffers, 100 µs each, for a
+// second). Buffer 1 sleeps 100 µs and leaves at 400 µs; 2, 3 and 4 are
+// due by then (less than lagSlack late) and leave with it; 5 sleeps
+// again, and so on: buffers 4j+1 to 4j+4 leave at 400(j+1) µs, after one
+// sleep each. Buffer 9997 wakes at the limit, so 9998 of the 10,000 due
+// go (a pacer that took the late wakeups as lost time would send 2500).
+func TestPacedRateOverLateWakeups(t *testing.T) {
+	f, clk := fakeFlow(&Spec{Protocol: UDP, BufLen: 1000, Duration: time.Second, Rate: 80e6})
+	clk.OnSleep = func(time.Duration) time.Duration { return 300 * time.Microsecond }
+	got := takeAll(t, NewSender(f), clk, nil)
+	if len(got) != 9998 {
+		t.Fatalf("%d buffers in a second at 10,000 a second with every wakeup 300 µs late, want 9998", len(got))
+	}
+	want := schedule(9998, func(k int) time.Duration {
+		if k == 0 {
+			return 0
+		}
+		return time.Duration((k-1)/4+1) * 400 * time.Microsecond
+	})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("when each buffer left (-want +got):\n%s", diff)
+	}
+	if len(clk.Slept) != 2500 || slices.ContainsFunc(clk.Slept, func(d time.Duration) bool { return d != 100*time.Microsecond }) {
+		t.Errorf("%d sleeps, want 2500 of 100µs each", len(clk.Slept))
+	}
+}
+
+// TestAhead: Ahead is how long until the next buffer is due.
+func TestAhead(t *testing.T) {
+	f, clk := fakeFlow(&Spec{Protocol: UDP, BufLen: 1250, Rate: 1e6})
+	s := NewSender(f)
+	var got []time.Duration
+	got = append(got, s.Ahead()) // buffer 0 is due now
+	if _, err := s.Take(1250); err != nil {
 		t.Fatal(err)
 	}
-	// Buffers 0 to 9999 are due within the limit; 3% short is what a
-	// busy host's longer sleeps may cost.
-	if n := len(fr.at); n > 10000 || n < 9700 {
-		t.Errorf("%d buffers in %v at 10,000 a second with a 300 µs stall every tenth, want 10,000 (at least 9700)", n, limit)
+	got = append(got, s.Ahead()) // buffer 1 in 10 ms
+	clk.Advance(3 * time.Millisecond)
+	got = append(got, s.Ahead())
+	clk.Advance(10 * time.Millisecond)
+	got = append(got, s.Ahead()) // late: due now
+	if diff := cmp.Diff([]time.Duration{0, ms(10), ms(7), 0}, got); diff != "" {
+		t.Errorf("Ahead (-want +got):\n%s", diff)
+	}
+	u, _ := fakeFlow(&Spec{Protocol: UDP, BufLen: 1250})
+	us := NewSender(u)
+	us.Take(1250)
+	if a := us.Ahead(); a != 0 {
+		t.Errorf("Ahead of an unpaced sender: %v, want 0", a)
 	}
 }
 
-// TestBurstPacing runs a paced flow of bursts for 200 ms through Run and
-// times the Sender's grants, as Stamp sees them. The assertions take the
-// noise of a loaded machine: no grant comes before it is due (a sleep
-// never ends early); most bursts leave back to back; and the median rate
-// measured over the second half holds to 3% (a late wakeup delays a burst,
-// but the schedule is absolute, so it does not carry over).
-func TestBurstPacing(t *testing.T) {
-	const (
-		bufLen = 1000
-		burst  = 10
-		bursts = 20
-		period = 10 * time.Millisecond // one burst of 10 kB at 8 Mbit/s
-		rate   = burst * bufLen * 8 / 0.010
-	)
-	fr := &stampTimes{}
-	spec := &Spec{Protocol: UDP, BufLen: bufLen, Bytes: bursts * burst * bufLen, Rate: rate, Burst: burst, Framing: fr}
-	f := &Flow{Spec: spec, Stats: &Counters{}}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	before := time.Now() // the Sender starts after this
-	if err := Run(ctx, nextLoop{}, f, true); err != nil {
-		t.Fatal(err)
+// TestRetry: ENOBUFS on UDP is counted and paused for noBufsPause on the
+// flow's clock, then sent again; a send timeout or EAGAIN is retried
+// until the time limit and then ends the send; EINTR is retried; anything
+// else is returned.
+func TestRetry(t *testing.T) {
+	f, clk := fakeFlow(&Spec{Protocol: UDP, BufLen: 100, Duration: 100 * time.Millisecond})
+	s := NewSender(f)
+	if again, err := s.Retry(unix.ENOBUFS); !again || err != nil {
+		t.Errorf("ENOBUFS: %v, %v; want true, nil", again, err)
 	}
-	if len(fr.at) != bursts*burst {
-		t.Fatalf("%d buffers granted, want %d", len(fr.at), bursts*burst)
+	if diff := cmp.Diff([]time.Duration{noBufsPause}, clk.Slept); diff != "" || clk.Elapsed() != noBufsPause {
+		t.Errorf("ENOBUFS paused %v, now at %v; want one pause of %v", clk.Slept, clk.Elapsed(), noBufsPause)
 	}
-	var spreads []time.Duration
-	var rates []float64
-	for k := range bursts {
-		first := fr.at[k*burst]
-		due := before.Add(time.Duration(k) * period)
-		if early := due.Sub(first); early > 0 {
-			t.Errorf("burst %d granted %v before it was due", k, early)
-		}
-		spreads = append(spreads, fr.at[k*burst+burst-1].Sub(first))
-		if k >= bursts/2 {
-			rates = append(rates, float64(k*burst*bufLen*8)/first.Sub(fr.at[0]).Seconds())
-		}
+	if n, e := f.Facts.Count(FactNoBufs), f.Stats.Snapshot().Errors; n != 1 || e != 1 {
+		t.Errorf("after ENOBUFS: %s %d, errors %d; want 1, 1", FactNoBufs, n, e)
 	}
-	// Paced one by one, a burst would spread over 9 ms.
-	if m := median(spreads); m > period/2 {
-		t.Errorf("median burst spread %v, want its buffers back to back (spreads %v)", m, spreads)
+	if again, err := s.Retry(unix.EINTR); !again || err != nil {
+		t.Errorf("EINTR: %v, %v; want true, nil", again, err)
 	}
-	if m := median(rates); m < 0.97*rate || m > 1.03*rate {
-		t.Errorf("median rate %.0f bit/s, want %.0f within 3%% (rates %.0f)", m, rate, rates)
+	if again, err := s.Retry(ErrTimeout); !again || err != nil || s.Over() {
+		t.Errorf("a send timeout at %v of a 100ms limit: %v, %v, over %v; want true, nil, not over", clk.Elapsed(), again, err, s.Over())
+	}
+	clk.Set(clock.Epoch.Add(100 * time.Millisecond))
+	if again, err := s.Retry(unix.EAGAIN); again || err != nil || !s.Over() {
+		t.Errorf("EAGAIN at the limit: %v, %v, over %v; want false, nil, over", again, err, s.Over())
+	}
+	if again, err := s.Retry(unix.EPIPE); again || !errors.Is(err, unix.EPIPE) {
+		t.Errorf("EPIPE: %v, %v; want false, EPIPE", again, err)
+	}
+
+	tf, tclk := fakeFlow(&Spec{Protocol: TCP, BufLen: 100})
+	ts := NewSender(tf)
+	if again, err := ts.Retry(unix.ENOBUFS); again || !errors.Is(err, unix.ENOBUFS) || len(tclk.Slept) != 0 {
+		t.Errorf("ENOBUFS on TCP: %v, %v after sleeping %v; want false, ENOBUFS, no pause", again, err, tclk.Slept)
+	}
+	if again, err := ts.Retry(unix.EAGAIN); again || !errors.Is(err, unix.EAGAIN) {
+		t.Errorf("EAGAIN without a time limit: %v, %v; want false, EAGAIN", again, err)
 	}
 }
 
-func median[T time.Duration | float64](v []T) T {
-	s := slices.Sorted(slices.Values(v))
-	return s[len(s)/2]
+// TestCancelledPacing: a cancelled flow's paced sender on a fake clock
+// ends at its first sleep with ErrCancelled.
+func TestCancelledPacing(t *testing.T) {
+	f, _ := fakeFlow(&Spec{Protocol: UDP, BufLen: 1250, Rate: 1e6})
+	s := NewSender(f)
+	f.wake.fire()
+	if _, err := s.Take(1250); err != nil {
+		t.Fatalf("buffer 0 (due at once): %v", err)
+	}
+	if _, err := s.Take(1250); !errors.Is(err, ErrCancelled) {
+		t.Errorf("buffer 1 of a cancelled flow: %v, want ErrCancelled", err)
+	}
+}
+
+// TestRealClock: a Sender on no clock, or on clock.Real, reads time.Now
+// and sleeps in the kernel on the flow's eventfd (Flow.Sleep), as before
+// clocks were injected: outside Run that sleep refuses to run.
+func TestRealClock(t *testing.T) {
+	for _, c := range []clock.Clock{nil, clock.Real} {
+		f := &Flow{Spec: &Spec{Protocol: UDP, BufLen: 1250, Rate: 1e6}, Stats: &Counters{}, Clock: c}
+		s := NewSender(f)
+		if s.clk != nil {
+			t.Errorf("clock %v: the Sender keeps it, want the real clock read directly", c)
+		}
+		s.Take(1250)
+		if _, err := s.Take(1250); !errors.Is(err, errNotRunning) {
+			t.Errorf("clock %v: a paced sleep outside Run: %v, want Flow.Sleep's errNotRunning", c, err)
+		}
+	}
 }
 
 // TestNextStamps checks Next with a Framing: each datagram is stamped in
@@ -217,35 +513,5 @@ func TestNextStamps(t *testing.T) {
 	}
 	if s := NewSender(&Flow{Spec: &Spec{Protocol: UDP, BufLen: 100}}); s.Fills() {
 		t.Errorf("Fills() = true for the pattern without a Framing, want false")
-	}
-}
-
-// A paced, time-limited send hands out the buffers due before the limit
-// and no more: none at full speed once the limit nears.
-func TestPacedTimeLimit(t *testing.T) {
-	const (
-		bufLen = 1000
-		rate   = 8e6 // 1000 buffers a second
-		limit  = 300 * time.Millisecond
-	)
-	fr := &stampTimes{}
-	spec := &Spec{Protocol: UDP, BufLen: bufLen, Duration: limit, Rate: rate, Framing: fr}
-	f := &Flow{Spec: spec, Stats: &Counters{}}
-	before := time.Now()
-	if err := Run(context.Background(), nextLoop{}, f, true); err != nil {
-		t.Fatal(err)
-	}
-	after := time.Now()
-	// Buffer k is due at k ms: 0 to 299 are due before the limit.
-	if n := len(fr.at); n > 300 || n < 285 {
-		t.Errorf("%d buffers in %v at 1000 a second, want 300 (at least 285 on a busy machine)", n, limit)
-	}
-	// The limit runs from the flow's start, when its first buffer went
-	// (the thread that runs it starts a moment after Run is called).
-	if start, last := fr.at[0], fr.at[len(fr.at)-1]; last.After(start.Add(limit)) {
-		t.Errorf("the last buffer went %v after the limit", last.Sub(start.Add(limit)))
-	}
-	if after.Sub(before) > limit+50*time.Millisecond {
-		t.Errorf("the send took %v for a limit of %v", after.Sub(before), limit)
 	}
 }

@@ -243,8 +243,8 @@ func (m *sender) run() error {
 		var first time.Time // when the batch's first datagram was due
 		for len(m.dgs) < want {
 			if len(m.dgs) == 0 {
-				first = time.Now()
-			} else if a := m.s.Ahead(); a > 0 && time.Since(first)+a > pacedSpan {
+				first = m.s.Now()
+			} else if a := m.s.Ahead(); a > 0 && m.s.Now().Sub(first)+a > pacedSpan {
 				break // paced: what is due goes now, not in a burst later
 			}
 			var d []byte

@@ -162,9 +162,8 @@ func (f *Fake) Set(t time.Time) {
 		if next.due.After(f.now) {
 			f.now = next.due
 		}
-		fire := next.fireLocked(f)
+		next.fireLocked()
 		f.mu.Unlock()
-		fire()
 	}
 }
 
@@ -248,23 +247,22 @@ func (f *Fake) remove(tm *fakeTimer) bool {
 // After fires once, d from now.
 func (f *Fake) After(d time.Duration) <-chan time.Time { return f.NewTimer(d).C() }
 
-// NewTimer arms a timer that sends the time on C when it falls due.
+// NewTimer arms a timer that sends the time on C when it falls due (at
+// once for d <= 0, as time.NewTimer).
 func (f *Fake) NewTimer(d time.Duration) Timer {
 	tm := &fakeTimer{f: f, ch: make(chan time.Time, 1)}
 	f.mu.Lock()
-	tm.due = f.now.Add(max(d, 0))
-	f.add(tm)
+	tm.armLocked(d)
 	f.mu.Unlock()
 	return tm
 }
 
 // AfterFunc arms a timer that calls fn in its own goroutine when it
-// falls due.
+// falls due (at once for d <= 0).
 func (f *Fake) AfterFunc(d time.Duration, fn func()) Timer {
 	tm := &fakeTimer{f: f, fn: fn}
 	f.mu.Lock()
-	tm.due = f.now.Add(max(d, 0))
-	f.add(tm)
+	tm.armLocked(d)
 	f.mu.Unlock()
 	return tm
 }
@@ -292,24 +290,47 @@ type fakeTimer struct {
 	period time.Duration
 }
 
-// fireLocked disarms (or re-arms, a ticker) tm and returns what firing it
-// does, to be run without the lock.
-func (tm *fakeTimer) fireLocked(f *Fake) func() {
+// armLocked arms the timer tm (not a ticker) d from now; one due now or
+// before fires at once, without being armed.
+func (tm *fakeTimer) armLocked(d time.Duration) {
+	tm.due = tm.f.now.Add(max(d, 0))
+	if d <= 0 {
+		tm.fireLocked()
+		return
+	}
+	tm.f.add(tm)
+}
+
+// fireLocked disarms (or re-arms, a ticker) tm and fires it: sends its
+// due time on C (dropped when the last is still unread, as a ticker drops
+// it) or starts its func. It runs under the lock, so that Stop and Reset,
+// which empty C, leave no stale time in it.
+func (tm *fakeTimer) fireLocked() {
 	at := tm.due
 	if tm.period > 0 {
 		tm.due = tm.due.Add(tm.period)
 	} else {
-		f.remove(tm)
+		tm.f.remove(tm)
 	}
 	if tm.fn != nil {
-		fn := tm.fn
-		return func() { go fn() }
+		go tm.fn()
+		return
 	}
-	return func() {
-		select {
-		case tm.ch <- at:
-		default:
-		}
+	select {
+	case tm.ch <- at:
+	default:
+	}
+}
+
+// drainLocked takes a time sent but not read: after Stop or Reset the
+// reader gets none from before (as time.Timer since Go 1.23).
+func (tm *fakeTimer) drainLocked() {
+	if tm.ch == nil {
+		return
+	}
+	select {
+	case <-tm.ch:
+	default:
 	}
 }
 
@@ -318,18 +339,22 @@ func (tm *fakeTimer) C() <-chan time.Time { return tm.ch }
 func (tm *fakeTimer) Stop() bool {
 	tm.f.mu.Lock()
 	defer tm.f.mu.Unlock()
+	tm.drainLocked()
 	return tm.f.remove(tm)
 }
 
 func (tm *fakeTimer) Reset(d time.Duration) bool {
 	tm.f.mu.Lock()
 	defer tm.f.mu.Unlock()
+	tm.drainLocked()
 	was := tm.f.remove(tm)
 	if tm.period > 0 {
 		tm.period = d
+		tm.due = tm.f.now.Add(d)
+		tm.f.add(tm)
+		return was
 	}
-	tm.due = tm.f.now.Add(max(d, 0))
-	tm.f.add(tm)
+	tm.armLocked(d)
 	return was
 }
 
