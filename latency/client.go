@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/clock"
 )
 
 // Result is what a client run measured. Every duration is a full round
@@ -121,7 +122,7 @@ func Run(ctx context.Context, cfg Config, progress func(Interval)) (*Result, err
 		// The idle phase first, on the same flow and with the same
 		// count, time and rate, so that the loaded one has a baseline.
 		idle := *res
-		err := measure(ctx, rt, cfg, &seq, &idle, progress)
+		err := measure(ctx, clock.Real, rt, cfg, &seq, &idle, progress)
 		res.Idle = &idle
 		if err != nil || idle.Interrupted {
 			res.Interrupted = idle.Interrupted
@@ -131,12 +132,12 @@ func Run(ctx context.Context, cfg Config, progress func(Interval)) (*Result, err
 		if err != nil {
 			return nil, err
 		}
-		err = measure(ctx, rt, cfg, &seq, res, progress)
+		err = measure(ctx, clock.Real, rt, cfg, &seq, res, progress)
 		res.LoadBps = stopLoad()
 		if err != nil {
 			return res, err
 		}
-	} else if err := measure(ctx, rt, cfg, &seq, res, progress); err != nil {
+	} else if err := measure(ctx, clock.Real, rt, cfg, &seq, res, progress); err != nil {
 		return res, err
 	}
 	if u, ok := rt.(interface{ lateReplies() int64 }); ok {
@@ -148,11 +149,13 @@ func Run(ctx context.Context, cfg Config, progress func(Interval)) (*Result, err
 // measure is one measuring phase on rt: round trips for cfg's count or
 // time, at its rate, numbered from *seq on, into res (its counts, times,
 // histogram and intervals). An error of the flow is returned; an
-// interruption only marks res.
-func measure(ctx context.Context, rt roundTripper, cfg Config, seq *uint64, res *Result, progress func(Interval)) error {
+// interruption only marks res. clk paces the requests and times the
+// phase; rt's round trips are on the same clock (Run passes clock.Real
+// with its sockets, a test a fake clock with a flow of its own).
+func measure(ctx context.Context, clk clock.Clock, rt roundTripper, cfg Config, seq *uint64, res *Result, progress func(Interval)) error {
 	res.Intervals = nil
 	all, iv := NewHistogram(), NewHistogram()
-	begin := time.Now()
+	begin := clk.Now()
 	deadline := begin.Add(cfg.Duration)
 	nextIv, ivStart := begin.Add(cfg.Interval), begin
 	var ivReq, ivLost int64
@@ -179,7 +182,7 @@ func measure(ctx context.Context, rt roundTripper, cfg Config, seq *uint64, res 
 		var slot time.Time
 		if cfg.Rate > 0 {
 			slot = begin.Add(time.Duration(float64(res.Requests) * float64(time.Second) / cfg.Rate))
-			waitUntil(slot)
+			waitUntil(clk, slot)
 		}
 		end, rtt, ok, err := rt.roundTrip(*seq)
 		if cfg.Rate > 0 && ok {

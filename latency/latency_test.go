@@ -3,6 +3,7 @@ package latency
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"os"
 	"runtime"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 // startServer runs blast's own server on a free loopback port until the
@@ -106,8 +109,8 @@ func TestLoopback(t *testing.T) {
 				if *serr != nil {
 					t.Errorf("server: %v", *serr)
 				}
-			case <-time.After(5 * time.Second):
-				t.Error("server with Once still running 5 s after its client finished")
+			case <-time.After(time.Minute):
+				t.Error("server with Once still running a minute after its client finished")
 			}
 		})
 	}
@@ -173,17 +176,19 @@ func TestUDPLoss(t *testing.T) {
 		lost, late    int64
 		roundTripsNum int64
 	}{
-		// every 5th of 100 requests dropped: 20 lost, none late
-		{"drop every 5th", false, 100, 5, 20, 0, 80},
-		// every 10th held until the next request: 10 lost, 9 of them late
-		// (the 100th is never released)
-		{"delay every 10th", true, 100, 10, 10, 9, 90},
+		// every 5th of 20 requests dropped: 4 lost, none late
+		{"drop every 5th", false, 20, 5, 4, 0, 16},
+		// every 10th held until the next request: 3 lost, 2 of them late
+		// (the 30th is never released)
+		{"delay every 10th", true, 30, 10, 3, 2, 27},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			port := lossyServer(t, int(tc.k), tc.release)
 			cfg := clientConfig(port, true, tc.n)
 			cfg.Warmup = 0
-			cfg.Timeout = 40 * time.Millisecond
+			// A request is lost when no reply came within the timeout: long
+			// enough that a busy host answers every other one in time.
+			cfg.Timeout = 250 * time.Millisecond
 			res, err := Run(context.Background(), cfg, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -194,7 +199,7 @@ func TestUDPLoss(t *testing.T) {
 			}
 			var text bytes.Buffer
 			WriteText(&text, res)
-			if want := "lost (no reply within 40ms)"; !strings.Contains(text.String(), want) {
+			if want := "lost (no reply within 250ms)"; !strings.Contains(text.String(), want) {
 				t.Errorf("text report lacks %q:\n%s", want, text.String())
 			}
 		})
@@ -224,33 +229,62 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
+// runBounded runs the client in a goroutine and waits up to a minute for
+// it to return: a client that ignores its context would run for its hour.
+func runBounded(t *testing.T, ctx context.Context, cfg Config, progress func(Interval)) *Result {
+	t.Helper()
+	type ran struct {
+		res *Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, err := Run(ctx, cfg, progress)
+		done <- ran{res, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return r.res
+	case <-time.After(time.Minute):
+		t.Fatal("the client still runs a minute after it was interrupted")
+		return nil
+	}
+}
+
+// TestInterrupt cancels a running client once it reported round trips:
+// it stops, with the figures so far.
 func TestInterrupt(t *testing.T) {
 	for _, udp := range []bool{false, true} {
 		t.Run(map[bool]string{false: "tcp", true: "udp"}[udp], func(t *testing.T) {
 			port, _, _ := startServer(t, false)
 			cfg := clientConfig(port, udp, 0)
-			cfg.Duration = time.Hour
-			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			cfg.Duration, cfg.Interval = time.Hour, 10*time.Millisecond
+			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			began := time.Now()
-			res, err := Run(ctx, cfg, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.Interrupted || res.RoundTrips == 0 || time.Since(began) > 5*time.Second {
-				t.Errorf("interrupted %v after %v with %d round trips; want a prompt stop with the figures so far", res.Interrupted, time.Since(began), res.RoundTrips)
+			res := runBounded(t, ctx, cfg, func(iv Interval) {
+				if iv.RoundTrips > 0 {
+					cancel()
+				}
+			})
+			if !res.Interrupted || res.RoundTrips == 0 || res.RoundTrips != res.RTT.Count {
+				t.Errorf("interrupted %v with %d round trips (rtt count %d); want a stop with the figures so far", res.Interrupted, res.RoundTrips, res.RTT.Count)
 			}
 		})
 	}
 }
 
 // TestInterruptWaiting cancels a client blocked on a reply that never
-// comes (a server that reads and does not answer): it must return at
-// once, not after its timeout.
+// comes (a server that reads and does not answer), once its request (TCP:
+// its greeting) arrived: it must return, not wait out its hour of timeout.
 func TestInterruptWaiting(t *testing.T) {
 	for _, udp := range []bool{false, true} {
 		t.Run(map[bool]string{false: "tcp", true: "udp"}[udp], func(t *testing.T) {
 			var port int
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
 			if udp {
 				c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 				if err != nil {
@@ -258,6 +292,12 @@ func TestInterruptWaiting(t *testing.T) {
 				}
 				t.Cleanup(func() { c.Close() })
 				port = c.LocalAddr().(*net.UDPAddr).Port
+				go func() {
+					buf := make([]byte, 65536)
+					if _, _, err := c.ReadFromUDP(buf); err == nil {
+						cancel()
+					}
+				}()
 			} else {
 				l, err := net.Listen("tcp", "127.0.0.1:0")
 				if err != nil {
@@ -265,18 +305,23 @@ func TestInterruptWaiting(t *testing.T) {
 				}
 				t.Cleanup(func() { l.Close() })
 				port = l.Addr().(*net.TCPAddr).Port
+				go func() {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					defer c.Close()
+					var hi [len(Hello)]byte
+					if _, err := io.ReadFull(c, hi[:]); err == nil {
+						cancel()
+					}
+					io.Copy(io.Discard, c) // held open until the client closes
+				}()
 			}
 			cfg := clientConfig(port, udp, 0)
 			cfg.Warmup, cfg.Duration, cfg.Timeout = 0, time.Hour, time.Hour
-			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-			defer cancel()
-			began := time.Now()
-			res, err := Run(ctx, cfg, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if took := time.Since(began); !res.Interrupted || took > 5*time.Second {
-				t.Errorf("interrupted %v after %v; want a prompt stop", res.Interrupted, took)
+			if res := runBounded(t, ctx, cfg, nil); !res.Interrupted {
+				t.Errorf("interrupted %v; want an interrupted result", res.Interrupted)
 			}
 		})
 	}
@@ -292,11 +337,6 @@ func TestNoLeak(t *testing.T) {
 		}
 		return len(ents)
 	}
-	settle := func(want func() bool) {
-		for i := 0; i < 200 && !want(); i++ {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 	fd0, g0 := fds(), runtime.NumGoroutine()
 	s, err := Listen(Config{Server: true, Bind: "127.0.0.1", Sock: Defaults().Sock}, nil)
 	if err != nil {
@@ -310,28 +350,35 @@ func TestNoLeak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A TCP client still connected when the server stops.
+	// A TCP client still connected when the server stops: the server
+	// stops once the client reported round trips.
 	ictx, icancel := context.WithCancel(context.Background())
 	idone := make(chan struct{})
+	measuring := make(chan struct{})
+	var once sync.Once
 	go func() {
 		defer close(idone)
 		cfg := clientConfig(s.Port(), false, 0)
-		cfg.Duration = time.Hour
-		Run(ictx, cfg, nil)
+		cfg.Duration, cfg.Interval = time.Hour, 10*time.Millisecond
+		Run(ictx, cfg, func(Interval) { once.Do(func() { close(measuring) }) })
 	}()
-	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-measuring:
+	case <-idone:
+		t.Fatal("the client ended before it measured")
+	}
 	cancel()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Errorf("Serve: %v", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Serve still running 5 s after its context ended")
+	case <-time.After(time.Minute):
+		t.Fatal("Serve still running a minute after its context ended")
 	}
 	icancel()
 	<-idone
-	settle(func() bool { return fds() == fd0 && runtime.NumGoroutine() <= g0 })
+	testkit.Eventually(10*time.Second, func() bool { return fds() == fd0 && runtime.NumGoroutine() <= g0 })
 	if fd, g := fds(), runtime.NumGoroutine(); fd != fd0 || g > g0 {
 		t.Errorf("after the runs: %d descriptors, %d goroutines; before: %d, %d", fd, g, fd0, g0)
 	}

@@ -7,18 +7,23 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/blastnet/blast/internal/clock"
 )
 
-// waitUntil returns at t: it sleeps while t is far, then spins the last
-// stretch, since a sleep wakes tens of microseconds late.
-func waitUntil(t time.Time) {
+// waitUntil returns at t on clk: it sleeps while t is far, then spins the
+// last stretch, since a sleep wakes tens of microseconds late. Only the
+// real clock moves while one spins: any other sleeps the stretch too.
+func waitUntil(clk clock.Clock, t time.Time) {
 	for {
-		d := time.Until(t)
+		d := clk.Until(t)
 		switch {
 		case d <= 0:
 			return
 		case d > 200*time.Microsecond:
-			time.Sleep(d - 100*time.Microsecond)
+			clk.Sleep(d - 100*time.Microsecond)
+		case clk != clock.Real:
+			clk.Sleep(d)
 		}
 	}
 }

@@ -1,80 +1,132 @@
 package latency
 
 import (
-	"io"
-	"net"
+	"context"
 	"testing"
 	"time"
+
+	"github.com/blastnet/blast/internal/clock"
 )
 
-// stallingEcho serves one TCP latency client on loopback: it answers the
-// greeting, then echoes 64-byte requests, and holds request number stallAt
-// for 300 ms. It returns the port.
-func stallingEcho(t *testing.T, stallAt int) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		var hi [len(Hello)]byte
-		if _, err := io.ReadFull(c, hi[:]); err != nil {
-			return
-		}
-		c.Write(hi[:])
-		buf := make([]byte, 64)
-		for n := 1; ; n++ {
-			if _, err := io.ReadFull(c, buf); err != nil {
-				return
-			}
-			if n == stallAt {
-				time.Sleep(300 * time.Millisecond)
-			}
-			if _, err := c.Write(buf); err != nil {
-				return
-			}
-		}
-	}()
-	return l.Addr().(*net.TCPAddr).Port
+// fakeFlow is a flow on a fake clock: each round trip takes rtt (or what
+// slow says for its sequence number) of the clock's time, and the flow
+// records when each request left.
+type fakeFlow struct {
+	clk  *clock.Fake
+	rtt  time.Duration
+	slow map[uint64]time.Duration
+	sent []time.Duration // offsets from clock.Epoch
 }
 
-// One reply held for 300 ms: a closed loop records one slow round trip;
-// on a schedule of 1000 requests a second, the requests whose slots passed
-// during the stall record their wait too (each time counts from its slot),
-// as the coordinated-omission correction says: slots 60 to about 360, of
-// which about 290 still wait 10 ms or more. (A shared machine may stall a
-// few round trips of its own: the bounds leave room for that, and for
-// nothing like the difference the correction makes.)
+func (f *fakeFlow) roundTrip(seq uint64) (time.Time, time.Duration, bool, error) {
+	start := f.clk.Now()
+	f.sent = append(f.sent, start.Sub(clock.Epoch))
+	d, ok := f.slow[seq]
+	if !ok {
+		d = f.rtt
+	}
+	f.clk.Advance(d)
+	end := f.clk.Now()
+	return end, end.Sub(start), true, nil
+}
+
+func (f *fakeFlow) interrupt()   {}
+func (f *fakeFlow) close() error { return nil }
+
+// measureFake runs one measuring phase of cfg over f on its fake clock.
+func measureFake(t *testing.T, cfg Config, f *fakeFlow) *Result {
+	t.Helper()
+	var seq uint64
+	res := &Result{}
+	if err := measure(context.Background(), f.clk, f, cfg, &seq, res, nil); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// slowerThan is how many round trips a result holds of at least d (d
+// falls between buckets in the tests below).
+func slowerThan(res *Result, d time.Duration) int64 {
+	var n int64
+	for _, b := range res.Buckets {
+		if b.From >= d {
+			n += b.Count
+		}
+	}
+	return n
+}
+
+// --rate 5000 -t 2 with 50 µs round trips: a request every 200 µs, each
+// on its slot, from the start to the end of the 2 s.
+func TestRateSchedule(t *testing.T) {
+	f := &fakeFlow{clk: clock.NewFake(), rtt: 50 * time.Microsecond}
+	cfg := clientConfig(5202, false, 0)
+	cfg.Rate, cfg.Duration = 5000, 2*time.Second
+	res := measureFake(t, cfg, f)
+	// The last request whose slot comes before the end is number 10000
+	// (at 1.9998 s); it ends at 1.99985 s, before the end, so the loop
+	// sends one more, at its slot of 2 s: 10001 requests.
+	const want = 10001
+	if res.Requests != want || res.RoundTrips != want || res.Lost != 0 || int64(len(f.sent)) != want {
+		t.Fatalf("%d requests (%d sent), %d round trips, %d lost; want %d of each and none lost", res.Requests, len(f.sent), res.RoundTrips, res.Lost, want)
+	}
+	for i, at := range f.sent {
+		if slot := time.Duration(i) * 200 * time.Microsecond; at != slot {
+			t.Fatalf("request %d left at %v, want its slot %v", i+1, at, slot)
+		}
+	}
+	if want := 2*time.Second + 50*time.Microsecond; res.Elapsed != want {
+		t.Errorf("elapsed %v, want %v (the last reply)", res.Elapsed, want)
+	}
+	if s := res.RTT; s.Min != 50*time.Microsecond || s.Max != 50*time.Microsecond || s.Count != want {
+		t.Errorf("round trips %+v, want every one 50 µs", s)
+	}
+
+	// -n counts requests at a rate as without one.
+	f = &fakeFlow{clk: clock.NewFake(), rtt: 50 * time.Microsecond}
+	cfg.Count = 600
+	if res := measureFake(t, cfg, f); res.Requests != 600 || res.RoundTrips != 600 || f.sent[599] != 599*200*time.Microsecond {
+		t.Errorf("-n 600 --rate 5000: %d requests, %d round trips, the last sent at %v; want 600, 600, 119.8 ms", res.Requests, res.RoundTrips, f.sent[len(f.sent)-1])
+	}
+}
+
+// One reply held for 300 ms (request 60, at 59 ms) of 600, each other
+// round trip 50 µs: a closed loop records one slow round trip. On a
+// schedule of 1000 requests a second, the requests whose slots passed
+// during the stall go at once when it ends, one every 50 µs, and each
+// time counts from its slot, as the coordinated-omission correction
+// says: request k (from 0, 59 the held one) ends at 359 ms + (k-59)·50
+// µs, 356.05 ms - 0.95·k ms after its slot, 10 ms or more for k up to
+// 364: 306 of them. From request 375 on, each leaves on its slot again.
 func TestRateCorrectsCoordinatedOmission(t *testing.T) {
-	slow := func(rate float64) int64 {
-		cfg := clientConfig(stallingEcho(t, 60), false, 600)
-		cfg.Warmup, cfg.Rate = 0, rate
-		res, err := Run(t.Context(), cfg, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n int64
-		for _, b := range res.Buckets {
-			if b.From >= 10*time.Millisecond {
-				n += b.Count
-			}
-		}
+	run := func(rate float64) (*Result, *fakeFlow) {
+		f := &fakeFlow{clk: clock.NewFake(), rtt: 50 * time.Microsecond, slow: map[uint64]time.Duration{60: 300 * time.Millisecond}}
+		cfg := clientConfig(5202, false, 600)
+		cfg.Rate = rate
+		res := measureFake(t, cfg, f)
 		if res.RoundTrips != 600 {
 			t.Fatalf("rate %g: %d round trips, want 600", rate, res.RoundTrips)
 		}
-		return n
+		return res, f
 	}
-	if n := slow(0); n < 1 || n > 10 {
-		t.Errorf("closed loop: %d round trips of 10 ms or more, want the one that was held (and a few at most of the machine's own)", n)
+	res, _ := run(0)
+	if n := slowerThan(res, 10*time.Millisecond); n != 1 || res.RTT.Max != 300*time.Millisecond {
+		t.Errorf("closed loop: %d round trips of 10 ms or more, the slowest %v; want the one that was held, 300 ms", n, res.RTT.Max)
 	}
-	if n := slow(1000); n < 250 || n > 400 {
-		t.Errorf("1000/s: %d round trips of 10 ms or more, want about 290 (those due during the stall)", n)
+	res, f := run(1000)
+	if n := slowerThan(res, 10*time.Millisecond); n != 306 {
+		t.Errorf("1000/s: %d round trips of 10 ms or more, want 306 (those due during the stall, and the queue behind it)", n)
+	}
+	if res.RTT.Max != 300*time.Millisecond {
+		t.Errorf("1000/s: slowest %v, want 300 ms (the held one)", res.RTT.Max)
+	}
+	for k, want := range map[int]time.Duration{
+		59: 59 * time.Millisecond, 60: 359 * time.Millisecond, 364: 359*time.Millisecond + 304*50*time.Microsecond,
+		374: 359*time.Millisecond + 314*50*time.Microsecond, 375: 375 * time.Millisecond, 599: 599 * time.Millisecond,
+	} {
+		if f.sent[k] != want {
+			t.Errorf("1000/s: request %d (from 0) left at %v, want %v", k, f.sent[k], want)
+		}
 	}
 }
 
@@ -85,6 +137,20 @@ func TestRateValidate(t *testing.T) {
 		if err := c.Validate(); err == nil || !IsUsage(err) {
 			t.Errorf("--rate %g: %v, want a usage error", r, err)
 		}
+	}
+}
+
+// --rate over loopback: every request answered, none lost.
+func TestRateLoopback(t *testing.T) {
+	port, _, _ := startServer(t, false)
+	cfg := clientConfig(port, false, 200)
+	cfg.Rate = 10000
+	res, err := Run(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 200 || res.RoundTrips != 200 || res.Rate != 10000 {
+		t.Errorf("%d requests, %d round trips, rate %g: want 200, 200, 10000", res.Requests, res.RoundTrips, res.Rate)
 	}
 }
 
