@@ -503,9 +503,8 @@ var faultKinds = []struct {
 
 // 60 short tests, 10 of every kind, against one server in this process
 // (a leak of one descriptor or goroutine a test shows many times over):
-// once
-// the results are in, the process has the descriptors and (within 5) the
-// goroutines it had after a warm-up: no socket, NIC handle, UDP port,
+// once the results are in, the process has the descriptors and (within 5)
+// the goroutines it had after a warm-up: no socket, NIC handle, UDP port,
 // thread or goroutine is left behind by a test.
 func TestFaultFdFlat(t *testing.T) {
 	_, port, rl := blastServer(t, ServerConfig{})
