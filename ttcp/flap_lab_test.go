@@ -12,6 +12,7 @@ import (
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 // The link goes down for a moment during a transfer that survives it: both
@@ -24,7 +25,17 @@ func TestLabLinkFlapInvalidates(t *testing.T) {
 	r := blasttest.Listening(t, lab.B, "tcp", 5001, blasttest.Bin, "-r", "-s")
 	// 40 MB at 200 Mbit/s: about 1.6 s.
 	tx := blasttest.Start(t, lab.A, nil, blasttest.Bin, "-t", "-s", "-l", "65536", "-n", "640", "--rate", "200M", addr)
-	time.Sleep(500 * time.Millisecond)
+	link := func() netlink.Link {
+		t.Helper()
+		var l netlink.Link
+		if err := lab.A.Do(func() (err error) {
+			l, err = netlink.LinkByName(lab.A.Iface)
+			return err
+		}); err != nil {
+			t.Fatalf("%s: %v", lab.A.Iface, err)
+		}
+		return l
+	}
 	flap := func(up bool) {
 		t.Helper()
 		if err := lab.A.Do(func() error {
@@ -40,15 +51,21 @@ func TestLabLinkFlapInvalidates(t *testing.T) {
 			t.Fatalf("set %s up=%v: %v", lab.A.Iface, up, err)
 		}
 	}
+	// The flap comes once the transfer is under way: 4 MB of the 40 sent
+	// (the rest takes at least 1.4 s more at 200 Mbit/s).
+	testkit.WaitFor(t, 30*time.Second, "4 MB sent on "+lab.A.Iface, func() bool {
+		st := link().Attrs().Statistics
+		return st != nil && st.TxBytes >= 4<<20
+	})
 	flap(false)
-	time.Sleep(100 * time.Millisecond)
+	testkit.WaitFor(t, 30*time.Second, lab.A.Iface+" down", func() bool { return link().Attrs().OperState == netlink.OperDown })
 	flap(true)
 	for _, p := range []struct {
 		name   string
 		proc   *blasttest.Proc
 		prefix string
 	}{{"transmitter", tx, "blast-t"}, {"receiver", r, "blast-r"}} {
-		err := p.proc.WaitErr(30 * time.Second)
+		err := p.proc.WaitErr(time.Minute)
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 			t.Errorf("%s: %v, want exit status 1\nstdout: %s\nstderr: %s", p.name, err, p.proc.Stdout.String(), p.proc.Stderr.String())

@@ -18,6 +18,7 @@ import (
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 func TestMain(m *testing.M) { blasttest.Main(m, true) }
@@ -329,14 +330,10 @@ func TestLabSendFile(t *testing.T) {
 // interface: an afxdp receiver is ready for the transmitter.
 func xdpAttached(t *testing.T, h *netlab.Host) {
 	t.Helper()
-	for range 500 {
+	testkit.WaitFor(t, 30*time.Second, "an XDP program attached to "+h.Iface, func() bool {
 		out, _ := h.Command("ip", "-o", "link", "show", "dev", h.Iface).Output()
-		if strings.Contains(string(out), " xdp") {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no XDP program attached to %s after 5 s", h.Iface)
+		return strings.Contains(string(out), " xdp")
+	})
 }
 
 // TestLabAFXDP runs afxdp on both ends, paced below what the receiver

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/report"
 )
@@ -73,6 +74,9 @@ var ErrNoTransfer = errors.New("no transfer came")
 type Session struct {
 	c  Config
 	ln *engine.Listener // the end that listens: open from the first accept to Close
+	// Clock times the wait for a transfer after the first (nil: the
+	// real clock).
+	Clock clock.Clock
 }
 
 // NewSession validates c for a session of several transfers.
@@ -345,8 +349,10 @@ func (r *run) accept(ctx context.Context) (*engine.Socket, error) {
 	actx := ctx
 	if !first && r.wait > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, r.wait)
+		actx, cancel = context.WithCancel(ctx)
 		defer cancel()
+		waited := clock.Or(r.sess.Clock).AfterFunc(r.wait, cancel)
+		defer waited.Stop()
 	}
 	sock, err := ln.Accept(actx)
 	if err != nil {

@@ -340,24 +340,19 @@ func drained(t *testing.T, conn *net.TCPConn, rfd int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var outq int
-		var qerr error
-		if err := rc.Control(func(fd uintptr) { outq, qerr = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ) }); err != nil || qerr != nil {
-			t.Fatal(errors.Join(err, qerr))
+	var outq, inq int
+	left := func() bool {
+		var qerr, err error
+		if cerr := rc.Control(func(fd uintptr) { outq, qerr = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ) }); cerr != nil || qerr != nil {
+			t.Fatal(errors.Join(cerr, qerr))
 		}
-		inq, err := unix.IoctlGetInt(rfd, unix.SIOCINQ)
-		if err != nil {
+		if inq, err = unix.IoctlGetInt(rfd, unix.SIOCINQ); err != nil {
 			t.Fatal(err)
 		}
-		if outq == 0 && inq == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s, %d bytes unacknowledged and %d unread", outq, inq)
-		}
-		time.Sleep(20 * time.Microsecond)
+		return outq == 0 && inq == 0
+	}
+	if !testkit.Eventually(30*time.Second, left) {
+		t.Fatalf("after 30 s, %d bytes unacknowledged and %d unread", outq, inq)
 	}
 }
 
@@ -376,25 +371,24 @@ func fdOf(t *testing.T, local, peer net.Addr) int {
 		}
 		return netip.AddrPort{}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	fd := -1
+	testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("a socket %v -> %v in this process", local, peer), func() bool {
 		ents, err := os.ReadDir("/proc/self/fd")
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range ents {
-			fd, _ := strconv.Atoi(e.Name())
-			ls, err1 := unix.Getsockname(fd)
-			ps, err2 := unix.Getpeername(fd)
+			n, _ := strconv.Atoi(e.Name())
+			ls, err1 := unix.Getsockname(n)
+			ps, err2 := unix.Getpeername(n)
 			if err1 == nil && err2 == nil && unmapped(ls) == want(local) && unmapped(ps) == want(peer) {
-				return fd
+				fd = n
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no socket %v -> %v in this process", local, peer)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
+	return fd
 }
 
 // TestDebug checks -d on the data socket with getsockopt, on the end that

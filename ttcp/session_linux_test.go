@@ -10,20 +10,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/testkit"
 	"github.com/blastnet/blast/ttcp"
 )
 
 // session runs n transfers of c's end in a Session, each waited for at
-// most wait after the first, and sends what Next returned on the channel
-// (the bytes of each, -1 for ErrNoTransfer, then closes it).
-func session(t *testing.T, c ttcp.Config, n int, wait time.Duration, errs chan<- error) <-chan int64 {
+// most wait after the first on clk (nil: the real clock), and sends what
+// Next returned on the channel (the bytes of each, -1 for ErrNoTransfer,
+// then closes it).
+func session(t *testing.T, c ttcp.Config, n int, wait time.Duration, clk clock.Clock, errs chan<- error) <-chan int64 {
 	t.Helper()
 	s, err := ttcp.NewSession(c)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Clock = clk
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	got := make(chan int64, n+1)
 	go func() {
@@ -54,12 +57,12 @@ func TestSessionRepeat(t *testing.T) {
 	var rout, rerr, tout, terr bytes.Buffer
 	rc := config(false, port, func(c *ttcp.Config) { c.SinkMode, c.Stdout, c.Stderr = true, &rout, &rerr })
 	errs := make(chan error, 2)
-	rx := session(t, rc, 3, 0, errs)
+	rx := session(t, rc, 3, 0, nil, errs)
 	waitPort(t, port)
 	tc := config(true, port, func(c *ttcp.Config) {
 		c.SinkMode, c.Host, c.NBuf, c.Stdout, c.Stderr = true, "127.0.0.1", 100, &tout, &terr
 	})
-	tx := session(t, tc, 3, 0, errs)
+	tx := session(t, tc, 3, 0, nil, errs)
 	var sent, received []int64
 	for b := range tx {
 		sent = append(sent, b)
@@ -89,22 +92,49 @@ func TestSessionRepeat(t *testing.T) {
 
 // TestSessionWait: the end that listens, asked for more transfers than
 // come, gives up wait after the last one with ErrNoTransfer, and its
-// port is free again.
+// port is free again. The wait is on a fake clock: it passes when the
+// test moves the clock, once the receiver waits for its third transfer.
 func TestSessionWait(t *testing.T) {
 	port := testkit.FreePort(t)
 	rc := config(false, port, func(c *ttcp.Config) { c.SinkMode, c.Stdout, c.Stderr = true, new(bytes.Buffer), new(bytes.Buffer) })
 	errs := make(chan error, 2)
-	rx := session(t, rc, 10, 300*time.Millisecond, errs)
+	clk := clock.NewFake()
+	const wait = 300 * time.Millisecond
+	rx := session(t, rc, 10, wait, clk, errs)
 	waitPort(t, port)
 	tc := config(true, port, func(c *ttcp.Config) {
 		c.SinkMode, c.Host, c.NBuf, c.Stdout, c.Stderr = true, "127.0.0.1", 10, new(bytes.Buffer), new(bytes.Buffer)
 	})
-	for b := range session(t, tc, 2, 0, errs) {
+	for b := range session(t, tc, 2, 0, nil, errs) {
 		if b != 10*8192 {
 			t.Errorf("sent %d bytes, want %d", b, 10*8192)
 		}
 	}
 	var got []int64
+	for range 2 {
+		select {
+		case b := <-rx:
+			got = append(got, b)
+		case err := <-errs:
+			t.Fatal(err)
+		}
+	}
+	// The receiver waits for a third transfer: its wait is armed, due
+	// wait from now.
+	select {
+	case <-clk.Armed(1):
+	case <-time.After(time.Minute):
+		t.Fatal("the receiver armed no wait for its third transfer")
+	}
+	if due, ok := clk.Next(); !ok || due != clk.Now().Add(wait) {
+		t.Errorf("the wait is due at %v, want %v", due, clk.Now().Add(wait))
+	}
+	select {
+	case b := <-rx:
+		t.Fatalf("the receiver gave %d before its wait passed", b)
+	default:
+	}
+	clk.Advance(wait)
 	for b := range rx {
 		got = append(got, b)
 	}
