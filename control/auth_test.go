@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/internal/clock"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -336,6 +338,32 @@ func TestAuthOverControl(t *testing.T) {
 			}
 		})
 	}
+	// The token carries the client's clock, which the server holds
+	// against its own: both fake here, 10 s apart passes, 11 s does not.
+	t.Run("clock skew", func(t *testing.T) {
+		for _, apart := range []time.Duration{10 * time.Second, 11 * time.Second} {
+			srvClock, cliClock := clock.NewFake(), clock.NewFake()
+			srvClock.Advance(apart)
+			_, port, log := blastServer(t, ServerConfig{NoNIC: true, Auth: &ServerAuth{Key: k, UsersFile: users}, Clock: srvClock})
+			_, err := runMay(t, Config{Port: port, Bytes: 1 << 20, NoNIC: true, Clock: cliClock,
+				Auth: &ClientAuth{User: "alice", Password: "secret", Key: &k.PublicKey}})
+			res := log.wait(t, 1)[0]
+			if apart == 10*time.Second {
+				if err != nil || res.Err != nil {
+					t.Errorf("clocks 10 s apart: client: %v; server: %v", err, res.Err)
+				}
+				continue
+			}
+			want := fmt.Sprintf(`authentication failed: user "alice": the token's time (%d) is more than 10 s from the server's clock (%d): set both clocks right, or raise --time-skew-threshold`,
+				clock.Epoch.Unix(), clock.Epoch.Add(apart).Unix())
+			if ierrno(err) != iperfAuthTest {
+				t.Errorf("clocks 11 s apart: client: %v, want IEAUTHTEST", err)
+			}
+			if res.Err == nil || res.Err.Error() != want {
+				t.Errorf("clocks 11 s apart: server: %v, want %s", res.Err, want)
+			}
+		}
+	})
 	t.Run("server without authentication", func(t *testing.T) {
 		_, port, _ := blastServer(t, ServerConfig{NoNIC: true})
 		_, err := runMay(t, Config{Port: port, Bytes: 1 << 20, NoNIC: true, Auth: &ClientAuth{User: "alice", Password: "nope", Key: &k.PublicKey}})
