@@ -15,6 +15,7 @@ import (
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/internal/testkit"
 	"github.com/blastnet/blast/mesh"
 )
 
@@ -53,12 +54,8 @@ func newFleet(t *testing.T, n int) *fleet {
 
 // waitControl waits until the agent's control port listens too.
 func waitControl(p *blasttest.Proc, h *netlab.Host) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(p.Stdout.String(), "control on") {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("agent in %s: no control port after 10 s\nstdout: %s\nstderr: %s", h.Name, p.Stdout.String(), p.Stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testkit.Eventually(30*time.Second, func() bool { return strings.Contains(p.Stdout.String(), "control on") }) {
+		return fmt.Errorf("agent in %s: no control port after 30 s\nstdout: %s\nstderr: %s", h.Name, p.Stdout.String(), p.Stderr.String())
 	}
 	return nil
 }
@@ -109,20 +106,37 @@ func decode(t *testing.T, out string) *mesh.Document {
 	return &d
 }
 
-// TestMeshPairsFindsTheSlowLink: four agents, one link shaped to
-// 100 Mbit/s. Every ordered pair is measured once, the cells to and from
-// the shaped host are at its rate and the others far above, and the
-// report names the host.
-func TestMeshPairsFindsTheSlowLink(t *testing.T) {
+// slowLinkMesh is the mesh of TestMeshPairsFindsTheSlowLink: four
+// agents, host slow's link shaped to slowMbit, every ordered pair once.
+const (
+	slow     = 3
+	slowMbit = 20
+)
+
+func slowLinkMesh(t *testing.T) (*fleet, string) {
 	f := newFleet(t, 4)
-	const slow = 3
-	if err := f.lab.Shape(slow, 100); err != nil {
+	if err := f.lab.Shape(slow, slowMbit); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, code := f.blast(t, "mesh", "--peers", f.peersFile(t), "--token-file", f.token, "-t", "2", "-P", "2")
+	out, stderr, code := f.blast(t, "mesh", "--peers", f.peersFile(t), "--token-file", f.token, "-t", "1", "-P", "2")
 	if code != 0 {
 		t.Fatalf("blast mesh: exit %d\nstderr: %s", code, stderr)
 	}
+	return f, out
+}
+
+// shapedCell tells whether c runs through the shaped link.
+func (f *fleet) shapedCell(c mesh.Cell) bool { return c.Src == f.names[slow] || c.Dst == f.names[slow] }
+
+// TestMeshPairsFindsTheSlowLink: four agents, one link shaped to
+// 20 Mbit/s. Every ordered pair is measured once, the cells to and from
+// the shaped host are at most at its rate, and the report names the host
+// (the median falls between the shaped cells and the others, whatever
+// the host's speed: only the shaped ones are below it). That the shaped
+// cells reach their rate and the others run far above is the host's to
+// decide: TestTimingMeshSlowLink.
+func TestMeshPairsFindsTheSlowLink(t *testing.T) {
+	f, out := slowLinkMesh(t)
 	d := decode(t, out)
 	if d.Meta.Tool != "blast" || d.Meta.Mode != "pairs" || d.Meta.Rounds != 3 || d.Meta.Tests != 12 || len(d.Nodes) != 4 {
 		t.Errorf("meta %+v with %d nodes: want pairs, 3 rounds, 12 tests, 4 nodes", d.Meta, len(d.Nodes))
@@ -138,15 +152,11 @@ func TestMeshPairsFindsTheSlowLink(t *testing.T) {
 			t.Errorf("cell %s: err %q, %d attempts, %s %s", key, c.Err, c.Attempts, c.Proto, c.Dir)
 			continue
 		}
-		if want := 8 * float64(c.Bytes) / c.Seconds; c.Bps != want || c.Seconds < 1.9 || c.Seconds > 2.5 {
-			t.Errorf("cell %s: %.0f bit/s over %.2f s from %d bytes", key, c.Bps, c.Seconds, c.Bytes)
+		if want := 8 * float64(c.Bytes) / c.Seconds; c.Bps != want || c.Bytes == 0 || c.Seconds < 0.9 {
+			t.Errorf("cell %s: %.0f bit/s over %.2f s from %d bytes: want some bytes over at least 1 s", key, c.Bps, c.Seconds, c.Bytes)
 		}
-		shaped := c.Src == f.names[slow] || c.Dst == f.names[slow]
-		switch {
-		case shaped && (c.Bps > 105e6 || c.Bps < 50e6):
-			t.Errorf("cell %s through the 100 Mbit/s link: %.1f Mbit/s", key, c.Bps/1e6)
-		case !shaped && c.Bps < 500e6:
-			t.Errorf("cell %s between unshaped hosts: %.1f Mbit/s, want far above 100", key, c.Bps/1e6)
+		if f.shapedCell(c) && c.Bps > 1.05*slowMbit*1e6 {
+			t.Errorf("cell %s through the %d Mbit/s link: %.1f Mbit/s", key, slowMbit, c.Bps/1e6)
 		}
 		if c.NIC == "" || c.CPU.Src <= 0 {
 			t.Errorf("cell %s: no interfaces (%q) or CPU (%+v)", key, c.NIC, c.CPU)
@@ -198,9 +208,30 @@ func TestMeshPairsFindsTheSlowLink(t *testing.T) {
 
 // TestMeshDNSFanIn finds the agents through dns: (the namespace's hosts
 // file, as a resolver would answer A records), and runs a fan-in with a
-// baseline: each client alone, then all at once with one start.
+// baseline: each client alone, then all at once. (That those start
+// together is TestRunCommonStart's, on the mesh's clock, and
+// TestTimingMeshFanInStart's, on this host's.)
 func TestMeshDNSFanIn(t *testing.T) {
 	f := newFleet(t, 4)
+	d := f.fanIn(t)
+	server := f.lab.Hosts[0].Addr4.String()
+	if len(d.Nodes) != 4 || len(d.Cells) != 6 || d.Meta.Mode != "fan-in:"+server || !d.Meta.Test.Baseline {
+		t.Fatalf("%d nodes, %d cells, meta %+v: want 4 nodes, 6 cells (3 alone, 3 at once)", len(d.Nodes), len(d.Cells), d.Meta)
+	}
+	for i, c := range d.Cells {
+		if c.Dst != server || c.Src == server || c.Err != "" || c.Bytes == 0 {
+			t.Errorf("cell %d: %s -> %s (err %q, %d bytes): want a client to %s", i, c.Src, c.Dst, c.Err, c.Bytes, server)
+		}
+		if wantBase := i < 3; (c.Phase == "baseline") != wantBase {
+			t.Errorf("cell %d: phase %q", i, c.Phase)
+		}
+	}
+}
+
+// fanIn runs TestMeshDNSFanIn's mesh: the agents found by dns:, a fan-in
+// to host 0 with a baseline.
+func (f *fleet) fanIn(t *testing.T) *mesh.Document {
+	t.Helper()
 	var hosts strings.Builder
 	for _, h := range f.lab.Hosts {
 		fmt.Fprintf(&hosts, "%s agents.lab\n", h.Addr4)
@@ -214,27 +245,7 @@ func TestMeshDNSFanIn(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("blast mesh: exit %d\nstderr: %s", code, stderr)
 	}
-	d := decode(t, out)
-	if len(d.Nodes) != 4 || len(d.Cells) != 6 || d.Meta.Mode != "fan-in:"+server || !d.Meta.Test.Baseline {
-		t.Fatalf("%d nodes, %d cells, meta %+v: want 4 nodes, 6 cells (3 alone, 3 at once)", len(d.Nodes), len(d.Cells), d.Meta)
-	}
-	var together []mesh.Cell
-	for i, c := range d.Cells {
-		if c.Dst != server || c.Src == server || c.Err != "" {
-			t.Errorf("cell %d: %s -> %s (err %q): want a client to %s", i, c.Src, c.Dst, c.Err, server)
-		}
-		if wantBase := i < 3; (c.Phase == "baseline") != wantBase {
-			t.Errorf("cell %d: phase %q", i, c.Phase)
-		}
-		if c.Phase == "" {
-			together = append(together, c)
-		}
-	}
-	for _, c := range together[1:] {
-		if d := c.Start.Sub(together[0].Start).Abs(); d > 100*time.Millisecond {
-			t.Errorf("fan-in tests started %v apart (%s, %s): want one common start", d, together[0].Src, c.Src)
-		}
-	}
+	return decode(t, out)
 }
 
 // TestMeshErrors: a wrong token and an agent that is not there are

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/agent"
+	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/mesh/discover"
 	"github.com/blastnet/blast/mesh/plan"
 	"github.com/blastnet/blast/report"
@@ -49,11 +50,15 @@ type Config struct {
 	Log io.Writer
 	// Version is blast's, for the document.
 	Version string
+	// Clock sets the common starts, the waits before a retry and the
+	// document's times (nil: the real clock).
+	Clock clock.Clock
 }
 
 // Runner runs a plan with agents; the zero value is not usable: see Run.
 type runner struct {
 	cfg     Config
+	clk     clock.Clock
 	nodes   []Node
 	clients []*agent.Client
 	logMu   sync.Mutex
@@ -79,9 +84,9 @@ func Run(ctx context.Context, cfg Config) (*Document, error) {
 		s.Timeout = s.Seconds + DefaultSlack.Seconds()
 	}
 	s.Baseline = cfg.Options.Baseline
-	r := &runner{cfg: cfg}
+	r := &runner{cfg: cfg, clk: clock.Or(cfg.Clock)}
 	doc := &Document{Meta: Meta{Tool: "blast", Version: cfg.Version, Peers: cfg.Peers, Mode: cfg.Mode.String(),
-		Isolate: cfg.Options.Isolate, Zones: string(cfg.Options.Zones), Started: time.Now().UTC(), Test: *s}}
+		Isolate: cfg.Options.Isolate, Zones: string(cfg.Options.Zones), Started: r.clk.Now().UTC(), Test: *s}}
 	r.identify(ctx)
 	doc.Nodes = r.nodes
 	var live []int // indexes into r.nodes of the agents that answered
@@ -111,14 +116,14 @@ func Run(ctx context.Context, cfg Config) (*Document, error) {
 	for ri, round := range p.Rounds {
 		for si, step := range round.Steps {
 			if err := ctx.Err(); err != nil {
-				doc.Meta.Finished = time.Now().UTC()
+				doc.Meta.Finished = r.clk.Now().UTC()
 				return doc, err
 			}
 			r.logf("round %d/%d, step %d/%d: %d test%s", ri+1, len(p.Rounds), si+1, len(round.Steps), len(step), plural(len(step)))
 			doc.Cells = append(doc.Cells, r.step(ctx, ri+1, step, live)...)
 		}
 	}
-	doc.Meta.Finished = time.Now().UTC()
+	doc.Meta.Finished = r.clk.Now().UTC()
 	return doc, ctx.Err()
 }
 
@@ -183,7 +188,7 @@ func (r *runner) step(ctx context.Context, round int, tests []plan.Test, live []
 	cells := make([]Cell, len(tests))
 	var startAt time.Time
 	if len(tests) > 1 {
-		startAt = time.Now().Add(startLead)
+		startAt = r.clk.Now().Add(startLead)
 	}
 	var wg sync.WaitGroup
 	for i, t := range tests {
@@ -214,7 +219,7 @@ func (r *runner) test(ctx context.Context, round, src, dst int, phase string, st
 		c.Attempts++
 		limit := time.Duration(s.Timeout * float64(time.Second))
 		if !req.StartAt.IsZero() {
-			limit += max(time.Until(req.StartAt), 0)
+			limit += max(r.clk.Until(req.StartAt), 0)
 		}
 		tctx, cancel := context.WithTimeout(ctx, limit)
 		rep, err := r.clients[src].Test(tctx, req)
@@ -228,7 +233,7 @@ func (r *runner) test(ctx context.Context, round, src, dst int, phase string, st
 		case rep.Busy && c.Attempts <= r.cfg.Test.Retries:
 			r.logf("%s -> %s: %s; again in %v", c.Src, c.Dst, rep.Err, wait)
 			select {
-			case <-time.After(wait):
+			case <-r.clk.After(wait):
 			case <-ctx.Done():
 				c.Err = ctx.Err().Error()
 				return c
