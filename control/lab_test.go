@@ -83,22 +83,22 @@ func TestLabBlastToBlast(t *testing.T) {
 	}
 }
 
-// UDP between blast client and blast server over a veth pair, with the
-// default backend (mmsg with GSO and GRO) and with readwrite.
-func TestLabUDPBlastToBlast(t *testing.T) {
-	lab := labtest.New(t, netlab.Direct, netlab.Options{})
-	port, rl := labServer(t, lab, ServerConfig{})
+// labUDPCase is a UDP test between a blast client in the lab's host A
+// and a blast server in B.
+type labUDPCase struct {
+	name     string
+	addr     netip.Addr
+	cfg      Config
+	streams  int
+	up, down int64
+	lossless bool   // paced below what the lab carries (TestTimingLabUDPLossless)
+	backend  string // on both sides ("": afxdp here, mmsg there)
+}
 
-	n := 0
-	for _, tc := range []struct {
-		name     string
-		addr     netip.Addr
-		cfg      Config
-		streams  int
-		up, down int64
-		lossless bool // paced below what the lab carries
-		backend  string
-	}{
+// labUDPCases are the default backend (mmsg with GSO and GRO), readwrite
+// and afxdp, both ways, on IPv4 and IPv6.
+func labUDPCases(lab *netlab.Lab) []labUDPCase {
+	return []labUDPCase{
 		{"v4 P2 200M", lab.B.Addr4, Config{Rate: 200e6, Duration: time.Second, Parallel: 2, BlockLen: 1400}, 2, 0, 0, true, "mmsg"},
 		{"v4 P2 readwrite", lab.B.Addr4, Config{Rate: 200e6, Duration: time.Second, Parallel: 2, BlockLen: 1400, Backend: "readwrite"}, 2, 0, 0, true, "readwrite"},
 		{"v6 reverse mmsg gso gro", lab.B.Addr6, Config{Rate: 500e6, Duration: time.Second, Reverse: true, BlockLen: 1200,
@@ -108,23 +108,45 @@ func TestLabUDPBlastToBlast(t *testing.T) {
 		// afxdp receives iperf3's datagrams; asked to send them, the
 		// server says it cannot and sends with mmsg.
 		{"reverse afxdp", lab.B.Addr4, Config{Rate: 200e6, Duration: time.Second, Reverse: true, BlockLen: 1400, Backend: "afxdp"}, 1, 0, 0, true, ""},
-	} {
+	}
+}
+
+// runLabUDP runs tc from A and returns the client's Result and the
+// server's (its n-th).
+func runLabUDP(t *testing.T, lab *netlab.Lab, port int, rl *resultLog, n int, tc labUDPCase) (*Result, *Result, Config) {
+	t.Helper()
+	cfg := tc.cfg
+	cfg.UDP, cfg.RateSet = true, true
+	cfg.Host, cfg.Port, cfg.Interval = tc.addr.String(), port, time.Second
+	var r *Result
+	if err := lab.A.Do(func() (err error) {
+		r, err = Run(context.Background(), cfg)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := rl.wait(t, n)[n-1]
+	if s.Err != nil {
+		t.Fatalf("server: %v", s.Err)
+	}
+	return r, s, cfg
+}
+
+// UDP between blast client and blast server over a veth pair: the
+// backends each side used, the streams' addresses, and the counts: each
+// side's are what the other shows as its peer's, and agree with the bytes;
+// a count moves exactly. That the paced cases lose nothing is a timing
+// property (TestTimingLabUDPLossless): a receiver the host does not run
+// for long enough loses datagrams whatever blast does.
+func TestLabUDPBlastToBlast(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	port, rl := labServer(t, lab, ServerConfig{})
+
+	n := 0
+	for _, tc := range labUDPCases(lab) {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := tc.cfg
-			cfg.UDP, cfg.RateSet = true, true
-			cfg.Host, cfg.Port, cfg.Interval = tc.addr.String(), port, time.Second
-			var r *Result
-			if err := lab.A.Do(func() (err error) {
-				r, err = Run(context.Background(), cfg)
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
 			n++
-			s := rl.wait(t, n)[n-1]
-			if s.Err != nil {
-				t.Fatalf("server: %v", s.Err)
-			}
+			r, s, cfg := runLabUDP(t, lab, port, rl, n, tc)
 			switch {
 			case tc.backend != "" && (!strings.Contains(r.Backend, tc.backend) || !strings.Contains(r.RemoteBackend, tc.backend)):
 				t.Errorf("backends: local %q, remote %q; want %s on both", r.Backend, r.RemoteBackend, tc.backend)
@@ -132,9 +154,7 @@ func TestLabUDPBlastToBlast(t *testing.T) {
 				len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "the server cannot send with afxdp (afxdp cannot send iperf3's datagram headers")):
 				t.Errorf("backends: local %q, remote %q, server notes %q", r.Backend, r.RemoteBackend, s.Notes)
 			}
-			if tc.lossless {
-				checkBlastPair(t, r, s, tc.streams, tc.up, tc.down)
-			}
+			checkUDPPair(t, r, s, tc.streams, tc.up, tc.down)
 			for i, c := range r.Streams {
 				sv := s.Streams[i]
 				if sv.Local.Addr() != tc.addr || c.Remote.Addr() != tc.addr || sv.Remote != c.Local {
@@ -155,13 +175,51 @@ func TestLabUDPBlastToBlast(t *testing.T) {
 				if got := (rb + int64(cfg.BlockLen) - 1) / int64(cfg.BlockLen); rcv.OutOfOrder == 0 && got != rcv.Packets-rcv.Lost {
 					t.Errorf("stream %d: %d bytes received are %d datagrams; counts say %d packets, %d lost", c.ID, rb, got, rcv.Packets, rcv.Lost)
 				}
-				// On one veth nothing is reordered, but for afxdp: it takes
-				// the datagrams from every RX queue, and the veth puts them
-				// on the queue of the CPU the sender ran on.
-				if tc.lossless && (rcv.Lost != 0 || rcv.Packets != snd.Packets || rcv.Duplicates != 0 || (rcv.OutOfOrder != 0 && tc.backend != "")) {
-					t.Errorf("stream %d: sent %d, received up to %d, %d lost, %d duplicates, %d out of order", c.ID, snd.Packets, rcv.Packets, rcv.Lost, rcv.Duplicates, rcv.OutOfOrder)
+				// A veth pair does not make copies; the receiver saw at
+				// most what was sent, and something.
+				if rcv.Duplicates != 0 || rcv.Packets > snd.Packets || rcv.Packets <= 0 || rcv.Lost < 0 || rcv.Lost > rcv.Packets {
+					t.Errorf("stream %d: sent %d, received up to %d, %d lost, %d duplicates", c.ID, snd.Packets, rcv.Packets, rcv.Lost, rcv.Duplicates)
 				}
 			}
 		})
+	}
+}
+
+// checkUDPPair checks the two Results of a blast-to-blast UDP test as
+// checkBlastPair does a TCP test's, but for the bytes the receivers got,
+// which the datagrams lost leave out: the streams match, each side's own
+// counts are the other's peer counts, and a count is sent exactly.
+func checkUDPPair(t *testing.T, cli, srv *Result, streams int, up, down int64) {
+	t.Helper()
+	if srv.Cookie != cli.Cookie {
+		t.Fatalf("server result is for cookie %s, client's is %s", srv.Cookie, cli.Cookie)
+	}
+	if len(cli.Streams) != streams || len(srv.Streams) != streams {
+		t.Fatalf("streams: client %d, server %d, want %d", len(cli.Streams), len(srv.Streams), streams)
+	}
+	for i := range cli.Streams {
+		c, s := cli.Streams[i], srv.Streams[i]
+		if c.ID != StreamID(i) || s.ID != c.ID || c.Sender == s.Sender {
+			t.Errorf("stream %d: client id %d sender %v, server id %d sender %v", i, c.ID, c.Sender, s.ID, s.Sender)
+		}
+		if c.PeerBytes != s.Bytes || s.PeerBytes != c.Bytes {
+			t.Errorf("stream %d: client %d (peer says %d), server %d (peer says %d)", c.ID, c.Bytes, s.PeerBytes, s.Bytes, c.PeerBytes)
+		}
+		if c.PeerIO == nil || s.PeerIO == nil {
+			t.Errorf("stream %d: blast I/O counters not exchanged", c.ID)
+		}
+	}
+	cs, ss := sumsOf(cli), sumsOf(srv)
+	if cs != ss {
+		t.Errorf("totals differ: client %+v, server %+v", cs, ss)
+	}
+	if up > 0 && cs.upSent != up {
+		t.Errorf("client->server: %d bytes, want exactly %d", cs.upSent, up)
+	}
+	if down > 0 && cs.downSent != down {
+		t.Errorf("server->client: %d bytes, want exactly %d", cs.downSent, down)
+	}
+	if cs.upRecv+cs.downRecv <= 0 || cs.upRecv > cs.upSent || cs.downRecv > cs.downSent {
+		t.Errorf("received more than sent, or nothing: %+v", cs)
 	}
 }
