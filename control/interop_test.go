@@ -65,12 +65,15 @@ func checkSums(t *testing.T, who string, d *iperfJSON, tc interopCase, client bo
 				t.Errorf("%s: %s: received %d bytes for -n %d", who, p.name, p.recv.Bytes, tc.bytes)
 			}
 		}
-		// The side that sees both totals: sender and receiver agree.
+		// The side that sees both totals: sender and receiver agree. A
+		// timed test's receiver stops counting at its end, with bytes
+		// still on their way: how many is a timing property
+		// (TestTimingInteropReceivedShare).
 		if client && p.sent.Bytes > 0 {
 			if tc.bytes > 0 && p.recv.Bytes != p.sent.Bytes {
 				t.Errorf("%s: %s: sent %d, received %d; a byte-count test must deliver all", who, p.name, p.sent.Bytes, p.recv.Bytes)
 			}
-			if p.recv.Bytes > p.sent.Bytes || float64(p.recv.Bytes) < 0.9*float64(p.sent.Bytes) {
+			if p.recv.Bytes > p.sent.Bytes {
 				t.Errorf("%s: %s: sent %d, received %d", who, p.name, p.sent.Bytes, p.recv.Bytes)
 			}
 		}
