@@ -501,7 +501,7 @@ var faultKinds = []struct {
 	{"udp --bidir", Config{UDP: true, Rate: 200e6, RateSet: true, Bidir: true}},
 }
 
-// 60 short tests, 10 of every kind, against one server in this process
+// 30 short tests, 5 of every kind, against one server in this process
 // (a leak of one descriptor or goroutine a test shows many times over):
 // once the results are in, the process has the descriptors and (within 5)
 // the goroutines it had after a warm-up: no socket, NIC handle, UDP port,
@@ -528,7 +528,7 @@ func TestFaultFdFlat(t *testing.T) {
 	fds, g := faultQuiet(t)
 	t.Logf("after the warm-up: %d descriptors, %d goroutines", len(fds), g)
 
-	const tests = 60
+	const tests = 30
 	start := time.Now()
 	for i := range tests {
 		run(warm + i)

@@ -9,7 +9,7 @@ import (
 	"github.com/blastnet/blast/internal/testkit"
 )
 
-// TestServerFDsFlat runs 60 tests against one server, some of them
+// TestServerFDsFlat runs 30 tests against one server, some of them
 // failing mid-test, and wants the process's descriptor count where it was:
 // a server left running must not lose sockets (or NIC handles) per test.
 func TestServerFDsFlat(t *testing.T) {
@@ -45,7 +45,7 @@ func TestServerFDsFlat(t *testing.T) {
 	}
 	log.wait(t, 5)
 	before := openFDs()
-	const tests = 60
+	const tests = 30
 	for i := range tests {
 		run(i)
 	}
