@@ -147,6 +147,7 @@ func runFault(t *testing.T, tc faultCase, testTime time.Duration) faultRun {
 func TestFaultLinkDown(t *testing.T) {
 	for _, tc := range faultCases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each on a lab of its own
 			// A test that the fault ends runs far longer than the fault
 			// takes to notice: it ends by the fault, or fails.
 			testTime := 5 * time.Minute

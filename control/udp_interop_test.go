@@ -162,6 +162,7 @@ func TestUDPBlastClientAgainstIperf3Server(t *testing.T) {
 	needIperf3(t)
 	for _, tc := range udpCases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each against an iperf3 -s of its own
 			port, wait := iperf3ServerArgs(t, "127.0.0.1")
 			cfg := tc.cfg
 			cfg.Port = port
