@@ -78,7 +78,9 @@ func TestDialFlowLabel(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := 0
-	for deadline := time.Now().Add(3 * time.Second); seen < 2 && time.Now().Before(deadline); {
+	// Reading stops at 30 s: a bound for a failure (the packets were
+	// sent before), not a timing.
+	for deadline := time.Now().Add(30 * time.Second); seen < 2 && time.Now().Before(deadline); {
 		p, err := read()
 		if err != nil {
 			t.Fatalf("capture: %v (saw %d packets of the flow)", err, seen)

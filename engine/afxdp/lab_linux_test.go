@@ -22,6 +22,7 @@ import (
 	"github.com/blastnet/blast/engine/enginetest"
 	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 const (
@@ -157,7 +158,7 @@ func newSink(t *testing.T, h *netlab.Host) *sink {
 		defer close(s.done)
 		buf := make([]byte, 65536)
 		for {
-			s.conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+			s.conn.SetReadDeadline(time.Now().Add(hang))
 			n, err := s.conn.Read(buf)
 			if err != nil || n <= sentinel {
 				return
@@ -312,18 +313,16 @@ func TestCancel(t *testing.T) {
 			go func() { done <- engine.Run(ctx, c.b, f, c.send) }()
 			// Cancel once the flow runs: the sender has sent, the
 			// receiver has attached its program.
-			for i := 0; i < 2000 && !running(f, c.send); i++ {
-				time.Sleep(time.Millisecond)
-			}
+			testkit.WaitFor(t, hang, "the flow to run", func() bool { return running(f, c.send) })
 			cancel()
 			select {
 			case err := <-done:
 				if !errors.Is(err, context.Canceled) {
 					t.Errorf("after cancel: %v, want context.Canceled", err)
 				}
-			case <-time.After(2 * time.Second):
+			case <-time.After(hang):
 				<-done
-				t.Fatal("still running 2s after the context was cancelled")
+				t.Fatalf("still running %v after the context was cancelled", hang)
 			}
 			f.Sock.Close()
 		})
@@ -396,15 +395,19 @@ func TestSocketToReceiver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	const n = 2000
+	const n, window = 2000, 100
 	buf := make([]byte, 100)
 	for i := range n {
+		// Stay well inside the rings: at most window datagrams ahead
+		// of what the receiver counted.
+		if i >= window {
+			testkit.WaitFor(t, hang, fmt.Sprintf("the receiver to count %d datagrams", i-window), func() bool {
+				return f.Stats.Snapshot().Datagrams >= int64(i-window)
+			})
+		}
 		binary.BigEndian.PutUint32(buf[8:], uint32(i+1))
 		if _, err := conn.Write(buf); err != nil {
 			t.Fatal(err)
-		}
-		if i%100 == 0 {
-			time.Sleep(time.Millisecond) // stay well inside the rings
 		}
 	}
 	conn.Write([]byte("end!"))

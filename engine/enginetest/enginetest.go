@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 // Caps says which parts of the contract a backend implements; the suite
@@ -52,10 +53,16 @@ var All = Caps{TCPSend: true, TCPRecv: true, UDPSend: true, UDPRecv: true, Sourc
 // hanging it. It is a hang detector, not a timing assertion.
 const hang = 20 * time.Second
 
-// prompt is how soon a cancelled flow must return: the suite's own bound
-// for "promptly" (a flow that notices only at its next timeout slice, or
-// never, fails it).
+// prompt is how soon a cancelled flow returns when the host is not too
+// busy to judge: the bound of the timing check on CancelLatency (the
+// suite itself wants the flow back with context.Canceled within hang).
 const prompt = 2 * time.Second
+
+// window is how many datagrams a plain peer sends ahead of what the
+// backend's receive has counted (keepUp): a few dozen kilobytes, well
+// inside a socket's default receive buffer, and more than the datagrams
+// a receive waits for at once (recvmmsg returns with one, MSG_WAITFORONE).
+const window = 64
 
 // Pairs makes the sockets the suite runs a backend on, for a backend that
 // cannot move data over loopback (afxdp needs an interface it can attach
@@ -194,10 +201,9 @@ func RunWith(t *testing.T, b engine.Backend, caps Caps, p Pairs) {
 
 	// Leaks: everything the subtests opened is closed by now. Threads end
 	// with their flows, a little after Run returns; wait for them to go.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) && (runtime.NumGoroutine() > gor || countResources(t).more(before) != "") {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(hang, func() bool {
+		return runtime.NumGoroutine() <= gor && countResources(t).more(before) == ""
+	})
 	if more := countResources(t).more(before); more != "" {
 		t.Errorf("%s leaked %s", b.Name(), more)
 	}
@@ -445,7 +451,7 @@ func testUDPSend(t *testing.T, b engine.Backend, caps Caps, pair func(*testing.T
 		buf := make([]byte, 65536)
 		var dg, by int64
 		for dg < int64(count) {
-			peer.SetReadDeadline(time.Now().Add(2 * time.Second))
+			peer.SetReadDeadline(time.Now().Add(hang))
 			n, err := peer.Read(buf)
 			if err != nil {
 				break
@@ -471,19 +477,16 @@ func testUDPSend(t *testing.T, b engine.Backend, caps Caps, pair func(*testing.T
 
 func testUDPRecv(t *testing.T, b engine.Backend, caps Caps, pair func(*testing.T) (*engine.Socket, *net.UDPConn), count, size int) {
 	mine, peer := pair(t)
+	f := flow(mine, &engine.Spec{Protocol: engine.UDP, BufLen: 65536, SentinelMax: 4})
 	// mine is connected to peer's address; the peer sends back to mine.
 	go func() {
 		p := make([]byte, size)
 		to := net.UDPAddrFromAddrPort(mine.LocalAddr())
-		for i := 0; i < count; i++ {
+		for i := 0; i < count && keepUp(f, i); i++ {
 			peer.WriteTo(p, to)
-			if i%32 == 31 {
-				time.Sleep(time.Millisecond) // stay well inside the socket buffer
-			}
 		}
 		peer.WriteTo(p[:4], to) // end sentinel
 	}()
-	f := flow(mine, &engine.Spec{Protocol: engine.UDP, BufLen: 65536, SentinelMax: 4})
 	if err := run(t, "udp recv", b, f, false); err != nil {
 		t.Fatalf("udp recv: %v", err)
 	}
@@ -494,32 +497,59 @@ func testUDPRecv(t *testing.T, b engine.Backend, caps Caps, pair func(*testing.T
 	}
 }
 
+// keepUp holds a plain peer that sends datagrams to f's receive until
+// the receive has counted all but window of the i sent so far, so that
+// the socket's buffer never overflows however slowly the receive runs.
+// It reports false when the receive did not get there within hang (a
+// datagram lost): the peer then stops, and the count is checked.
+func keepUp(f *engine.Flow, i int) bool {
+	return i < window || testkit.Eventually(hang, func() bool { return f.Stats.Snapshot().Datagrams >= int64(i-window) })
+}
+
 // testCancel cancels a flow that is blocked (the peer neither sends nor
-// reads) and wants Run back within prompt, with context.Canceled.
+// reads) and wants Run back with context.Canceled.
 func testCancel(t *testing.T, b engine.Backend, send bool) {
+	cancelBlocked(t, b, send)
+}
+
+// cancelBlocked runs a TCP flow on b whose peer neither sends nor reads,
+// waits until the flow's thread blocks in a system call (a sender once it
+// filled the socket buffers), cancels it and wants Run back with
+// context.Canceled within hang. It returns how long Run took to return
+// after the cancel.
+func cancelBlocked(t *testing.T, b engine.Backend, send bool) time.Duration {
+	t.Helper()
 	mine, peer := tcpPair(t, "tcp4")
 	ctx, cancel := context.WithCancel(context.Background())
 	f := flow(mine, &engine.Spec{Protocol: engine.TCP, BufLen: 65536})
 	done := make(chan error, 1)
 	go func() { done <- engine.Run(ctx, b, f, send) }()
-	// Wait until the flow is blocked: a sender has filled the socket
-	// buffers, a receiver has had time to block in its first call.
 	if send {
-		for i := 0; i < 1000 && f.Stats.Snapshot().Bytes == 0; i++ {
-			time.Sleep(time.Millisecond)
-		}
+		testkit.WaitFor(t, hang, "the sender's first bytes", func() bool { return f.Stats.Snapshot().Bytes > 0 })
 	}
-	time.Sleep(50 * time.Millisecond)
+	testkit.WaitFor(t, hang, "the flow to block in a system call", blockedInIO)
+	return cancelled(t, cancel, done, func() { peer.Close() })
+}
+
+// cancelled cancels a flow (cancel) and waits for Run's error on done:
+// context.Canceled within hang. Past hang, unblock lets the flow go and
+// the test fails. It returns how long Run took after the cancel.
+func cancelled(t *testing.T, cancel func(), done <-chan error, unblock func()) time.Duration {
+	t.Helper()
+	start := time.Now()
 	cancel()
 	select {
 	case err := <-done:
+		took := time.Since(start)
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("after cancel: got %v, want an error wrapping context.Canceled", err)
 		}
-	case <-time.After(prompt):
-		peer.Close() // unblock it, so the suite can go on
+		return took
+	case <-time.After(hang):
+		unblock() // so the suite can go on
 		<-done
-		t.Fatalf("still blocked %v after the context was cancelled", prompt)
+		t.Fatalf("still blocked %v after the context was cancelled", hang)
+		return hang
 	}
 }
 
@@ -556,8 +586,16 @@ func testDuration(t *testing.T, b engine.Backend) {
 }
 
 // testUDPCancel cancels a UDP receive that waits for datagrams that
-// never come, and wants Run back within prompt with context.Canceled.
+// never come, and wants Run back with context.Canceled.
 func testUDPCancel(t *testing.T, b engine.Backend, pair func(*testing.T) (*engine.Socket, *net.UDPConn)) {
+	udpCancelBlocked(t, b, pair)
+}
+
+// udpCancelBlocked runs a UDP receive on b that gets nothing, waits until
+// it blocks, cancels it and wants Run back with context.Canceled within
+// hang. It returns how long Run took to return after the cancel.
+func udpCancelBlocked(t *testing.T, b engine.Backend, pair func(*testing.T) (*engine.Socket, *net.UDPConn)) time.Duration {
+	t.Helper()
 	mine, _ := pair(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	f := flow(mine, &engine.Spec{Protocol: engine.UDP, BufLen: 65536, SentinelMax: 4})
@@ -568,19 +606,44 @@ func testUDPCancel(t *testing.T, b engine.Backend, pair func(*testing.T) (*engin
 	defer release()
 	done := make(chan error, 1)
 	go func() { done <- engine.Run(ctx, b, f, false) }()
-	time.Sleep(50 * time.Millisecond) // let it block in its first wait
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("after cancel: got %v, want an error wrapping context.Canceled", err)
-		}
-	case <-time.After(prompt):
-		mine.Shutdown()
-		<-done
-		t.Fatalf("still blocked %v after the context was cancelled", prompt)
-	}
+	testkit.WaitFor(t, hang, "the receive to block in its first wait", blockedInIO)
+	return cancelled(t, cancel, done, func() { mine.Shutdown() })
 }
+
+// CancelLatency runs the suite's cancel checks that caps allow (a blocked
+// TCP receive and send, a UDP receive that gets nothing, on p's sockets)
+// and returns how long each flow took to return after its context was
+// cancelled, by the name of the check. It fails t as the suite does when
+// a flow does not return with context.Canceled. It is for a timing check
+// (a backend that sees the cancel only at a timeout slice is slow here).
+func CancelLatency(t *testing.T, b engine.Backend, caps Caps, p Pairs) map[string]time.Duration {
+	t.Helper()
+	if p.UDP == nil {
+		p.UDP = udpPair
+	}
+	if caps.Options != "" {
+		c, _, err := engine.Configure(b, caps.Options)
+		if err != nil {
+			t.Fatalf("%s: options %q: %v", b.Name(), caps.Options, err)
+		}
+		b = c
+	}
+	got := map[string]time.Duration{}
+	if caps.TCPRecv {
+		got["cancel/recv"] = cancelBlocked(t, b, false)
+	}
+	if caps.TCPSend {
+		got["cancel/send"] = cancelBlocked(t, b, true)
+	}
+	if caps.UDPRecv {
+		got["udp/cancel/recv"] = udpCancelBlocked(t, b, p.UDP)
+	}
+	return got
+}
+
+// Prompt is the bound for CancelLatency's figures: how soon a cancelled
+// flow returns on a host that is not too busy to judge.
+const Prompt = prompt
 
 // testUDPTimeout gives the socket a receive timeout and sends nothing.
 func testUDPTimeout(t *testing.T, b engine.Backend, pair func(*testing.T) (*engine.Socket, *net.UDPConn)) {

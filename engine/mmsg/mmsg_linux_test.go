@@ -17,6 +17,7 @@ import (
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/engine/enginetest"
 	"github.com/blastnet/blast/engine/mmsg"
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 // hang bounds every wait of these tests: a backend that hangs fails them
@@ -245,7 +246,7 @@ func TestTCPRefused(t *testing.T) {
 func blockedIn(t *testing.T, nr uintptr, fd int) {
 	t.Helper()
 	prefix := fmt.Sprintf("%d 0x%x ", nr, fd)
-	for deadline := time.Now().Add(hang); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	testkit.WaitFor(t, hang, fmt.Sprintf("a thread blocked in system call %d on fd %d", nr, fd), func() bool {
 		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
 			t.Fatal(err)
@@ -253,11 +254,11 @@ func blockedIn(t *testing.T, nr uintptr, fd int) {
 		for _, task := range tasks {
 			b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/syscall")
 			if err == nil && strings.HasPrefix(string(b), prefix) {
-				return
+				return true
 			}
 		}
-	}
-	t.Fatalf("no thread blocked in system call %d on fd %d within %v", nr, fd, hang)
+		return false
+	})
 }
 
 // TestCancelRecv cancels a receive blocked in recvmmsg (the suite cancels

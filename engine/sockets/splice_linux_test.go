@@ -14,6 +14,7 @@ import (
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/engine/enginetest"
 	"github.com/blastnet/blast/engine/sockets"
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 func TestSpliceConformance(t *testing.T) {
@@ -123,9 +124,7 @@ func TestSpliceCancelWaitingForSource(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- engine.Run(ctx, sockets.Splice{}, f, true) }()
 	// The splice that found the pipe empty comes just before the wait.
-	for deadline := time.Now().Add(hang); f.Facts.Count(engine.FactSyscalls) == 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitFor(t, hang, "the send's first splice", func() bool { return f.Facts.Count(engine.FactSyscalls) > 0 })
 	cancel()
 	select {
 	case err := <-done:
