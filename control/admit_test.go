@@ -45,6 +45,12 @@ func (r *refusals) add(_ netip.AddrPort, why string) {
 	r.mu.Unlock()
 }
 
+// waitAny waits until a refusal is in.
+func (r *refusals) waitAny(t *testing.T) {
+	t.Helper()
+	testkit.WaitFor(t, 30*time.Second, "OnRefused", func() bool { return r.all() != "" })
+}
+
 func (r *refusals) all() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -180,6 +186,8 @@ func TestAdmitTotalMemory(t *testing.T) {
 	if !errors.Is(err, ErrBusy) {
 		t.Errorf("second test: %v, want busy", err)
 	}
+	// OnRefused is told after the client is.
+	ref.waitAny(t)
 	if want := "busy (the running tests hold 2 MiB of buffers, and this one needs 2 MiB: over --max-memory 3 MiB)"; ref.all() != want {
 		t.Errorf("refused: %q, want %q", ref.all(), want)
 	}
@@ -200,6 +208,8 @@ func TestAdmitPerHost(t *testing.T) {
 	if _, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Bytes: 1 << 20}); !errors.Is(err, ErrBusy) {
 		t.Errorf("a second test from 127.0.0.1: %v, want busy", err)
 	}
+	// OnRefused is told after the client is.
+	ref.waitAny(t)
 	if want := "busy (1 tests running from 127.0.0.1, --max-per-host 1)"; ref.all() != want {
 		t.Errorf("refused: %q, want %q", ref.all(), want)
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -152,11 +153,23 @@ func TestClientStalledSendEnds(t *testing.T) {
 		err error
 	}
 	done := make(chan out, 1)
+	// The client has counted bytes sent (its interval reports run on the
+	// real clock).
+	sent := make(chan struct{})
+	var once sync.Once
 	go func() {
-		r, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Bytes: 100 << 30, StallTimeout: 500 * time.Millisecond, NoNIC: true, Clock: fake})
+		r, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Bytes: 100 << 30, StallTimeout: 500 * time.Millisecond, NoNIC: true, Clock: fake,
+			Interval: 100 * time.Millisecond, OnInterval: func(_ *Result, iv *Interval) {
+				for _, st := range iv.Streams {
+					if st.Bytes > 0 {
+						once.Do(func() { close(sent) })
+					}
+				}
+			}})
 		done <- out{r, err}
 	}()
 	waitClosed(t, saw, "the first byte of the data stream")
+	waitClosed(t, sent, "the client's count of bytes sent")
 	var o out
 	for ended := false; !ended; {
 		// The check's timer is armed: move the clock to it.
