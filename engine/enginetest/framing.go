@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 // The framed transfers: framedCount datagrams of framedSize bytes, paced
@@ -227,6 +228,10 @@ func FramedTransfer(t *testing.T, tx, rx engine.Backend, count int, peek bool) (
 	got = flow(rs, &engine.Spec{Protocol: engine.UDP, BufLen: framedSize, SentinelMax: 4, Framing: rxFr})
 	done := make(chan error, 1)
 	go func() { done <- engine.Run(ctx, rx, got, false) }()
+	// The receive is set up (its socket options on: UDP_GRO, which a GSO
+	// train must find to arrive whole) once it waits for its first
+	// datagram.
+	testkit.WaitFor(t, hang, "the receive to block in its first wait", blockedInIO)
 	if err := engine.Run(ctx, tx, sent, true); err != nil {
 		cancel()
 		<-done

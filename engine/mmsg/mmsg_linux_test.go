@@ -115,6 +115,9 @@ func transfer(t testing.TB, tx, rx engine.Backend, sent, got *engine.Flow) time.
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- engine.Run(ctx, rx, got, false) }()
+	// The receive is set up (UDP_GRO on, which a GSO train must find to
+	// arrive whole) once it waits in its first recvmmsg.
+	blockedIn(t, unix.SYS_RECVMMSG, got.Sock.FD())
 	start := time.Now()
 	if err := engine.Run(ctx, tx, sent, true); err != nil {
 		t.Fatalf("send: %v", err)
@@ -243,7 +246,7 @@ func TestTCPRefused(t *testing.T) {
 // blockedIn waits until one of this process's threads is blocked in the
 // system call nr on fd (as /proc/self/task/*/syscall shows), or hang
 // passes.
-func blockedIn(t *testing.T, nr uintptr, fd int) {
+func blockedIn(t testing.TB, nr uintptr, fd int) {
 	t.Helper()
 	prefix := fmt.Sprintf("%d 0x%x ", nr, fd)
 	testkit.WaitFor(t, hang, fmt.Sprintf("a thread blocked in system call %d on fd %d", nr, fd), func() bool {
