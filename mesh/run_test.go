@@ -3,6 +3,7 @@ package mesh_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/blastnet/blast/agent"
 	"github.com/blastnet/blast/internal/clock"
+	"github.com/blastnet/blast/internal/testkit"
 	"github.com/blastnet/blast/mesh"
 	"github.com/blastnet/blast/mesh/discover"
 	"github.com/blastnet/blast/mesh/plan"
@@ -139,11 +141,16 @@ func TestRunRetriesBusy(t *testing.T) {
 	}()
 	// node-1 and node-2 test to node-0 at once. node-1's test succeeds
 	// on its third attempt, node-2's is busy four times: two wait 1 s,
-	// then 2 s, then node-2's alone 4 s.
+	// then 2 s, then node-2's alone 4 s. The clock moves once the
+	// agents were asked what they are asked at this time (an answer
+	// recorded later would have a later time) and the retries wait.
 	for _, step := range []struct {
-		waiting int
-		wait    time.Duration
-	}{{2, time.Second}, {2, 2 * time.Second}, {1, 4 * time.Second}} {
+		asked, waiting int
+		wait           time.Duration
+	}{{2, 2, time.Second}, {4, 2, 2 * time.Second}, {6, 1, 4 * time.Second}} {
+		testkit.WaitFor(t, time.Minute, fmt.Sprintf("%d tests asked", step.asked), func() bool {
+			return len(f.requests("node-1"))+len(f.requests("node-2")) >= step.asked
+		})
 		select {
 		case <-clk.Armed(step.waiting):
 		case <-time.After(time.Minute):
