@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -52,6 +51,20 @@ func (p *typist) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// interrupter cancels its context when the prompt is written.
+type interrupter struct {
+	cancel context.CancelFunc
+	out    strings.Builder
+}
+
+func (p *interrupter) Write(b []byte) (int, error) {
+	p.out.Write(b)
+	if strings.Contains(p.out.String(), "Password: ") {
+		p.cancel()
+	}
+	return len(b), nil
+}
+
 // TestAuthPasswordPrompt: without IPERF3_PASSWORD the password is read
 // from the terminal with its echo off, and the terminal is left as it
 // was; Ctrl-C (the context) ends the wait.
@@ -85,9 +98,10 @@ func TestAuthPasswordPrompt(t *testing.T) {
 		t.Errorf("echo not turned back on: %v", err)
 	}
 
+	// Ctrl-C once the prompt is out: the reader waits at it.
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
-	if _, err := readPassword(ctx, tty, &typist{master: master}); !errors.Is(err, context.Canceled) {
+	defer cancel()
+	if _, err := readPassword(ctx, tty, &interrupter{cancel: cancel}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled at the prompt: %v", err)
 	}
 	if tio, _ := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS); tio == nil || tio.Lflag&unix.ECHO == 0 {

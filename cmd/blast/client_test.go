@@ -44,14 +44,14 @@ func blastServerPort(t *testing.T) (port int, results func(n int) []*control.Res
 	go func() { done <- srv.Serve(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return srv.Addr().(*net.TCPAddr).Port, func(n int) []*control.Result {
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var got []*control.Result
+		testkit.Eventually(30*time.Second, func() bool {
 			mu.Lock()
-			got := append([]*control.Result(nil), res...)
+			got = append([]*control.Result(nil), res...)
 			mu.Unlock()
-			if len(got) >= n || time.Now().After(deadline) {
-				return got
-			}
-		}
+			return len(got) >= n
+		})
+		return got
 	}
 }
 
@@ -272,11 +272,37 @@ func TestClientVerboseAndFormat(t *testing.T) {
 	}
 }
 
+// gatedServer serves blast on a free loopback port until the test ends,
+// with the hooks cfg sets, which may wait on gate: it stays shut until
+// open is called (at the latest when the test ends).
+func gatedServer(t *testing.T, cfg func(gate <-chan struct{}) control.ServerConfig) (port int, open func()) {
+	t.Helper()
+	gate := make(chan struct{})
+	var once sync.Once
+	open = func() { once.Do(func() { close(gate) }) }
+	c := cfg(gate)
+	c.Bind, c.Port, c.NoNIC = "127.0.0.1", testkit.FreePort(t), true
+	srv, err := control.Listen(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	t.Cleanup(func() { open(); cancel(); <-served })
+	return srv.Addr().(*net.TCPAddr).Port, open
+}
+
 // TestClientLogfileTimestampsTitle: --logfile takes all the output,
 // --forceflush writes each interval as it comes, --timestamps and -T
 // start every line.
 func TestClientLogfileTimestampsTitle(t *testing.T) {
-	port, _ := blastServerPort(t)
+	// The server holds its first interval report until the test has seen
+	// the client's first interval in the file: the client cannot end its
+	// test (it needs the server's results) before the interval is there.
+	port, open := gatedServer(t, func(gate <-chan struct{}) control.ServerConfig {
+		return control.ServerConfig{Interval: time.Second, OnInterval: func(*control.Result, *control.Interval) { <-gate }}
+	})
 	log := filepath.Join(t.TempDir(), "run.log")
 	os.WriteFile(log, []byte("earlier run\n"), 0o644)
 	type result struct {
@@ -285,32 +311,30 @@ func TestClientLogfileTimestampsTitle(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		code, out, errs := runArgs(t, "blast", "client", "127.0.0.1", "-p", strconv.Itoa(port), "-t", "3",
+		code, out, errs := runArgs(t, "blast", "client", "127.0.0.1", "-p", strconv.Itoa(port), "-t", "2",
 			"--logfile", log, "--forceflush", "--timestamps=<%%> ", "-T", "lab")
 		done <- result{code, out, errs}
 	}()
 	// The first interval reaches the file while the test still runs.
-	for {
-		b, _ := os.ReadFile(log)
-		if strings.Contains(string(b), "0.00-1.00") {
-			break
-		}
+	var b []byte
+	testkit.WaitFor(t, time.Minute, "the first interval in the log", func() bool {
+		b, _ = os.ReadFile(log)
 		select {
 		case r := <-done:
 			t.Fatalf("the test ended (exit %d) before its first interval was in the log:\n%s", r.code, b)
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
+		return strings.Contains(string(b), "0.00-1.00")
+	})
+	if strings.Contains(string(b), "iperf Done.") {
+		t.Fatalf("the test ended while the server held its results:\n%s", b)
 	}
-	select {
-	case r := <-done:
-		t.Fatalf("the first interval came only with the end of the test (exit %d)", r.code)
-	default:
-	}
+	open()
 	r := <-done
 	if r.code != exitOK || r.stdout != "" || r.stderr != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	b, _ := os.ReadFile(log)
+	b, _ = os.ReadFile(log)
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	if lines[0] != "earlier run" {
 		t.Errorf("the log file was not appended to: %q", lines[0])
@@ -328,7 +352,11 @@ func TestClientLogfileTimestampsTitle(t *testing.T) {
 // TestClientPidfile: -I writes the process id while the test runs and
 // removes the file after; a file naming a live process stops the test.
 func TestClientPidfile(t *testing.T) {
-	port, _ := blastServerPort(t)
+	// The server holds the test at its start until the test has read the
+	// pid file: the client is running then.
+	port, open := gatedServer(t, func(gate <-chan struct{}) control.ServerConfig {
+		return control.ServerConfig{OnStart: func(*control.Result) { <-gate }}
+	})
 	pidfile := filepath.Join(t.TempDir(), "blast.pid")
 	done := make(chan int, 1)
 	go func() {
@@ -336,18 +364,17 @@ func TestClientPidfile(t *testing.T) {
 		done <- code
 	}()
 	var seen string
-	for seen == "" {
-		b, err := os.ReadFile(pidfile)
-		if err == nil {
-			seen = string(b)
-			break
-		}
+	testkit.WaitFor(t, time.Minute, "the pid file", func() bool {
 		select {
 		case code := <-done:
 			t.Fatalf("the test ended (exit %d) and no pid file was seen", code)
-		case <-time.After(5 * time.Millisecond):
+		default:
 		}
-	}
+		b, err := os.ReadFile(pidfile)
+		seen = string(b)
+		return err == nil && seen != ""
+	})
+	open()
 	if seen != strconv.Itoa(os.Getpid()) {
 		t.Errorf("pid file holds %q, want %d without a newline", seen, os.Getpid())
 	}

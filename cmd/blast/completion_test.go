@@ -260,21 +260,43 @@ func TestBashCompletionEndToEnd(t *testing.T) {
 	if blasttest.Bin == "" {
 		t.Skip("needs the blast binary, which TestMain builds as root")
 	}
-	for _, name := range commandNames() {
-		t.Run(name, func(t *testing.T) {
-			script := `source ` + bashCompletion + `
+	// One bash sources the scripts once and completes every command in
+	// turn, each reply after a line naming its command.
+	names := commandNames()
+	script := `source ` + bashCompletion + `
 source <(blast completion bash)
-COMP_WORDS=(blast ` + name + ` -); COMP_CWORD=2; COMP_LINE="blast ` + name + ` -"; COMP_POINT=${#COMP_LINE}
-__start_blast 2>/dev/null
-printf '%s\n' "${COMPREPLY[@]}"
+for name in ` + strings.Join(names, " ") + `; do
+	COMPREPLY=()
+	COMP_WORDS=(blast "$name" -); COMP_CWORD=2; COMP_LINE="blast $name -"; COMP_POINT=${#COMP_LINE}
+	__start_blast 2>/dev/null
+	printf '== %s\n' "$name"
+	printf '%s\n' "${COMPREPLY[@]}"
+done
 `
-			cmd := exec.Command(bash, "--norc", "--noprofile", "-c", script)
-			cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(blasttest.Bin)+":"+os.Getenv("PATH"), "BLAST_COMPLETION_DESCRIPTIONS=false")
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("bash: %v\n%s", err, out)
+	cmd := exec.Command(bash, "--norc", "--noprofile", "-c", script)
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(blasttest.Bin)+":"+os.Getenv("PATH"), "BLAST_COMPLETION_DESCRIPTIONS=false")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, out)
+	}
+	replies := map[string][]string{}
+	var cur string
+	for _, line := range strings.Split(string(out), "\n") {
+		if name, ok := strings.CutPrefix(line, "== "); ok {
+			cur = name
+			replies[cur] = []string{}
+			continue
+		}
+		if w := strings.TrimSpace(line); w != "" && cur != "" {
+			replies[cur] = append(replies[cur], w)
+		}
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			got, ok := replies[name]
+			if !ok {
+				t.Fatalf("no completion for %s in:\n%s", name, out)
 			}
-			got := strings.Fields(string(out))
 			sort.Strings(got)
 			want, _ := flagWords(commands[name].flags())
 			if diff := cmp.Diff(want, got); diff != "" {

@@ -6,7 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/blastnet/blast/internal/testkit"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/internal/blasttest"
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 // Every flag of `blast server` against a real client (blast's, through
@@ -124,39 +125,32 @@ func startServer(t *testing.T, port int, args ...string) *inProcess {
 		p.done <- code
 	}()
 	t.Cleanup(func() { p.stop(t) })
-	deadline := time.Now().Add(10 * time.Second)
-	for p.port == 0 {
-		if m := listeningRE.FindStringSubmatch(p.out.String()); m != nil {
-			_, ps, _ := net.SplitHostPort(m[1])
-			p.port, _ = strconv.Atoi(ps)
-			break
-		}
-		select {
-		case code := <-p.done:
-			p.done <- code
-			t.Fatalf("the server exited (%d) before it listened: %s%s", code, p.out.String(), p.stderr)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no banner: %s", p.out.String())
-		}
-	}
-	if port != 0 {
+	if port == 0 {
+		testkit.WaitFor(t, 30*time.Second, "the server's banner", func() bool {
+			if m := listeningRE.FindStringSubmatch(p.out.String()); m != nil {
+				_, ps, _ := net.SplitHostPort(m[1])
+				p.port, _ = strconv.Atoi(ps)
+				return true
+			}
+			select {
+			case code := <-p.done:
+				p.done <- code
+				t.Fatalf("the server exited (%d) before it listened: %s%s", code, p.out.String(), p.stderr)
+			default:
+			}
+			return false
+		})
+	} else {
 		srvWaitPort(t, port)
 	}
 	return p
 }
 
-// waitOutput waits until the server's output is what ok wants, for up
-// to 20 seconds.
+// waitOutput waits until the server's output is what ok wants.
 func (p *inProcess) waitOutput(t *testing.T, what string, ok func(out string) bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok(p.out.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s in 20 s:\n%s", what, p.out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testkit.Eventually(30*time.Second, func() bool { return ok(p.out.String()) }) {
+		t.Fatalf("no %s in 30 s:\n%s", what, p.out.String())
 	}
 }
 
@@ -178,15 +172,13 @@ func (p *inProcess) stop(t *testing.T) int {
 // srvWaitPort waits until something accepts on the loopback port.
 func srvWaitPort(t *testing.T, port int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+	testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("a listener on port %d", port), func() bool {
+		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
 			c.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing listens on port %d", port)
-		}
-	}
+		return err == nil
+	})
 }
 
 // srvClient runs a blast client test against port.
@@ -403,9 +395,13 @@ func TestServerLimitFlags(t *testing.T) {
 	}
 }
 
-// serverBinary builds blast into a directory of the test's.
+// serverBinary is the blast binary TestMain built (as root), or one
+// built into a directory of the test's.
 func serverBinary(t *testing.T) string {
 	t.Helper()
+	if blasttest.Bin != "" {
+		return blasttest.Bin
+	}
 	if testing.Short() {
 		t.Skip("builds blast; not with -short")
 	}
@@ -469,11 +465,7 @@ func TestServerProcess(t *testing.T) {
 			t.Errorf("second -D on a live pidfile: %v, %q", err, stderr.String())
 		}
 		syscall.Kill(pid, syscall.SIGTERM)
-		for deadline := time.Now().Add(10 * time.Second); !processGone(pid); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the background server did not stop on SIGTERM")
-			}
-		}
+		testkit.WaitFor(t, time.Minute, "the background server to stop on SIGTERM", func() bool { return processGone(pid) })
 		if _, err := os.Stat(pidf); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("pidfile left behind: %v", err)
 		}
