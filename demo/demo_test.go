@@ -13,15 +13,18 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/blastnet/blast/internal/blasttest"
+	"github.com/blastnet/blast/internal/testkit"
 )
 
+func TestMain(m *testing.M) { blasttest.Main(m, false) }
+
+// buildBlast is the blast binary TestMain built (or make test's).
 func buildBlast(t *testing.T) string {
 	t.Helper()
-	bin, err := blasttest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	if blasttest.Bin == "" {
+		t.Fatal("no blast binary: TestMain builds it")
 	}
-	return bin
+	return blasttest.Bin
 }
 
 func TestDemoLab(t *testing.T) {
@@ -95,16 +98,22 @@ func TestDemoInterrupted(t *testing.T) {
 		}
 		return false
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !labUp() {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("the demo built no lab in 20 s:\n%s", out.String())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testkit.Eventually(time.Minute, labUp) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the demo built no lab in a minute:\n%s", out.String())
 	}
 	cmd.Process.Signal(os.Interrupt)
-	err := cmd.Wait()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("the demo still ran a minute after Ctrl-C:\n%s", out.String())
+	}
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Errorf("interrupted demo: %v, want exit status 1\n%s", err, out.String())
 	}

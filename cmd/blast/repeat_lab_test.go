@@ -83,7 +83,7 @@ func labClient(t *testing.T, lab *netlab.Lab, port string, args ...string) (stri
 
 // --confidence runs until the interval is narrow, and stops where its
 // rule says on the figures it measured (checkStops), on a steady path (a
-// tbf shaper at 20 Mbit/s holds each run's rate; 95,10 asks ±5%) and on
+// tbf shaper at 20 Mbit/s holds each run's rate; 95,20 asks ±10%) and on
 // one made noisy (a delay line that loses 3% of the frames: TCP's rate
 // swings so that ±0.5% at 99% is out of reach, and it runs to
 // --max-runs). That a paced sender meets 95,5 in the fewest runs is the
@@ -95,7 +95,7 @@ func TestLabConfidence(t *testing.T) {
 		opt  netlab.Options
 		args []string
 	}{
-		{"steady", netlab.Direct, netlab.Options{RateMbit: 20}, []string{"--confidence", "95,10", "--max-runs", "5"}},
+		{"steady", netlab.Direct, netlab.Options{RateMbit: 20}, []string{"--confidence", "95,20", "--max-runs", "4"}},
 		{"noisy", netlab.Delayed, netlab.Options{Delay: 4 * time.Millisecond, LossPct: 3, Seed: 1}, []string{"--confidence", "99,1", "--max-runs", "3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
