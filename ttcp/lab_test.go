@@ -131,7 +131,7 @@ func TestLabReverse(t *testing.T) {
 	rand.Read(data)
 	ttcp := filepath.Join(filepath.Dir(blasttest.Bin), "ttcp")
 	tx := blasttest.Start(t, lab.B, data, ttcp, "-t", "-R", "-D")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := netlab.WaitPort(ctx, tx.Cmd.Process.Pid, "tcp", 5001); err != nil {
 		t.Fatalf("%v\nstderr: %s", err, tx.Stderr.String())

@@ -83,7 +83,7 @@ func listening(t *testing.T, c ttcp.Config) *end {
 	if c.UDP {
 		network = "udp"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := netlab.WaitPort(ctx, os.Getpid(), network, c.Port); err != nil {
 		t.Fatal(err)

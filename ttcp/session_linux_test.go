@@ -174,7 +174,7 @@ func TestSessionUDPRefused(t *testing.T) {
 
 func waitPort(t *testing.T, port int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := netlab.WaitPort(ctx, os.Getpid(), "tcp", port); err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func iperf3ServerPort(t *testing.T, args ...string) (port int, wait func()) {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	// Wait for iperf3's own listening socket (a port number seen in
 	// /proc/net/tcp may be another connection's).
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := netlab.WaitPort(ctx, cmd.Process.Pid, "tcp", port); err != nil {
 		t.Fatalf("iperf3 does not listen on %d: %v", port, err)

@@ -393,7 +393,7 @@ func (e *ttcpEnd) wait(t *testing.T) {
 // waitListen waits until this process listens on TCP port.
 func waitListen(t *testing.T, port int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := netlab.WaitPort(ctx, os.Getpid(), "tcp", port); err != nil {
 		t.Fatal(err)
