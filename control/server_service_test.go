@@ -808,7 +808,7 @@ func TestServerServiceNoLeaks(t *testing.T) {
 	out := &testkit.SyncBuffer{}
 	cfg := ServerConfig{Bind: "127.0.0.1", Port: 0, NoNIC: true, Interval: 100 * time.Millisecond,
 		RateLimit: RateLimit{Bits: 500e6, Window: time.Second}, MaxDuration: 5 * time.Second,
-		RcvTimeout: 300 * time.Millisecond, IdleTimeout: 200 * time.Millisecond}
+		RcvTimeout: time.Second, IdleTimeout: 200 * time.Millisecond}
 	c := NewConsole(out, ConsoleOptions{Debug: true, Text: Text{Verbose: true}, MaxClients: 8})
 	c.Attach(&cfg)
 	srv, err := Listen(cfg)
@@ -826,8 +826,11 @@ func TestServerServiceNoLeaks(t *testing.T) {
 	}{
 		{Config{Bytes: 4 << 20}, true}, // no time limit: refused
 		{Config{Duration: time.Second, Rate: 100e6, RateSet: true, Parallel: 2}, false},
-		{Config{Duration: 4 * time.Second}, true},                                           // unpaced: over the limit
-		{Config{Duration: 3 * time.Second, Rate: 1000, RateSet: true, BlockLen: 100}, true}, // stalls
+		{Config{Duration: 4 * time.Second}, true}, // unpaced: over the limit
+		// Stalls: one 100-byte block each 8 s, and --rcv-timeout 1 s
+		// (long enough that a busy host's pause in the others is not
+		// taken for a stall), which ends it within 2 s of its 5.
+		{Config{Duration: 5 * time.Second, Rate: 100, RateSet: true, BlockLen: 100}, true},
 		{Config{Duration: time.Second, UDP: true, Rate: 50e6, RateSet: true, Bidir: true}, false},
 		{Config{Duration: 10 * time.Second}, true}, // too long
 	} {
