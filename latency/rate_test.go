@@ -130,6 +130,47 @@ func TestRateCorrectsCoordinatedOmission(t *testing.T) {
 	}
 }
 
+// -t 1 -i 0.25 with 50 µs round trips, one of which (number 4000, from
+// 1) takes 100 ms: an interval ends with the first reply at or after its
+// tick, the next tick is the first after that reply, and the run ends
+// with the first reply at or after its second.
+func TestIntervals(t *testing.T) {
+	f := &fakeFlow{clk: clock.NewFake(), rtt: 50 * time.Microsecond, slow: map[uint64]time.Duration{4000: 100 * time.Millisecond}}
+	cfg := clientConfig(5202, false, 0)
+	cfg.Duration, cfg.Interval = time.Second, 250*time.Millisecond
+	var reported []Interval
+	var seq uint64
+	res := &Result{}
+	if err := measure(context.Background(), f.clk, f, cfg, &seq, res, func(iv Interval) { reported = append(reported, iv) }); err != nil {
+		t.Fatal(err)
+	}
+	us := time.Microsecond
+	want := []struct {
+		start, end time.Duration
+		n          int64
+	}{
+		{0, 299950 * us, 4000},            // the slow reply, at 299.95 ms, ends the first
+		{299950 * us, 500000 * us, 4001},  // ticks at 500 ms
+		{500000 * us, 750000 * us, 5000},  //
+		{750000 * us, 1000000 * us, 5000}, // and the run, at 1 s
+	}
+	if len(reported) != len(want) || len(res.Intervals) != len(want) {
+		t.Fatalf("%d intervals reported, %d kept: %+v; want %d", len(reported), len(res.Intervals), reported, len(want))
+	}
+	for i, w := range want {
+		iv := reported[i]
+		if iv.Start != w.start || iv.End != w.end || iv.Requests != w.n || iv.RoundTrips != w.n || iv.RTT.Count != w.n {
+			t.Errorf("interval %d: %v-%v, %d requests, %d round trips; want %v-%v, %d", i+1, iv.Start, iv.End, iv.Requests, iv.RoundTrips, w.start, w.end, w.n)
+		}
+	}
+	if res.Requests != 18001 || res.RoundTrips != 18001 || res.Elapsed != time.Second {
+		t.Errorf("%d requests, %d round trips in %v; want 18001 in 1 s", res.Requests, res.RoundTrips, res.Elapsed)
+	}
+	if s := reported[0].RTT; s.Max != 100*time.Millisecond || s.Min != 50*us {
+		t.Errorf("first interval: min %v, max %v; want 50 µs and the slow 100 ms", s.Min, s.Max)
+	}
+}
+
 func TestRateValidate(t *testing.T) {
 	for _, r := range []float64{-1, 2e6} {
 		c := clientConfig(5202, false, 10)
