@@ -246,33 +246,45 @@ func TestAdmitAllow(t *testing.T) {
 }
 
 // A data stream with the test's cookie from another address does not
-// join the test, unless AnyStreamSource.
+// join the test, unless AnyStreamSource. The server waits for the streams
+// on a fake clock: the test fails exactly when StreamTimeout has passed.
 func TestAdmitStreamSource(t *testing.T) {
 	for _, anySource := range []bool{false, true} {
-		_, port, log := blastServer(t, ServerConfig{AnyStreamSource: anySource, StreamTimeout: time.Second})
+		fake := clock.NewFake()
+		_, port, log := blastServer(t, ServerConfig{AnyStreamSource: anySource, StreamTimeout: time.Second, Clock: fake})
 		rc := dialRaw(t, port)
 		rc.expect(ParamExchange)
 		WriteJSON(rc.ctrl, map[string]any{"tcp": true, "time": 0, "num": 1000, "parallel": 1, "len": 1000, "client_version": "3.12"})
 		rc.expect(CreateStreams)
 		s := dialFrom(t, "127.0.0.2", port)
 		s.Write(rc.cookie[:])
-		s.SetReadDeadline(time.Now().Add(3 * time.Second))
-		st, err := ReadState(rc.ctrl)
 		if anySource {
-			if err != nil || st != TestStart {
+			if st, err := ReadState(rc.ctrl); err != nil || st != TestStart {
 				t.Errorf("AnyStreamSource: %v %v, want TEST_START", st, err)
 			}
 			continue
 		}
+		// The foreign stream is closed, and the test still waits.
+		s.SetReadDeadline(time.Now().Add(30 * time.Second))
+		var b [1]byte
+		if _, err := s.Read(b[:]); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("the foreign stream was not closed: %v", err)
+		}
+		waitClosed(t, fake.Armed(1), "the server's wait for the streams")
+		fake.Advance(999 * time.Millisecond)
+		log.mu.Lock()
+		early := len(log.res)
+		log.mu.Unlock()
+		if early != 0 {
+			t.Fatal("the test ended before StreamTimeout passed")
+		}
+		fake.Advance(time.Millisecond)
+		st, err := ReadState(rc.ctrl)
 		if err != nil || st != ServerError {
 			t.Fatalf("stream from another address: %v %v, want SERVER_ERROR", st, err)
 		}
 		if r := log.wait(t, 1)[0]; r.Err == nil || r.Err.Error() != "the client opened 0 of 1 streams within 1s" {
 			t.Errorf("server: %v", r.Err)
-		}
-		var b [1]byte
-		if _, err := s.Read(b[:]); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
-			t.Errorf("the foreign stream was not closed: %v", err)
 		}
 	}
 }
