@@ -132,11 +132,12 @@ func stampsOnLab(t *testing.T, lab *netlab.Lab, b engine.Backend, rate float64, 
 	spec := &engine.Spec{Protocol: engine.UDP, BufLen: blk, Rate: rate, Duration: d, Framing: fr}
 	f := &engine.Flow{Sock: tx, Spec: spec, Stats: &engine.Counters{}}
 	began := engine.Mono().Truncate(time.Microsecond) // the stamps' resolution
-	if err := engine.Run(context.Background(), b, f, true); err != nil && !errors.Is(err, engine.ErrTimeout) {
+	err := engine.Run(context.Background(), b, f, true)
+	if err != nil && !errors.Is(err, engine.ErrTimeout) {
 		return nil, 0, fmt.Errorf("send: %w", err)
 	}
-	if sent := f.Stats.Snapshot().Datagrams; sent != int64(len(fr.stamps)) {
-		return nil, 0, fmt.Errorf("sent %d datagrams, stamped %d", sent, len(fr.stamps))
+	if sent := f.Stats.Snapshot().Datagrams; sent != int64(len(fr.stamps)) || sent < 2 {
+		return nil, 0, fmt.Errorf("sent %d datagrams, stamped %d, in %v (send: %v)", sent, len(fr.stamps), d, err)
 	}
 	return fr.stamps, began, nil
 }
@@ -177,7 +178,10 @@ func (w pacingWindows) String() string {
 func checkWindows(stamps []time.Duration, began time.Duration, rate float64, blk int) (pacingWindows, error) {
 	const win = 10 * time.Millisecond
 	want := rate / 8 * win.Seconds()
-	if len(stamps) < 2 || stamps[len(stamps)-1]-stamps[0] < 20*win {
+	if len(stamps) < 2 {
+		return pacingWindows{}, fmt.Errorf("%d datagrams: too few to judge", len(stamps))
+	}
+	if stamps[len(stamps)-1]-stamps[0] < 20*win {
 		return pacingWindows{}, fmt.Errorf("%d datagrams over %v: too few to judge", len(stamps), stamps[len(stamps)-1]-stamps[0])
 	}
 	// A stall: consecutive send stamps further apart than two datagrams'
