@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/plot"
 	"github.com/blastnet/blast/report"
@@ -98,6 +99,9 @@ type ttcpFlags struct {
 // transfer of a --confidence run, after one ends, before it takes the
 // peer to have stopped (a variable for tests).
 var ttcpNextWait = 3 * time.Second
+
+// ttcpClock times that wait (nil: the real clock; tests set a fake).
+var ttcpClock clock.Clock
 
 // ttcpRun is what ttcp mode does beside its Config: repetitions and the
 // outputs of their results.
@@ -275,6 +279,7 @@ func runTTCPSession(e *env, cfg ttcp.Config, plan stats.Plan, out io.Writer, eac
 		return stats.Result{}, err, ""
 	}
 	defer sess.Close()
+	sess.Clock = ttcpClock
 	listens := cfg.Transmit == cfg.Reverse
 	var wait time.Duration
 	if plan.Level != 0 && listens {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/internal/golden"
 	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/testkit"
@@ -368,6 +369,7 @@ func TestTTCPSummaryGolden(t *testing.T) {
 type ttcpEnd struct {
 	code     int
 	out, err string
+	live     testkit.SyncBuffer // standard output as it comes
 	done     chan struct{}
 }
 
@@ -376,7 +378,10 @@ func startTTCP(t *testing.T, args ...string) *ttcpEnd {
 	e := &ttcpEnd{done: make(chan struct{})}
 	go func() {
 		defer close(e.done)
-		e.code, e.out, e.err = runArgs(t, "blast", args...)
+		var errb strings.Builder
+		env := &env{ctx: context.Background(), argv0: "blast", stdin: strings.NewReader(""), stdout: &e.live, stderr: &errb}
+		e.code = dispatch(env, args)
+		e.out, e.err = e.live.String(), errb.String()
 	}()
 	return e
 }
@@ -448,30 +453,55 @@ func TestTTCPRepeatLoopback(t *testing.T) {
 
 // TestTTCPConfidenceReceiverFollows: with --confidence the transmitter
 // decides when to stop; the receiver takes its transfers, then waits
-// ttcpNextWait for another, says the transmitter has stopped and
-// summarizes the same number of runs.
+// ttcpNextWait for another (on a fake clock, which the test moves once
+// the receiver waits), says the transmitter has stopped and summarizes
+// the same number of runs.
 func TestTTCPConfidenceReceiverFollows(t *testing.T) {
-	defer func(w time.Duration) { ttcpNextWait = w }(ttcpNextWait)
-	ttcpNextWait = 300 * time.Millisecond
+	clk := clock.NewFake()
+	defer func(c clock.Clock) { ttcpClock = c }(ttcpClock)
+	ttcpClock = clk
 	port := strconv.Itoa(testkit.FreePort(t))
 	r := startTTCP(t, "-r", "-s", "-p", port, "--confidence", "95,60", "--max-runs", "5")
 	p, _ := strconv.Atoi(port)
 	waitListen(t, p)
 	tx := startTTCP(t, "-t", "-s", "-n", "2000", "-p", port, "--confidence", "95,60", "--max-runs", "5", "127.0.0.1")
 	tx.wait(t)
-	r.wait(t)
-	if r.code != exitOK || tx.code != exitOK {
-		t.Fatalf("exit %d (receiver), %d (transmitter)\nreceiver:\n%s%s\ntransmitter:\n%s%s", r.code, tx.code, r.out, r.err, tx.out, tx.err)
+	if tx.code != exitOK {
+		t.Fatalf("transmitter: exit %d\n%s%s", tx.code, tx.out, tx.err)
 	}
-	mt, mr := ttcpSummaryRe.FindStringSubmatch(tx.out), ttcpSummaryRe.FindStringSubmatch(r.out)
-	if mt == nil || mr == nil {
-		t.Fatalf("no summary line\ntransmitter:\n%s\nreceiver:\n%s", tx.out, r.out)
+	mt := ttcpSummaryRe.FindStringSubmatch(tx.out)
+	if mt == nil {
+		t.Fatalf("no summary line from the transmitter:\n%s", tx.out)
+	}
+	runs, _ := strconv.Atoi(mt[1])
+	if runs < 5 {
+		// The receiver has begun run runs+1 (its line is printed before it
+		// waits): the one timer armed is that wait.
+		next := "== run " + strconv.Itoa(runs+1) + "\n"
+		testkit.WaitFor(t, time.Minute, "the receiver's "+strings.TrimSpace(next), func() bool { return strings.Contains(r.live.String(), next) })
+		select {
+		case <-clk.Armed(1):
+		case <-time.After(time.Minute):
+			t.Fatalf("the receiver does not wait for a transfer after run %d", runs)
+		}
+		if due, ok := clk.Next(); !ok || due != clk.Now().Add(ttcpNextWait) {
+			t.Errorf("the wait is due at %v, want %v after now", due, ttcpNextWait)
+		}
+		clk.Advance(ttcpNextWait)
+	}
+	r.wait(t)
+	if r.code != exitOK {
+		t.Fatalf("receiver: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	mr := ttcpSummaryRe.FindStringSubmatch(r.out)
+	if mr == nil {
+		t.Fatalf("no summary line from the receiver:\n%s", r.out)
 	}
 	if mt[1] != mr[1] {
 		t.Errorf("the transmitter ran %s transfers, the receiver summarized %s", mt[1], mr[1])
 	}
-	stop := "blast-r: no transfer within 300ms after run " + mt[1] + ": the transmitter has stopped\n"
-	if runs, _ := strconv.Atoi(mt[1]); runs < 5 && !strings.Contains(r.out, stop) {
+	stop := "blast-r: no transfer within 3s after run " + mt[1] + ": the transmitter has stopped\n"
+	if runs < 5 && !strings.Contains(r.out, stop) {
 		t.Errorf("the receiver does not say %q:\n%s", stop, r.out)
 	}
 }
