@@ -131,11 +131,14 @@ type hostLoad struct {
 	ok            bool
 }
 
-func (h hostLoad) busy() bool { return !h.ok || h.others > busyOthers || h.steal > busySteal }
+// busy reports whether the host was measured busy: a run too short for
+// /proc/stat to count (or /proc unreadable) does not make it busy, so a
+// miss then fails.
+func (h hostLoad) busy() bool { return h.ok && (h.others > busyOthers || h.steal > busySteal) }
 
 func (h hostLoad) String() string {
 	if !h.ok {
-		return "load unknown (/proc unreadable)"
+		return "load unknown (no CPU time counted over the runs: measure inside Measure)"
 	}
 	return fmt.Sprintf("load average %s on %d CPUs, other processes %.0f%% of the CPU time, steal %.1f%%",
 		h.load1, runtime.NumCPU(), 100*h.others, 100*h.steal)
