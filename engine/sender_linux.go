@@ -271,7 +271,8 @@ func (s *Sender) give(n int) {
 // In numbers: a buffer of n bytes takes n/rate at the rate, and n/rate /
 // catchUp while a debt is paid, so each such buffer moves the schedule
 // back by n/rate * (1 - 1/catchUp) (a fifth of its time), until the debt
-// is paid.
+// is paid. (The measurements above were made when each buffer paid back
+// catchUp-1, a quarter, of its time: 1.33 times the rate.)
 const (
 	lagSlack = 5 * time.Millisecond
 	catchUp  = 1.25
