@@ -45,7 +45,7 @@ func TestTimingIntervalsEndWithTheTest(t *testing.T) {
 		if tc.cfg.Duration == 0 {
 			continue
 		}
-		timingcheck.Check(t, timingcheck.Property{
+		checkTiming(t, tc.name, timingcheck.Property{
 			Name:  fmt.Sprintf("intervals %s: the last interval ends after -t %v", tc.name, tc.cfg.Duration),
 			Unit:  "s",
 			Bound: "at most 0.5",

@@ -23,7 +23,7 @@ func TestTimingFaultReported(t *testing.T) {
 		if tc.timed {
 			bound, from = 5.0, "its test time ended"
 		}
-		timingcheck.Check(t, timingcheck.Property{
+		checkTiming(t, tc.name, timingcheck.Property{
 			Name:  fmt.Sprintf("link down, %s: the client reports it after %s", tc.name, from),
 			Unit:  "s",
 			Bound: fmt.Sprintf("at most %g", bound),

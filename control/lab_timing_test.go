@@ -24,7 +24,7 @@ func TestTimingLabUDPLossless(t *testing.T) {
 		if !tc.lossless {
 			continue
 		}
-		timingcheck.Check(t, timingcheck.Property{
+		checkTiming(t, tc.name, timingcheck.Property{
 			Name:  fmt.Sprintf("lab UDP %s: datagrams lost, or out of order", tc.name),
 			Unit:  "% of those sent",
 			Bound: "0",

@@ -56,7 +56,7 @@ func TestTimingPacingEvery10ms(t *testing.T) {
 					return fig(w), nil
 				}
 			}
-			timingcheck.Check(t, timingcheck.Property{
+			checkTiming(t, "windows", timingcheck.Property{
 				Name:  what + ": the worst judged 10 ms window's deviation from the rate",
 				Unit:  "%",
 				Bound: "at most 10",
@@ -70,14 +70,14 @@ func TestTimingPacingEvery10ms(t *testing.T) {
 					return 100 * abs(w.worst)
 				}),
 			})
-			timingcheck.Check(t, timingcheck.Property{
+			checkTiming(t, "ahead", timingcheck.Property{
 				Name:    what + ": the earliest a datagram left ahead of the pacer's schedule",
 				Unit:    "ms",
 				Bound:   "at most 1 (a tenth of a window)",
 				Holds:   func(m float64) bool { return m <= 1 },
 				Measure: measure(func(w pacingWindows) float64 { return float64(w.ahead) / float64(time.Millisecond) }),
 			})
-			timingcheck.Check(t, timingcheck.Property{
+			checkTiming(t, "unjudged", timingcheck.Property{
 				Name:    what + ": the share of 10 ms windows the sender's stalls left unjudged",
 				Unit:    "%",
 				Bound:   "at most 50",

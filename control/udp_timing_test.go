@@ -29,7 +29,7 @@ func TestTimingUDPLossAgainstIperf3(t *testing.T) {
 			_, port, log := blastServer(t, ServerConfig{})
 			seen := 0
 			for _, side := range []string{"a blast client against iperf3 -s", "iperf3 -c against a blast server"} {
-				timingcheck.Check(t, timingcheck.Property{
+				checkTiming(t, side, timingcheck.Property{
 					Name:  fmt.Sprintf("UDP %s, %s: datagrams lost beyond what iperf3 against itself loses", tc.name, side),
 					Unit:  "% of those sent (points)",
 					Bound: "at most 0.1",
@@ -84,7 +84,7 @@ func TestTimingUDPRate(t *testing.T) {
 			_, port, log := blastServer(t, ServerConfig{})
 			seen := 0
 			for _, side := range []string{"a blast client against iperf3 -s", "iperf3 -c against a blast server"} {
-				timingcheck.Check(t, timingcheck.Property{
+				checkTiming(t, side, timingcheck.Property{
 					Name:  fmt.Sprintf("%s -t %d, %s: the rate received (the direction furthest off)", tc.name, secs, side),
 					Unit:  fmt.Sprintf("%% of %g Mbit/s", tc.rate/1e6),
 					Bound: "95 to 105",
