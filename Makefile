@@ -9,6 +9,9 @@ TEST_TOOLS := ip:iproute2 tc:iproute2 socat:socat iperf3:iperf3 ethtool:ethtool 
 
 BENCH_FLAGS ?=
 
+# Packages that only tests use: held to the tests' rules (no sleeping).
+TEST_HELPERS := engine/enginetest internal/testkit internal/blasttest internal/netlab/labtest internal/verify/verifytest internal/golden
+
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
@@ -65,7 +68,7 @@ vet: ## go.mod tidy, go vet for Linux, for another OS and with the timing checks
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./...
 	$(GO) vet -tags timing ./...
-	@! git grep -n 'time\.Sleep' -- '*_test.go' || { echo "a test sleeps: wait for the event (testkit.WaitFor) or use the fake clock (internal/clock)"; exit 1; }
+	@! git grep -n 'time\.Sleep' -- '*_test.go' $(TEST_HELPERS) || { echo "a test sleeps: wait for the event (testkit.WaitFor) or use the fake clock (internal/clock)"; exit 1; }
 	@! git grep -n -i -E '\.Skip[f]?\(.*\b(slow|busy|stall|stalls|stalled|loaded|too late|too often|to judge|host is)\b' -- '*_test.go' || { echo "a test skips on a slow host: it must pass there (behaviour), or be a timing check (make check-timing)"; exit 1; }
 
 test: deps vet ## vet and run every test, packages in parallel (the lab tests need root; fuzz targets run their seed corpus)
