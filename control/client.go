@@ -723,6 +723,11 @@ wait:
 		}
 	}
 
+	if fail != nil && ctx.Err() != nil {
+		// Told to stop: the control connection's deadline, set by the
+		// cancel, may have been read first, but the cause is the stop.
+		fail = ErrInterrupted
+	}
 	idle.tick.Stop()
 	sess.stopTicker()
 	sess.sendEnd = time.Now()
