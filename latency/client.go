@@ -178,12 +178,19 @@ func measure(ctx context.Context, clk clock.Clock, rt roundTripper, cfg Config, 
 		if cfg.Count > 0 && res.Requests >= cfg.Count || cfg.Count == 0 && !now.Before(deadline) {
 			break
 		}
-		*seq++
 		var slot time.Time
 		if cfg.Rate > 0 {
 			slot = begin.Add(time.Duration(float64(res.Requests) * float64(time.Second) / cfg.Rate))
+			if cfg.Count == 0 && !slot.Before(deadline) {
+				// The schedule's slots end with the time: --rate 5000
+				// -t 2 sends 10000 requests, and the run lasts its 2 s.
+				waitUntil(clk, deadline)
+				now = clk.Now()
+				break
+			}
 			waitUntil(clk, slot)
 		}
+		*seq++
 		end, rtt, ok, err := rt.roundTrip(*seq)
 		if cfg.Rate > 0 && ok {
 			rtt = end.Sub(slot) // from the request's slot: see Config.Rate

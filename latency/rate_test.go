@@ -64,9 +64,9 @@ func TestRateSchedule(t *testing.T) {
 	cfg.Rate, cfg.Duration = 5000, 2*time.Second
 	res := measureFake(t, cfg, f)
 	// The last request whose slot comes before the end is number 10000
-	// (at 1.9998 s); it ends at 1.99985 s, before the end, so the loop
-	// sends one more, at its slot of 2 s: 10001 requests.
-	const want = 10001
+	// (at 1.9998 s); it ends at 1.99985 s, and the next slot, at 2 s, is
+	// the end: 10000 requests, and the run lasts its 2 s.
+	const want = 10000
 	if res.Requests != want || res.RoundTrips != want || res.Lost != 0 || int64(len(f.sent)) != want {
 		t.Fatalf("%d requests (%d sent), %d round trips, %d lost; want %d of each and none lost", res.Requests, len(f.sent), res.RoundTrips, res.Lost, want)
 	}
@@ -75,8 +75,8 @@ func TestRateSchedule(t *testing.T) {
 			t.Fatalf("request %d left at %v, want its slot %v", i+1, at, slot)
 		}
 	}
-	if want := 2*time.Second + 50*time.Microsecond; res.Elapsed != want {
-		t.Errorf("elapsed %v, want %v (the last reply)", res.Elapsed, want)
+	if want := 2 * time.Second; res.Elapsed != want {
+		t.Errorf("elapsed %v, want %v (the schedule's end)", res.Elapsed, want)
 	}
 	if s := res.RTT; s.Min != 50*time.Microsecond || s.Max != 50*time.Microsecond || s.Count != want {
 		t.Errorf("round trips %+v, want every one 50 µs", s)
