@@ -4,7 +4,6 @@ package mmsg_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/engine/enginetest"
@@ -26,28 +25,7 @@ func TestTimingCancel(t *testing.T) {
 		{mmsg.Backend{}, enginetest.Caps{UDPRecv: true, Options: "gro"}},
 	} {
 		t.Run(c.b.Name()+"/"+c.caps.Options, func(t *testing.T) {
-			timingcheck.Check(t, cancelProperty(c.b, c.caps, enginetest.Pairs{}))
+			timingcheck.Check(t, enginetest.CancelProperty(c.b, c.caps, enginetest.Pairs{}))
 		})
-	}
-}
-
-// cancelProperty measures the slowest of the suite's cancels of b.
-func cancelProperty(b engine.Backend, caps enginetest.Caps, p enginetest.Pairs) timingcheck.Property {
-	name := b.Name()
-	if caps.Options != "" {
-		name += " (" + caps.Options + ")"
-	}
-	return timingcheck.Property{
-		Name:  name + ": the slowest blocked flow returns after its cancel within",
-		Unit:  "ms",
-		Bound: "at most " + enginetest.Prompt.String(),
-		Holds: func(m float64) bool { return m <= float64(enginetest.Prompt)/float64(time.Millisecond) },
-		Measure: func(t *testing.T, run int) (float64, error) {
-			var worst time.Duration
-			for _, d := range enginetest.CancelLatency(t, b, caps, p) {
-				worst = max(worst, d)
-			}
-			return float64(worst) / float64(time.Millisecond), nil
-		},
 	}
 }
