@@ -3,6 +3,9 @@ package plot
 import (
 	"errors"
 	"fmt"
+	"strconv"
+
+	gplot "gonum.org/v1/plot"
 
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -65,9 +68,25 @@ func Runs(path string, rates []float64, mean float64, iv *Interval, title string
 	p.Add(m)
 	lg.Add(fmt.Sprintf("mean %s", fmtRate(mean)), vlines{sty: m.sty})
 	p.X.Min, p.X.Max = 0.4, float64(n)+0.6
-	p.X.Tick.Marker = intTicks{}
+	p.X.Tick.Marker = runTicks{n: n}
 	p.Y.Min, p.Y.Max = 0, top/div*1.15
 
 	f := &figure{title: title, caption: caption, panels: []*panel{{p: p, legend: lg, weight: 1}}}
 	return f.save(path)
+}
+
+// runTicks labels every run 1..n on the x axis, so that no bar is left
+// without its number; past 20 runs the labels would overlap, and whole
+// numbers at a nice step are used instead.
+type runTicks struct{ n int }
+
+func (r runTicks) Ticks(lo, hi float64) []gplot.Tick {
+	if r.n > 20 {
+		return intTicks{}.Ticks(lo, hi)
+	}
+	ticks := make([]gplot.Tick, 0, r.n)
+	for k := 1; k <= r.n; k++ {
+		ticks = append(ticks, gplot.Tick{Value: float64(k), Label: strconv.Itoa(k)})
+	}
+	return ticks
 }
