@@ -706,7 +706,10 @@ func DiagnosePath(p Path) []Finding {
 		}
 	}
 	ev := fmt.Sprintf("forward %.3g Mbit/s, reverse %.3g Mbit/s: the %s direction is %.0f× slower", p.Forward.Bps/1e6, p.Reverse.Bps/1e6, slowName, ratio)
-	retrans := slow.RetransPct > 1 || fast.RetransPct > 1
+	// A duplex mismatch collapses the slow direction with its own
+	// retransmits: those of the fast direction (a busy host's, a queue's)
+	// are no evidence of it.
+	retrans := slow.RetransPct > 1
 	if slow.RetransPct >= 0 {
 		ev += fmt.Sprintf(", %.1f%% retransmits in the slow direction", slow.RetransPct)
 	}
