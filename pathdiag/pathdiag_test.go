@@ -125,6 +125,37 @@ func TestRules(t *testing.T) {
 			d.Receiver = end("remote", vethB(map[string]uint64{"rx_bytes": 22.9e6}), nil)
 			return d
 		}, []string{"WARN D19", "INFO D14"}, []string{"1900 packets dropped by the sender's qdiscs on veth-a (11.24% of what they handled): tbf 8001: 1900 (queue limit 3000 bytes); 1900 retransmissions"}},
+		// 7.5e9 bytes of 1448 are about 5.18M segments: 1% is 51.8k.
+		{"loss on the path", func() Direction {
+			d := healthyTCP
+			d.Retransmits = 80000
+			return d
+		}, []string{"WARN D20"}, []string{"80000 retransmissions for about 5179558 segments sent (1.54%)"}},
+		// Counters of a doctor download on a busy host's veth pair:
+		// IpOutRequests at the sender equalled IpInReceives at the
+		// receiver, and 1510 of 1756 retransmissions came back D-SACKed.
+		// Scaled to this test's segments.
+		{"retransmissions the receiver already had", func() Direction {
+			d := healthyTCP
+			d.Retransmits = 80000
+			d.Sender = end("local", vethA(map[string]uint64{"tx_bytes": 7.6e9}), &pathinfo.Delta{Iface: "veth-a",
+				SNMP: map[string]uint64{"TcpExt.TCPDSACKRecvSegs": 68800, "TcpExt.TCPSACKReorder": 2400, "TcpExt.TCPTSReorder": 180}})
+			return d
+		}, []string{"INFO D20"}, []string{"80000 retransmissions for about 5179558 segments sent (1.54%); the receiver already had 68800 of them (D-SACK on the sender's host), so about 11200 were lost (0.22%); TCP saw reordering 2580 times"}},
+		{"loss on the path beside spurious retransmissions", func() Direction {
+			d := healthyTCP
+			d.Retransmits = 80000
+			d.Sender = end("local", vethA(map[string]uint64{"tx_bytes": 7.6e9}), &pathinfo.Delta{Iface: "veth-a",
+				SNMP: map[string]uint64{"TcpExt.TCPDSACKRecvSegs": 10000}})
+			return d
+		}, []string{"WARN D20"}, []string{"the receiver already had 10000 of them (D-SACK on the sender's host), so about 70000 were lost (1.35%)"}},
+		{"a few spurious retransmissions say nothing", func() Direction {
+			d := healthyTCP
+			d.Retransmits = 20000
+			d.Sender = end("local", vethA(map[string]uint64{"tx_bytes": 7.6e9}), &pathinfo.Delta{Iface: "veth-a",
+				SNMP: map[string]uint64{"TcpExt.TCPDSACKRecvSegs": 20000}})
+			return d
+		}, nil, nil},
 		{"reader-limited", func() Direction {
 			d := healthyTCP
 			d.Goodput = 2e9

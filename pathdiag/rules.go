@@ -349,6 +349,30 @@ func D20(d Direction) []nicinfo.Finding {
 		segs := float64(d.SentBytes) / float64(mss)
 		pct = 100 * float64(d.Retransmits) / segs
 		ev = fmt.Sprintf("%d retransmissions for about %.0f segments sent (%.2f%%)", d.Retransmits, segs, pct)
+		// A retransmission the receiver reports as a duplicate
+		// (D-SACK) was not lost: packets that arrived out of order
+		// (a busy host's veth or a multipath hop) or late ACKs set
+		// TCP resending. Only the rest is loss.
+		if s := d.Sender; s != nil && s.Path != nil {
+			if dup := min(int64(s.Path.Get("TcpExt.TCPDSACKRecvSegs")), d.Retransmits); dup > 0 {
+				lost := d.Retransmits - dup
+				lostPct := 100 * float64(lost) / segs
+				ev += fmt.Sprintf("; the receiver already had %d of them (D-SACK on the sender's host), so about %d were lost (%.2f%%)", dup, lost, lostPct)
+				if r := s.Path.Get("TcpExt.TCPSACKReorder") + s.Path.Get("TcpExt.TCPTSReorder"); r > 0 {
+					ev += fmt.Sprintf("; TCP saw reordering %d times", r)
+				}
+				if lostPct < lossWarn {
+					if pct < lossWarn {
+						return nil
+					}
+					return []nicinfo.Finding{{Rule: "D20", Severity: nicinfo.Info, Iface: iface(d.Sender),
+						Summary:  "TCP resent segments that were not lost: they arrived out of order or their ACKs came late",
+						Evidence: ev,
+						Fix:      "none needed: nothing was lost; if it persists, look for reordering on the path (a busy receiver's CPUs, multipath hops)"}}
+				}
+				pct = lostPct
+			}
+		}
 	default:
 		return nil
 	}

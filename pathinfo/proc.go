@@ -30,6 +30,7 @@ var snmpNames = []string{
 	"TcpExt.TCPBacklogDrop", "TcpExt.PFMemallocDrop", "TcpExt.TCPReqQFullDrop", "TcpExt.TCPRcvQDrop",
 	"TcpExt.TCPZeroWindowDrop", "TcpExt.TCPOFOQueue", "TcpExt.TCPOFODrop",
 	"TcpExt.TCPSACKReorder", "TcpExt.TCPTSReorder", "TcpExt.TCPRenoReorder", "TcpExt.TCPDSACKRecv",
+	"TcpExt.TCPDSACKRecvSegs",
 	"TcpExt.TCPAbortOnMemory", "TcpExt.TCPMemoryPressures", "TcpExt.TCPWqueueTooBig",
 	"TcpExt.TCPToZeroWindowAdv", "TcpExt.TCPWantZeroWindowAdv",
 	"TcpExt.TCPMTUPFail", "TcpExt.TCPMTUPSuccess",
