@@ -421,19 +421,14 @@ func (f *clientFlags) clientOptions(ctx context.Context, cfg *control.Config, ru
 		}
 		cfg.CPort = f.cport
 	}
-	if f.affinity != "" {
-		n, m, hasM := strings.Cut(f.affinity, ",")
-		cpu, err := strconv.ParseInt(n, 0, 32)
-		if err != nil || cpu < 0 || cpu > 1023 {
-			return fmt.Errorf("-A %s: unable to set CPU affinity: want N or N,M with CPUs from 0", f.affinity)
+	if fs.Changed("affinity") {
+		a, err := parseAffinity(f.affinity)
+		if err != nil {
+			return err
 		}
-		cfg.Affinity = []int{int(cpu)}
-		if hasM {
-			s, err := strconv.Atoi(m)
-			if err != nil || s < 0 || s > control.MaxServerAffinity {
-				return fmt.Errorf("-A %s: unable to set CPU affinity: the server's CPU M must be 0 to %d", f.affinity, control.MaxServerAffinity)
-			}
-			cfg.ServerAffinity = &s
+		cfg.Affinity, cfg.ServerAffinity = []int{a.cpu}, a.server
+		if a.warning != "" {
+			run.warnings = append(run.warnings, a.warning)
 		}
 	}
 	if f.flowLabel != "" {
