@@ -355,12 +355,17 @@ func clientCaption(r *control.Result, d *runData) []string {
 		if len(d.sum[up]) == 0 || secs <= 0 {
 			continue
 		}
-		s := fmt.Sprintf("mean %s over %.1f s", fmtRate(8*float64(d.bytes[up])/secs), secs)
+		// Whose bytes: this side sends the upload, or receives it.
+		whose := "receiver's"
+		if up == (r.Role != "server") {
+			whose = "sender's"
+		}
+		s := fmt.Sprintf("%s mean %s over %.1f s", whose, fmtRate(8*float64(d.bytes[up])/secs), secs)
 		switch {
 		case d.bidir && up:
-			s = "upload " + s
+			s = "upload: " + s
 		case d.bidir:
-			s = "download " + s
+			s = "download: " + s
 		}
 		parts = append(parts, s)
 	}

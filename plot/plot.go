@@ -243,11 +243,17 @@ func (f *figure) draw(c draw.Canvas) {
 		for _, p := range f.caption {
 			lines = append(lines, wrap(p, sty, width, 3)...)
 		}
-		for i := len(lines) - 1; i >= 0; i-- {
-			c.FillText(sty, vg.Point{X: c.Min.X, Y: c.Min.Y}, lines[i])
-			c.Min.Y += sty.Height(lines[i]) * 1.1
+		// Top down, so that the file holds the lines in reading order.
+		var h vg.Length
+		for _, l := range lines {
+			h += sty.Height(l) * 1.1
 		}
-		c.Min.Y += vg.Points(4)
+		y := c.Min.Y + h
+		for _, l := range lines {
+			y -= sty.Height(l) * 1.1
+			c.FillText(sty, vg.Point{X: c.Min.X, Y: y}, l)
+		}
+		c.Min.Y += h + vg.Points(4)
 	}
 
 	// One legend column on the right, as wide as the widest legend.

@@ -3,12 +3,15 @@ package plot
 import (
 	"errors"
 	"fmt"
+	"image/color"
 	"strconv"
 
 	gplot "gonum.org/v1/plot"
 
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/blastnet/blast/report"
 )
 
 // Runs draws repeated throughput measurements into path (ttcp mode's
@@ -24,13 +27,29 @@ func Runs(path string, rates []float64, mean float64, iv *Interval, title string
 	if len(rates) == 0 {
 		return errors.New("plot: no run to draw")
 	}
-	top := mean
-	for _, v := range rates {
-		top = max(top, v)
-	}
-	if iv != nil {
-		top = max(top, iv.High)
-	}
+	p, lg := runsPanel(rates, mean, iv, "", "confidence interval of the mean", nil, 0)
+	f := &figure{title: title, caption: caption, panels: []*panel{{p: p, legend: lg, weight: 1}}}
+	return f.save(path)
+}
+
+// Colors of the runs panel's band and mean.
+var (
+	bandColor = rgb(0xc6dbef)
+	meanColor = rgb(0xd62728)
+)
+
+// meanStyle is the dashed line at a summary's mean.
+func meanStyle() draw.LineStyle {
+	return draw.LineStyle{Color: meanColor, Width: vg.Points(1.6), Dashes: []vg.Length{vg.Points(5), vg.Points(3)}}
+}
+
+// runsPanel is the panel of Runs: a bar per run (in colors(i), or all in
+// the first color with colors nil), the mean as a dashed line and iv as a
+// band, named in the legend as whose ("receivers' mean 9.41 Gbit/s", the
+// rate as the printed summary writes it) and ciName. The axis reaches top (0: the
+// highest of the rates, the mean and the interval) and above.
+func runsPanel(rates []float64, mean float64, iv *Interval, whose, ciName string, colors func(i int) color.Color, top float64) (*gplot.Plot, gplot.Legend) {
+	top = max(top, runsTop(rates, mean, iv))
 	div, unit := rateUnit(top)
 	prec := 2
 	if top/div >= 10 {
@@ -38,6 +57,10 @@ func Runs(path string, rates []float64, mean float64, iv *Interval, title string
 	}
 	if top/div >= 100 {
 		prec = 0
+	}
+	if whose != "" {
+		// As the summary line writes its rates.
+		prec, whose = 2, whose+" "
 	}
 
 	n := len(rates)
@@ -47,9 +70,9 @@ func Runs(path string, rates []float64, mean float64, iv *Interval, title string
 	const half = 0.34
 	// The band first, so that the bars and the mean are drawn over it.
 	if iv != nil {
-		band := &bars{thumb: rgb(0xc6dbef), rects: []rect{{x0: 0.4, x1: float64(n) + 0.6, y0: iv.Low / div, y1: iv.High / div, fill: rgb(0xc6dbef)}}}
+		band := &bars{thumb: bandColor, rects: []rect{{x0: 0.4, x1: float64(n) + 0.6, y0: iv.Low / div, y1: iv.High / div, fill: bandColor}}}
 		p.Add(band)
-		lg.Add("confidence interval of the mean", band)
+		lg.Add(whose+ciName, band)
 	}
 	b := &bars{thumb: palette[0]}
 	var labels notes
@@ -57,22 +80,38 @@ func Runs(path string, rates []float64, mean float64, iv *Interval, title string
 	sty.XAlign, sty.YAlign = draw.XCenter, draw.YBottom
 	for i, v := range rates {
 		x := float64(i + 1)
-		b.rects = append(b.rects, rect{x0: x - half, x1: x + half, y0: 0, y1: v / div, fill: palette[0]})
+		c := palette[0]
+		if colors != nil {
+			c = colors(i)
+		}
+		b.rects = append(b.rects, rect{x0: x - half, x1: x + half, y0: 0, y1: v / div, fill: c})
 		if n <= 20 { // more labels than that would overlap
 			labels = append(labels, note{x: x, y: v / div, dy: vg.Points(2), text: fmt.Sprintf("%.*f", prec, v/div), sty: sty, box: true})
 		}
 	}
 	p.Add(b, labels)
-	lg.Add("each run", b)
-	m := hline{x0: 0.4, x1: float64(n) + 0.6, y: mean / div, sty: draw.LineStyle{Color: rgb(0xd62728), Width: vg.Points(1.6), Dashes: []vg.Length{vg.Points(5), vg.Points(3)}}}
+	if colors == nil {
+		lg.Add("each run", b)
+	}
+	m := hline{x0: 0.4, x1: float64(n) + 0.6, y: mean / div, sty: meanStyle()}
 	p.Add(m)
-	lg.Add(fmt.Sprintf("mean %s", fmtRate(mean)), vlines{sty: m.sty})
+	lg.Add(fmt.Sprintf("%smean %s", whose, report.SIRate(mean)), vlines{sty: m.sty})
 	p.X.Min, p.X.Max = 0.4, float64(n)+0.6
 	p.X.Tick.Marker = runTicks{n: n}
 	p.Y.Min, p.Y.Max = 0, top/div*1.15
+	return p, lg
+}
 
-	f := &figure{title: title, caption: caption, panels: []*panel{{p: p, legend: lg, weight: 1}}}
-	return f.save(path)
+// runsTop is the highest of rates, the mean and the interval.
+func runsTop(rates []float64, mean float64, iv *Interval) float64 {
+	top := mean
+	for _, v := range rates {
+		top = max(top, v)
+	}
+	if iv != nil {
+		top = max(top, iv.High)
+	}
+	return top
 }
 
 // runTicks labels every run 1..n on the x axis, so that no bar is left

@@ -534,18 +534,21 @@ func runClientTest(e *env, cfg control.Config, run *clientRun) int {
 	// Several runs: each as usual (in -J, collected into one document),
 	// then the spread of the receivers' throughput.
 	var docs []json.RawMessage
-	var last *control.Result
+	var results []*control.Result // one per value of the summary
 	rr, err := stats.Run(e.ctx, run.plan, func(i int) (float64, error) {
 		if !run.json && !run.csv {
 			fmt.Fprintf(out, "== run %d\n", i+1)
 		}
 		res, err := runClientOnce(e, cfg, run, out, lockedBase, &docs)
-		last = res
 		if err != nil {
 			return 0, err
 		}
+		results = append(results, res)
 		return res.ReceivedBitsPerSecond(), nil
 	})
+	// The summary line, printed and written under the plot word for word.
+	const whose = "receivers'"
+	line := whose + " throughput: " + rr.Summary.Line(report.SIRate)
 	switch {
 	case run.csv:
 		stats.WriteCSV(lockedBase, "client", "bits_per_second", rr)
@@ -557,7 +560,7 @@ func runClientTest(e *env, cfg control.Config, run *clientRun) int {
 			Repeat stats.Result      `json:"repeat"`
 		}{docs, rr})
 	default:
-		fmt.Fprintf(out, "\nblast: receivers' throughput: %s\n", rr.Summary.Line(report.SIRate))
+		fmt.Fprintf(out, "\nblast: %s\n", line)
 		if note := rr.Note(); note != "" {
 			fmt.Fprintf(out, "blast: %s\n", note)
 		}
@@ -569,7 +572,15 @@ func runClientTest(e *env, cfg control.Config, run *clientRun) int {
 		fmt.Fprintf(errOut, "blast client: run %d: %v\n", rr.Runs+1, err)
 		return exitFailure
 	}
-	return plotClient(errOut, run, last)
+	if run.plot == "" {
+		return exitOK
+	}
+	if err := plot.ClientRuns(run.plot, plot.Repeated{Runs: results, Values: rr.Values, Summary: rr.Summary,
+		Whose: whose, Line: line, Note: rr.Note()}); err != nil {
+		fmt.Fprintf(errOut, "blast client: --plot %s: %v\n", run.plot, err)
+		return exitFailure
+	}
+	return exitOK
 }
 
 // runClientOnce runs one test and writes its output: iperf3's text, its
@@ -625,7 +636,7 @@ func runClientOnce(e *env, cfg control.Config, run *clientRun, out, base io.Writ
 	return res, err
 }
 
-// plotClient draws the (last) run into --plot's file.
+// plotClient draws a single run into --plot's file.
 func plotClient(errOut io.Writer, run *clientRun, res *control.Result) int {
 	if run.plot == "" || res == nil {
 		return exitOK

@@ -126,7 +126,7 @@ func TestLabConfidence(t *testing.T) {
 }
 
 // --repeat N in text: each run's report, then one summary line; --plot
-// draws the last run.
+// draws every run (TestClientRepeatPlotEveryRun checks what).
 func TestLabRepeatText(t *testing.T) {
 	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	port := strconv.Itoa(testkit.FreePort(t))
