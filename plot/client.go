@@ -170,7 +170,7 @@ func (intTicks) Ticks(lo, hi float64) []gplot.Tick {
 	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
 		ticks = append(ticks, gplot.Tick{Value: v, Label: formatNum(v)})
 	}
-	return ticks
+	return oneNotation(ticks)
 }
 
 // unlabelled keeps an axis's tick marks and drops their labels.

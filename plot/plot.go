@@ -404,7 +404,7 @@ type niceTicks struct{}
 
 func (niceTicks) Ticks(lo, hi float64) []gplot.Tick {
 	if !(hi > lo) {
-		return []gplot.Tick{{Value: lo, Label: formatNum(lo)}}
+		return oneNotation([]gplot.Tick{{Value: lo, Label: formatNum(lo)}})
 	}
 	step := niceStep((hi - lo) / 5)
 	var ticks []gplot.Tick
@@ -424,7 +424,7 @@ func (niceTicks) Ticks(lo, hi float64) []gplot.Tick {
 			ticks = append(ticks, gplot.Tick{Value: v})
 		}
 	}
-	return ticks
+	return oneNotation(ticks)
 }
 
 // niceStep rounds x up to 1, 2, 2.5 or 5 times a power of ten.
@@ -465,7 +465,7 @@ func (logTicks) Ticks(lo, hi float64) []gplot.Tick {
 			ticks = append(ticks, t)
 		}
 	}
-	return ticks
+	return oneNotation(ticks)
 }
 
 // powTicks labels a linear axis of log10 values with the values, as
@@ -480,16 +480,68 @@ func (powTicks) Ticks(lo, hi float64) []gplot.Tick {
 	return t
 }
 
-// formatNum prints a tick value with as few digits as it needs.
-func formatNum(v float64) string {
+// formatNum prints a tick value with as few digits as it needs, plain
+// (oneNotation then picks one notation for the whole axis).
+func formatNum(v float64) string { return plainNum(v) }
+
+// plainNum is v in plain decimals, as few as it needs: "0.25", "100000".
+// Ten figures at most, so that a sum's rounding (0.30000000000000004)
+// does not show.
+func plainNum(v float64) string {
 	if v == 0 {
 		return "0"
 	}
-	s := strconv.FormatFloat(v, 'f', -1, 64)
-	if a := math.Abs(v); a >= 1e6 || a < 1e-3 || len(s) > 8 {
-		s = strconv.FormatFloat(v, 'g', 4, 64)
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 10, 64), 64)
+	return strconv.FormatFloat(r, 'f', -1, 64)
+}
+
+// siPrefixes are the SI prefixes siNum writes, by power of a thousand
+// from 10^-9.
+var siPrefixes = []string{"n", "µ", "m", "", "k", "M", "G", "T", "P"}
+
+// siNum is v with an SI prefix, its figures plain: "500", "100k", "1.5M",
+// "20m".
+func siNum(v float64) string {
+	if v == 0 {
+		return "0"
 	}
-	return s
+	e := int(math.Floor(math.Log10(math.Abs(v))/3+1e-9)) * 3
+	e = min(max(e, -9), 15)
+	m := v / math.Pow10(e)
+	if math.Abs(m) >= 1000*(1-1e-9) && e < 15 { // rounding: 999.9999999k is 1M
+		e += 3
+		m = v / math.Pow10(e)
+	}
+	return plainNum(m) + siPrefixes[e/3+3]
+}
+
+// oneNotation labels an axis's labelled ticks in one notation, chosen for
+// the axis, not for each tick: plain decimals when every labelled value
+// reads so in at most eight characters and lies from 0.001 to below a
+// million ("0.25", "50", "100000"), else SI prefixes on all of them ("1",
+// "10k", "100k", "1M"). An axis never mixes "1e+06" with "100000".
+// Unlabelled (minor) ticks stay unlabelled.
+func oneNotation(ticks []gplot.Tick) []gplot.Tick {
+	plain := true
+	for _, t := range ticks {
+		if t.Label == "" || t.Value == 0 {
+			continue
+		}
+		a := math.Abs(t.Value)
+		if a >= 1e6 || a < 1e-3 || len(plainNum(t.Value)) > 8 {
+			plain = false
+		}
+	}
+	for i, t := range ticks {
+		switch {
+		case t.Label == "":
+		case plain:
+			ticks[i].Label = plainNum(t.Value)
+		default:
+			ticks[i].Label = siNum(t.Value)
+		}
+	}
+	return ticks
 }
 
 // rateUnit is the unit a throughput axis up to maxBps reads best in.
