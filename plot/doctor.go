@@ -41,9 +41,13 @@ func Doctor(path string, rep *doctor.Report) error {
 	if len(tests) == 0 {
 		return fmt.Errorf("plot %s: the doctor run measured no rate to draw", path)
 	}
-	div, unit := rateUnit(top)
+	var rates []float64
+	for _, t := range tests {
+		rates = append(rates, t.Bps, t.RateBps)
+	}
+	sc, ylabel := rateScale(rates)
 
-	p := gridPlot("", "throughput ("+unit+")", false, true)
+	p := gridPlot("", ylabel, false, true)
 	names := make([]string, len(tests))
 	b := &bars{thumb: palette[0]}
 	var labels notes
@@ -55,16 +59,16 @@ func Doctor(path string, rep *doctor.Report) error {
 	const half = 0.3
 	for i, t := range tests {
 		names[i] = t.Name
-		x, v := float64(i), t.Bps/div
+		x, v := float64(i), sc.at(t.Bps)
 		c := palette[0]
 		if strings.HasPrefix(t.Name, "udp") {
 			c = palette[1]
 		}
-		b.rects = append(b.rects, rect{x0: x - half, x1: x + half, y0: 0, y1: v, fill: c})
+		b.rects = append(b.rects, rect{x0: x - half, x1: x + half, y0: sc.base(), y1: v, fill: c})
 		above := v // where the labels start
 		if t.RateBps > 0 {
 			// The UDP test's target, a dark line across the bar.
-			r := t.RateBps / div
+			r := sc.at(t.RateBps)
 			targets = append(targets, rect{x0: x - half*1.15, x1: x + half*1.15, y0: r, y1: r, fill: black})
 			above = max(above, r)
 		}
@@ -94,9 +98,8 @@ func Doctor(path string, rep *doctor.Report) error {
 	p.NominalX(names...)
 	p.X.Tick.Label.Font = textStyle(sans, labelSize, black).Font
 	p.X.Min, p.X.Max = -0.6, float64(len(tests))-0.4
-	p.Y.Min = 0
 	// Room above the tallest bar for its label lines.
-	p.Y.Max = top / div * 1.25
+	sc.fit(&p.Y, top, 1.25)
 
 	host := rep.Host
 	if rep.Port != 0 && rep.Port != 5201 {
@@ -114,6 +117,9 @@ func Doctor(path string, rep *doctor.Report) error {
 	}
 	if len(targets) > 0 {
 		more = append(more, "dashed line: the UDP test's target rate")
+	}
+	if sc.log {
+		more = append(more, fmt.Sprintf("the rate axis is logarithmic: the rates span more than %dx", maxLinearSpan))
 	}
 	if len(more) > 0 {
 		caption = append(caption, sentence(more...))

@@ -693,3 +693,79 @@ var (
 	_ gplot.DataRanger  = errBars{}
 	_ gplot.Plotter     = hline{}
 )
+
+// maxLinearSpan is how many times the largest positive value of a bar
+// chart's axis may be the smallest on a linear axis; past it the axis is
+// logarithmic, so that a 95 Mbit/s bar stays a bar beside 12.9 Gbit/s.
+const maxLinearSpan = 30
+
+// axisScale places a bar chart's values on its value axis: linear from
+// 0, in units of div, or log10 of the values (in units of div, the axis
+// labelled with the values by powTicks), the bars standing on a floor at
+// least half a decade below the smallest.
+type axisScale struct {
+	log   bool
+	div   float64
+	floor float64 // log: the bars' base, a log10
+}
+
+// newScale is the scale for vals: logarithmic when their positive values
+// span more than maxLinearSpan times. A linear axis is in units of div,
+// a logarithmic one in units of logDiv.
+func newScale(vals []float64, div, logDiv float64) axisScale {
+	lo, hi := math.Inf(1), 0.0
+	for _, v := range vals {
+		if v > 0 {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	if hi > 0 && hi/lo > maxLinearSpan {
+		return axisScale{log: true, div: logDiv, floor: math.Floor(math.Log10(lo/logDiv) - 0.5)}
+	}
+	return axisScale{div: div}
+}
+
+// at is where v sits on the axis.
+func (s axisScale) at(v float64) float64 {
+	if !s.log {
+		return v / s.div
+	}
+	if v <= 0 {
+		return s.floor
+	}
+	return max(math.Log10(v/s.div), s.floor)
+}
+
+// base is where the bars start: 0, or the log axis's floor.
+func (s axisScale) base() float64 {
+	if s.log {
+		return s.floor
+	}
+	return 0
+}
+
+// fit gives a the range from the base to top with room (top at 1/room of
+// the axis's length, the rest for labels) and, on a log scale, its ticks.
+func (s axisScale) fit(a *gplot.Axis, top, room float64) {
+	a.Min = s.base()
+	a.Max = s.base() + max(s.at(top)-s.base(), 1e-9)*room
+	if s.log {
+		a.Tick.Marker = powTicks{}
+	}
+}
+
+// rateScale is the scale of a throughput axis for rates (bit/s) and its
+// label: linear in the unit the largest reads best in, or logarithmic in
+// bit/s with SI ticks (100M, 1G, 10G).
+func rateScale(rates []float64) (axisScale, string) {
+	top := 0.0
+	for _, v := range rates {
+		top = max(top, v)
+	}
+	div, unit := rateUnit(top)
+	s := newScale(rates, div, 1)
+	if s.log {
+		return s, "throughput (bit/s, log scale)"
+	}
+	return s, "throughput (" + unit + ")"
+}
