@@ -113,7 +113,7 @@ type iperf3Doc struct {
 // iperf3's server sees exactly that.
 func TestClientBindCPort(t *testing.T) {
 	port, wait := iperf3ServerArgs(t, "127.0.0.1")
-	cport := testkit.FreePort(t)
+	cport := testkit.FreePorts(t, 2)
 	var ctrlLocal netip.AddrPort
 	hookConnected(t, func(cl *client) { ctrlLocal = netip.MustParseAddrPort(cl.ctrl.LocalAddr().String()) })
 	r, err := runClientErr(t, Config{Port: port, Duration: time.Second, Parallel: 2,

@@ -6,6 +6,8 @@ package testkit
 import (
 	"bytes"
 	"encoding/csv"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"strings"
@@ -23,6 +25,37 @@ func FreePort(tb testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// FreePorts returns the first of n consecutive TCP ports that were free
+// on every address a moment ago. They are drawn below the kernel's
+// ephemeral range (net.ipv4.ip_local_port_range, 32768 and up by
+// default), so the connections of tests running beside this one, whose
+// ports the kernel picks from that range, cannot take the ones after the
+// first (FreePort's neighbours can be anyone's).
+func FreePorts(tb testing.TB, n int) int {
+	tb.Helper()
+	for try := 0; try < 100; try++ {
+		first := 20000 + rand.IntN(12000-n)
+		var lns []net.Listener
+		ok := true
+		for p := first; p < first+n; p++ {
+			ln, err := net.Listen("tcp", fmt.Sprintf(":%d", p))
+			if err != nil {
+				ok = false
+				break
+			}
+			lns = append(lns, ln)
+		}
+		for _, ln := range lns {
+			ln.Close()
+		}
+		if ok {
+			return first
+		}
+	}
+	tb.Fatalf("no %d consecutive free ports in 20000-31999", n)
+	return 0
 }
 
 // SyncBuffer is a bytes.Buffer several goroutines may write to and read.
