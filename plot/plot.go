@@ -181,16 +181,24 @@ func (f *figure) save(path string) error {
 			return fmt.Errorf("plot: encode %s: %w", path, err)
 		}
 	case "svg":
-		c := vgsvg.New(w, h)
+		// The text as glyph outlines, the same in every viewer (see
+		// outlineCanvas).
+		c := &outlineCanvas{Canvas: vgsvg.New(w, h)}
 		f.draw(draw.New(c))
 		if _, err := c.WriteTo(&buf); err != nil {
 			return fmt.Errorf("plot: encode %s: %w", path, err)
 		}
+		out, err := c.finish(buf.Bytes())
+		if err != nil {
+			return fmt.Errorf("plot: encode %s: %w", path, err)
+		}
+		buf.Reset()
+		buf.Write(out)
 	}
 	out := buf.Bytes()
 	if ext == "svg" {
-		// Fallbacks for viewers without the Liberation fonts (Liberation
-		// Sans has Arial's metrics).
+		// The invisible copies of the texts in whatever sans-serif font
+		// the viewer has: textLength holds them to the outlines' widths.
 		out = bytes.ReplaceAll(out, []byte("font-family:Liberation Sans;"),
 			[]byte("font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"))
 	}
