@@ -68,9 +68,11 @@ func ClientRuns(path string, rep Repeated) error {
 	series := make([]plotter.XYs, n)
 	end := 0.0
 	for i, r := range rep.Runs {
-		series[i] = runSum(r)
+		var e float64
+		series[i], e = runSum(r)
+		end = max(end, e)
 		for _, p := range series[i] {
-			end, top = max(end, p.X), max(top, p.Y)
+			top = max(top, p.Y)
 		}
 	}
 	ciName := stats.LevelPercent(rep.Summary.Level) + " CI of the mean"
@@ -148,11 +150,11 @@ func ClientRuns(path string, rep Repeated) error {
 
 // runSum is a run's throughput over time: this side's bytes on all its
 // streams (both directions), summed per interval, at each interval's
-// middle, in bit/s. Omitted intervals are left out.
-func runSum(r *control.Result) plotter.XYs {
-	var xy plotter.XYs
+// middle, in bit/s; and the end of its last interval. Omitted intervals
+// are left out.
+func runSum(r *control.Result) (xy plotter.XYs, last float64) {
 	if r == nil {
-		return nil
+		return nil, 0
 	}
 	for _, iv := range r.Intervals {
 		if iv == nil || iv.Omitted {
@@ -172,9 +174,10 @@ func runSum(r *control.Result) plotter.XYs {
 		}
 		if seen && end > start {
 			xy = append(xy, plotter.XY{X: (start + end) / 2, Y: 8 * float64(bytes) / (end - start)})
+			last = max(last, end)
 		}
 	}
-	return xy
+	return xy, last
 }
 
 // sideWhose says whose bytes a result's intervals count: this side's,

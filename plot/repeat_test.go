@@ -133,6 +133,10 @@ func TestClientRunsEveryRun(t *testing.T) {
 			t.Errorf("%d runs: the interval is not in the legend", n)
 		}
 	}
+	// The time axis reaches the last interval's end, not its middle.
+	if xy, end := runSum(rep.Runs[0]); len(xy) != 10 || end != 10 || xy[9].X != 9.5 {
+		t.Errorf("runSum: %d points, the last at %v, end %v; want 10, 9.5, 10", len(xy), xy[len(xy)-1].X, end)
+	}
 	if err := ClientRuns(filepath.Join(t.TempDir(), "x.svg"), Repeated{Runs: rep.Runs, Values: rep.Values[:1]}); err == nil {
 		t.Error("a value short of the runs: no error")
 	}
