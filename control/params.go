@@ -137,8 +137,19 @@ type BlastParams struct {
 	Verify bool `json:"verify,omitempty"`
 }
 
-// Validate checks p the way iperf3's server does and returns the iperf3
-// error number to send back with SERVER_ERROR, or 0.
+// The iperf3 error numbers the parameter checks send (iperf_api.h).
+const (
+	iperfRecvParams = 114 // IERECVPARAMS: a value iperf3 refuses without a number of its own
+	iperfSetFlow    = 127 // IESETFLOW
+	iperfAffinity   = 132 // IEAFFINITY
+)
+
+// Validate checks every field of p the way iperf3's server does
+// (get_parameters, 3.17 and later; 3.12 checks none) or stricter, and
+// returns the iperf3 error number to send back with SERVER_ERROR, or 0.
+// Stricter than iperf3: upper bounds on the rate, the byte and block
+// counts' product, the pacing timer and the GSO and GRO sizes iperf3
+// takes unbounded.
 func (p *Params) Validate() (ierrno int32, err error) {
 	switch {
 	case bool(p.SCTP):
@@ -147,10 +158,12 @@ func (p *Params) Validate() (ierrno int32, err error) {
 		return 131, fmt.Errorf("the parameters ask for both TCP and UDP: choose one")
 	case bool(p.UDP) && p.Len != 0 && (p.Len < MinUDPBlock || p.Len > MaxUDPBlock):
 		return 20, fmt.Errorf("UDP block size %d: must be %d to %d", p.Len, MinUDPBlock, MaxUDPBlock)
-	case p.Bandwidth < 0 || float64(p.Bandwidth) > MaxRate || p.FQRate < 0 || float64(p.FQRate) > MaxRate:
+	case p.Bandwidth < 0 || p.FQRate < 0:
+		return iperfRecvParams, fmt.Errorf("bitrate %d or fq-rate %d: must not be negative", p.Bandwidth, p.FQRate)
+	case float64(p.Bandwidth) > MaxRate || float64(p.FQRate) > MaxRate:
 		return 27, fmt.Errorf("bitrate %d or fq-rate %d: must be 0 to 10T", p.Bandwidth, p.FQRate)
 	case p.Burst < 0 || p.Burst > MaxBurst:
-		return 15, fmt.Errorf("burst %d: must be 0 to %d", p.Burst, MaxBurst)
+		return 15, fmt.Errorf("burst %d: must be 1 to %d", p.Burst, MaxBurst)
 	case p.Parallel < 1 || p.Parallel > MaxStreams:
 		return 6, fmt.Errorf("parallel streams %d: must be 1 to %d", p.Parallel, MaxStreams)
 	case p.Time < 0 || p.Time > MaxTime:
@@ -164,15 +177,47 @@ func (p *Params) Validate() (ierrno int32, err error) {
 	case p.Window < 0 || p.Window > 512<<20:
 		return 8, fmt.Errorf("window %d: must be at most 512 MiB", p.Window)
 	case p.Num < 0 || p.BlockCount < 0:
-		return 16, fmt.Errorf("byte or block count must not be negative")
+		return iperfRecvParams, fmt.Errorf("byte count %d or block count %d: must not be negative", p.Num, p.BlockCount)
 	case p.BlockCount > 0 && int64(p.BlockCount) > math.MaxInt64/int64(p.blockLen()):
 		return 16, fmt.Errorf("block count %d of %d bytes: the byte count overflows (at most %d blocks)", p.BlockCount, p.blockLen(), math.MaxInt64/int64(p.blockLen()))
 	case bool(p.Reverse && p.Bidirectional):
 		return 25, fmt.Errorf("a test cannot be both reverse and bidirectional")
 	case p.TOS < 0 || p.TOS > 255:
 		return 21, fmt.Errorf("TOS %d: must be 0 to 255", p.TOS)
+	case p.FlowLabel < 0 || p.FlowLabel > engine.MaxFlowLabel:
+		return iperfSetFlow, fmt.Errorf("flow label %d: must be 1 to %#x (20 bits)", p.FlowLabel, engine.MaxFlowLabel)
+	case p.ServerAffinity != nil && (*p.ServerAffinity < 0 || *p.ServerAffinity > MaxServerAffinity):
+		return iperfAffinity, fmt.Errorf("server affinity %d: the CPU must be 0 to %d", *p.ServerAffinity, MaxServerAffinity)
+	case p.PacingTimer < 0 || p.PacingTimer > math.MaxInt32:
+		return iperfRecvParams, fmt.Errorf("pacing timer %d us: must be 0 to %d", p.PacingTimer, math.MaxInt32)
+	case p.GSO < 0 || p.GSO > 1 || p.GRO < 0 || p.GRO > 1:
+		return iperfRecvParams, fmt.Errorf("gso %d or gro %d: must be 0 or 1", p.GSO, p.GRO)
+	case p.GSODgSize < 0 || p.GSODgSize > MaxUDPBlock || p.GSOBfSize < 0 || p.GSOBfSize > MaxUDPBlock || p.GROBfSize < 0 || p.GROBfSize > MaxUDPBlock:
+		return iperfRecvParams, fmt.Errorf("gso_dg_size %d, gso_bf_size %d or gro_bf_size %d: must be 0 to %d", p.GSODgSize, p.GSOBfSize, p.GROBfSize, MaxUDPBlock)
 	}
 	return 0, nil
+}
+
+// validateFrame checks what Validate cannot see in p: a key iperf3
+// refuses when it is there with a value blast's zero value would read as
+// absent (burst, flowlabel and parallel of 0), then p itself.
+func (p *Params) validateFrame(b []byte) (ierrno int32, err error) {
+	var present struct {
+		Parallel  *Int `json:"parallel"`
+		Burst     *Int `json:"burst"`
+		FlowLabel *Int `json:"flowlabel"`
+	}
+	if json.Unmarshal(b, &present) == nil {
+		switch {
+		case present.Parallel != nil && *present.Parallel < 1:
+			return 6, fmt.Errorf("parallel streams %d: must be 1 to %d", *present.Parallel, MaxStreams)
+		case present.Burst != nil && *present.Burst < 1:
+			return 15, fmt.Errorf("burst %d: must be 1 to %d", *present.Burst, MaxBurst)
+		case present.FlowLabel != nil && *present.FlowLabel < 1:
+			return iperfSetFlow, fmt.Errorf("flow label %d: must be 1 to %#x (20 bits)", *present.FlowLabel, engine.MaxFlowLabel)
+		}
+	}
+	return p.Validate()
 }
 
 // blockLen is the block size the parameters ask for.
@@ -279,6 +324,9 @@ type BlastStream struct {
 	Verify *verify.Counts `json:"verify,omitempty"`
 	// TCP is the TCP_INFO summary of a stream this side sent on.
 	TCP *TCPSummary `json:"tcp,omitempty"`
+	// Drained is what this side received after the test's end
+	// (StreamResult.Drained).
+	Drained *Drained `json:"drained,omitempty"`
 }
 
 // TCPSummary is what the path rules need of a sending stream's TCP_INFO

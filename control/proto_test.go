@@ -195,7 +195,8 @@ func TestParamsValidate(t *testing.T) {
 		{"udp block too small", Params{UDP: true, Parallel: 1, Len: 15}, 20},
 		{"udp block too large", Params{UDP: true, Parallel: 1, Len: 65508}, 20},
 		{"burst", Params{UDP: true, Parallel: 1, Burst: 1001}, 15},
-		{"negative bitrate", Params{UDP: true, Parallel: 1, Bandwidth: -1}, 27},
+		{"negative bitrate", Params{UDP: true, Parallel: 1, Bandwidth: -1}, 114}, // IERECVPARAMS, as iperf3 3.17+
+		{"bitrate over 10T", Params{UDP: true, Parallel: 1, Bandwidth: 2e13}, 27},
 		{"too many streams", Params{TCP: true, Parallel: 129}, 6},
 		{"no streams", Params{TCP: true, Parallel: 0}, 6},
 		{"too long", Params{TCP: true, Parallel: 1, Time: MaxTime + 1}, 5},

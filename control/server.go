@@ -625,7 +625,7 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 		p.Parallel = 1
 	}
 	res.Params = *p
-	if code, err := p.Validate(); err != nil {
+	if code, err := p.validateFrame(b); err != nil {
 		return t.refuse(code, fmt.Errorf("parameters refused: %w", err))
 	}
 	if err := s.cfg.Auth.Check(p.AuthToken, s.clk.Now()); err != nil {
