@@ -129,11 +129,14 @@ type Row struct {
 	RxSyscalls  int64    `json:"rx_syscalls,omitempty"`
 	Notes       []string `json:"notes,omitempty"`
 	// TxFacts and RxFacts are each end's backend facts (engine.Facts).
-	TxFacts     map[string]int64 `json:"tx_facts,omitempty"`
-	RxFacts     map[string]int64 `json:"rx_facts,omitempty"`
-	SentBytes   int64            `json:"bytes_sent"`
-	SentDgrams  int64            `json:"datagrams_sent,omitempty"`
-	LostPercent float64          `json:"lost_percent,omitempty"`
+	TxFacts   map[string]int64 `json:"tx_facts,omitempty"`
+	RxFacts   map[string]int64 `json:"rx_facts,omitempty"`
+	SentBytes int64            `json:"bytes_sent"`
+	// Drained is what the receiver read after a time-limited test's end
+	// (the tail that was on its way): in none of Bytes and the rate.
+	Drained     int64   `json:"bytes_drained,omitempty"`
+	SentDgrams  int64   `json:"datagrams_sent,omitempty"`
+	LostPercent float64 `json:"lost_percent,omitempty"`
 	// LocalEnd is, in the HOST form, the end this host ran: "tx" or "rx"
 	// (the other ran on the server). CPU is then each end's whole process.
 	// Empty in lab mode, where both ends are threads of this process.

@@ -127,12 +127,18 @@ func fillHostRow(row *Row, c Case, res *control.Result) {
 		}
 		tx, rx = engine.Add(tx, local), engine.Add(rx, peer)
 		tf, rf = engine.SumFacts(tf, lf), engine.SumFacts(rf, pf)
-		sb, _ := st.SentBytes()
 		rb, rs := st.ReceivedBytes()
-		row.SentBytes += max(sb, 0)
 		row.Bytes += max(rb, 0)
 		secs = max(secs, rs)
+		if d := st.Drained; !st.Sender && d != nil {
+			row.Drained += d.Bytes
+		} else if d := st.PeerDrained; st.Sender && d != nil {
+			row.Drained += d.Bytes
+		}
 	}
+	// What the sender wrote: the calls compared are its writes (a TCP
+	// sender's own count is what was acknowledged in the test's time).
+	row.SentBytes = tx.Bytes
 	row.TxCPU, row.RxCPU = localCPU, remoteCPU
 	txName, rxName := res.Backend, res.RemoteBackend
 	if !localSends {

@@ -155,8 +155,11 @@ func TestHost(t *testing.T) {
 		}
 		// The receiver ran on the server: its figures came back in the
 		// blast extensions.
-		if !accounts(r.RxCalls, r.RxPerCall, r.Bytes) {
-			t.Errorf("%s: the server's %d calls of %.0f bytes do not account for %d bytes", r.Case, r.RxCalls, r.RxPerCall, r.Bytes)
+		if r.Bytes+r.Drained != r.SentBytes {
+			t.Errorf("%s: %d bytes received in the test and %d after it, of %d sent", r.Case, r.Bytes, r.Drained, r.SentBytes)
+		}
+		if !accounts(r.RxCalls, r.RxPerCall, r.Bytes+r.Drained) {
+			t.Errorf("%s: the server's %d calls of %.0f bytes do not account for %d bytes", r.Case, r.RxCalls, r.RxPerCall, r.Bytes+r.Drained)
 		}
 		if r.RxCPU.Total() <= 0 || r.TxCPU.Total() <= 0 {
 			t.Errorf("%s: CPU tx %+v rx %+v: both ends used some", r.Case, r.TxCPU, r.RxCPU)
@@ -210,8 +213,8 @@ func TestHostReverse(t *testing.T) {
 			t.Errorf("%s: %s", r.Case, r.Error)
 		case r.Case != c.Name() || r.LocalEnd != "rx":
 			t.Errorf("row %q local_end %q, want %q rx", r.Case, r.LocalEnd, c.Name())
-		case r.Bytes <= 0 || r.Rx.Bytes != r.Bytes:
-			t.Errorf("%s: %d bytes received, this host counted %d", r.Case, r.Bytes, r.Rx.Bytes)
+		case r.Bytes <= 0 || r.Rx.Bytes != r.Bytes+r.Drained:
+			t.Errorf("%s: %d bytes received in the test and %d after it, this host counted %d", r.Case, r.Bytes, r.Drained, r.Rx.Bytes)
 		case r.Tx.Bytes != r.SentBytes || r.TxCalls <= 0 || r.TxCPU.Total() <= 0:
 			t.Errorf("%s: the server's (the sender's) figures are missing: %+v cpu %+v", r.Case, r.Tx, r.TxCPU)
 		case c.Tx == "sendfile" && r.TxFacts[engine.FactBytesNotCopied] != r.SentBytes:

@@ -666,7 +666,6 @@ func (cl *client) running(ctx context.Context, cpu cpuMeter) (*Result, error) {
 	dataCtx, cancelData := context.WithCancel(context.Background())
 	defer cancelData()
 	if limit == 0 && cfg.Duration > 0 {
-		sess.endAt = time.Now().Add(cfg.Omit + cfg.Duration)
 		sess.sendFor = cfg.Omit + cfg.Duration
 	}
 	sess.run(dataCtx, res.Params.blockLen(), senderLimit(limit))

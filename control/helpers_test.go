@@ -310,6 +310,9 @@ func runClient(t *testing.T, cfg Config) *Result {
 type sums struct {
 	upSent, upRecv, downSent, downRecv int64
 	upStreams, downStreams             int
+	// upDrained and downDrained: what the receivers got after a timed
+	// test's end (StreamResult.Drained, or the peer's).
+	upDrained, downDrained int64
 }
 
 func sumsOf(r *Result) sums {
@@ -317,13 +320,21 @@ func sumsOf(r *Result) sums {
 	for _, st := range r.Streams {
 		sb, _ := st.SentBytes()
 		rb, _ := st.ReceivedBytes()
+		var dr int64
+		if d := st.Drained; !st.Sender && d != nil {
+			dr = d.Bytes
+		} else if d := st.PeerDrained; st.Sender && d != nil {
+			dr = d.Bytes
+		}
 		if r.upstream(st.Sender) {
 			s.upSent += sb
 			s.upRecv += rb
+			s.upDrained += dr
 			s.upStreams++
 		} else {
 			s.downSent += sb
 			s.downRecv += rb
+			s.downDrained += dr
 			s.downStreams++
 		}
 	}

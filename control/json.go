@@ -258,6 +258,10 @@ type jsonEndStreamB struct {
 	// found with --verify (StreamResult.Verify, PeerVerify).
 	Verify     *verify.Counts `json:"verify,omitempty"`
 	PeerVerify *verify.Counts `json:"peer_verify,omitempty"`
+	// Drained and PeerDrained are what the receiver here and at the
+	// peer got after a time-limited test's end (StreamResult.Drained).
+	Drained     *Drained `json:"drained,omitempty"`
+	PeerDrained *Drained `json:"peer_drained,omitempty"`
 }
 
 func i64(v int64) *int64 { return &v }
@@ -418,7 +422,7 @@ func jsonEndOf(r *Result) *jsonEnd {
 		Findings: r.Findings, Path: r.Path, RemotePath: r.RemotePath}
 	for _, st := range r.Streams {
 		jb := jsonEndStreamB{ID: st.ID, Socket: st.Socket, Sender: st.Sender, IO: st.IO, PeerIO: st.PeerIO, PeerFacts: st.PeerFacts, UDP: st.UDP, PeerUDP: st.PeerUDP,
-			Verify: st.Verify, PeerVerify: st.PeerVerify}
+			Verify: st.Verify, PeerVerify: st.PeerVerify, Drained: st.Drained, PeerDrained: st.PeerDrained}
 		if len(st.Facts.Counts) > 0 || len(st.Facts.Notes) > 0 {
 			f := st.Facts
 			jb.Facts = &f

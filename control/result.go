@@ -195,6 +195,46 @@ type StreamResult struct {
 	// Verify is what this side's receiver found on the stream with
 	// --verify; PeerVerify what the peer's did (nil: not checked there).
 	Verify, PeerVerify *verify.Counts
+	// Drained is what this side received after a time-limited test's end
+	// (nil: nothing): bytes still queued on the path when the senders
+	// stopped. They are in none of the stream's figures (Bytes, the
+	// intervals), which cover the test's time only. PeerDrained is the
+	// peer's, if it is blast.
+	Drained, PeerDrained *Drained
+}
+
+// drained sums what the receivers of the streams this side sends on
+// (sender) or receives on got after the test's end: this side's counts
+// or the peer's. Nil when nothing came after the end, or it is not known.
+func (r *Result) drained(sender bool) *Drained {
+	var sum *Drained
+	for _, st := range r.Streams {
+		if st.Sender != sender {
+			continue
+		}
+		d := st.Drained
+		if st.Sender {
+			d = st.PeerDrained
+		}
+		if d == nil {
+			continue
+		}
+		if sum == nil {
+			sum = &Drained{}
+		}
+		sum.Bytes += d.Bytes
+		sum.Datagrams += d.Datagrams
+		sum.Seconds = max(sum.Seconds, d.Seconds)
+	}
+	return sum
+}
+
+// Drained is what a receiver read after the test's end: Bytes (Datagrams
+// on UDP) over the Seconds from the end to the last of them.
+type Drained struct {
+	Bytes     int64   `json:"bytes"`
+	Datagrams int64   `json:"datagrams,omitempty"`
+	Seconds   float64 `json:"seconds"`
 }
 
 // SentBytes and ReceivedBytes give the sender's and receiver's view of the

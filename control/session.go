@@ -52,6 +52,16 @@ type stream struct {
 	sumRTT, nRTT                   int64
 	pmtu, mss, acked               int64
 	udpBase, lastUDP               UDPStats
+	// endSnap and endUDP are the counts at the end sample (session.ended).
+	endSnap engine.Sample
+	endUDP  UDPStats
+	// byAck: this TCP sender of a time-limited test counts the bytes the
+	// receiver acknowledged (TCP_INFO's bytes_acked, from ackBase on),
+	// not those written: a write only fills the socket buffer, which
+	// holds seconds of a slow link, and a rate of bytes written would
+	// run above the link's. ackCount is the count at the last sample.
+	byAck             bool
+	ackBase, ackCount int64
 }
 
 func newStream(id int, c *engine.Socket, sender bool) *stream {
@@ -155,6 +165,14 @@ type session struct {
 	// recvEnd is when the receivers got a byte-count test's count (zero:
 	// at the end).
 	recvEnd atomicTime
+	// ended: the ticker took the end sample of a time-limited test at
+	// endTime (endAt, or as soon after it as the host ran the ticker).
+	// The test's figures are the streams' counts then (endSnap, endUDP):
+	// a receiver's window ends when the test does, and what arrives after
+	// it (a queue on the path draining) is reported apart, never folded
+	// into the last interval.
+	ended   bool
+	endTime time.Time
 
 	mu       sync.Mutex
 	t0       time.Time // data started
@@ -212,6 +230,12 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 	s.mu.Lock()
 	s.t0, s.start, s.lastTick = now, now, now
 	s.omitting = s.omit > 0
+	if s.sendFor > 0 {
+		// A time-limited test ends sendFor after its data started, on
+		// this side's clock: its senders stop then, and the ticker
+		// takes the counts that are the test's.
+		s.endAt = now.Add(s.sendFor)
+	}
 	s.sampleHost(true)
 	s.mu.Unlock()
 
@@ -219,6 +243,9 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 	for _, st := range s.streams {
 		if st.sender {
 			senders++
+			if ti, ok := readTCPInfo(st.sock); ok && s.sendFor > 0 && !s.udp {
+				st.byAck, st.ackBase = true, ti.BytesAcked
+			}
 		}
 	}
 	si := 0
@@ -371,23 +398,13 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// ticker reports intervals and ends the omit period.
+// ticker reports intervals, ends the omit period and takes a
+// time-limited test's end sample.
 func (s *session) ticker() {
 	defer close(s.tickDone)
 	for {
 		s.mu.Lock()
-		var next time.Time
-		if s.interval > 0 {
-			next = s.lastTick.Add(s.interval)
-		}
-		if s.omitting {
-			if oe := s.t0.Add(s.omit); next.IsZero() || oe.Before(next) {
-				next = oe
-			}
-		}
-		if !s.endAt.IsZero() && !next.IsZero() && next.After(s.endAt.Add(-s.interval/10)) && !s.omitting {
-			next = time.Time{}
-		}
+		next, end := s.nextTickLocked()
 		s.mu.Unlock()
 		if next.IsZero() {
 			<-s.tickStop
@@ -400,14 +417,91 @@ func (s *session) ticker() {
 			return
 		case now := <-t.C:
 			s.mu.Lock()
-			if s.omitting && !now.Before(s.t0.Add(s.omit)) {
+			switch {
+			case s.omitting && !now.Before(s.t0.Add(s.omit)):
 				s.sampleLocked(now, false)
 				s.endOmitLocked(now)
-			} else {
+			case end:
+				s.mu.Unlock()
+				s.endSample()
+				s.mu.Lock()
+			case s.nearEndLocked(now):
+				// A tick the host ran this late, within a tenth
+				// of an interval of the end: the end sample
+				// closes this interval, not a sliver after it.
+			default:
 				s.sampleLocked(now, false)
 			}
 			s.mu.Unlock()
 		}
+	}
+}
+
+// nextTickLocked is when the ticker wakes next (zero: never again) and
+// whether that is the test's end. An interval that would close within a
+// tenth of an interval of the end is not closed: the end closes it.
+func (s *session) nextTickLocked() (next time.Time, end bool) {
+	if s.ended || s.finished {
+		return time.Time{}, false
+	}
+	if s.interval > 0 {
+		next = s.lastTick.Add(s.interval)
+	}
+	if s.omitting {
+		if oe := s.t0.Add(s.omit); next.IsZero() || oe.Before(next) {
+			return oe, false
+		}
+	}
+	if !s.endAt.IsZero() && (next.IsZero() || s.nearEndLocked(next)) {
+		if s.udp {
+			// UDP's counts are read when the test is over (the
+			// receiver's datagram counts are exact only then).
+			return time.Time{}, false
+		}
+		return s.endAt, true
+	}
+	return next, false
+}
+
+// nearEndLocked says whether t is within a tenth of an interval of a
+// time-limited test's end (or past it).
+func (s *session) nearEndLocked(t time.Time) bool {
+	return !s.endAt.IsZero() && !s.omitting && t.After(s.endAt.Add(-s.interval/10))
+}
+
+// endWait bounds how long the end sample waits for the senders to stop
+// at the test's end (a sender returns within milliseconds of its time
+// limit: see the backends' cancel timing checks).
+const endWait = time.Second
+
+// endSample takes a time-limited TCP test's end sample once its time is
+// up: it waits (up to endWait) for this side's senders, which stop on
+// their own at the end, so that every byte they wrote is in the test,
+// then reads every stream's counts. A receiver's count then is what
+// arrived in the test's time.
+func (s *session) endSample() {
+	t := time.NewTimer(endWait)
+	defer t.Stop()
+	s.each(true, func(st *stream) {
+		select {
+		case <-st.done:
+		case <-t.C:
+		}
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ended && !s.finished {
+		s.endLocked(time.Now())
+	}
+}
+
+// endLocked takes the end sample of a time-limited test at now: it
+// closes the last interval, and the counts now are the test's.
+func (s *session) endLocked(now time.Time) {
+	s.sampleLocked(now, true)
+	s.ended, s.endTime = true, now
+	for _, st := range s.streams {
+		st.endSnap, st.endUDP = st.last, st.lastUDP
 	}
 }
 
@@ -424,7 +518,9 @@ func (s *session) endOmitLocked(now time.Time) {
 		if ti, ok := readTCPInfo(st.sock); ok {
 			st.retransBase = ti.TotalRetrans
 			st.lastRetrans = ti.TotalRetrans
+			st.ackBase = ti.BytesAcked
 		}
+		st.ackCount = 0
 		st.maxCwnd, st.maxWnd, st.minRTT, st.maxRT, st.sumRTT, st.nRTT = 0, 0, 0, 0, 0, 0
 		if st.udp != nil {
 			st.udpBase = st.udpStats(s.finished)
@@ -450,10 +546,22 @@ func (s *session) sampleLocked(now time.Time, final bool) bool {
 		d := cur.Sub(st.last)
 		si := StreamInterval{ID: st.id, Socket: st.fd, Sender: st.sender, Start: startSec, End: endSec,
 			Bytes: d.Bytes, Omitted: s.omitting, IO: d, Retransmits: -1}
-		if d.Bytes > 0 {
+		ti, tiOK := readTCPInfo(st.sock)
+		if st.byAck {
+			// Acknowledged, and never more than was written (the
+			// FIN's sequence number is acknowledged too).
+			count := cur.Bytes - st.base.Bytes
+			if tiOK {
+				count = min(ti.BytesAcked-st.ackBase, count)
+			}
+			count = max(count, st.ackCount)
+			si.Bytes = count - st.ackCount
+			st.ackCount = count
+		}
+		if si.Bytes > 0 {
 			moved = true
 		}
-		if ti, ok := readTCPInfo(st.sock); ok {
+		if tiOK {
 			st.haveTCP = true // retransmits before the first sample count in it
 			if st.sender {
 				t := ti
@@ -504,6 +612,14 @@ func (s *session) stopTicker() {
 		close(s.tickStop)
 	}
 	<-s.tickDone
+	s.mu.Lock()
+	late := !s.ended && !s.finished && !s.omitting && !s.udp && !s.endAt.IsZero() && !time.Now().Before(s.endAt)
+	s.mu.Unlock()
+	if late {
+		// The test's time is up and the ticker did not run in time to
+		// see it: the end sample is now.
+		s.endSample()
+	}
 }
 
 // each calls fn on the streams of one direction.
@@ -636,7 +752,12 @@ func (s *session) finish(now time.Time) {
 		return
 	}
 	clamped := false
-	if s.endAtStop && !s.sendEnd.IsZero() && s.sendEnd.Before(now) {
+	lastByte := now
+	if s.ended {
+		// The end sample closed the last interval: the test ends
+		// there, for senders and receivers alike.
+		now = s.endTime
+	} else if s.endAtStop && !s.sendEnd.IsZero() && s.sendEnd.Before(now) {
 		// The counters are read now, the interval ends at the stop.
 		now = s.sendEnd
 		if now.Before(s.lastTick) {
@@ -644,7 +765,9 @@ func (s *session) finish(now time.Time) {
 		}
 		clamped = true
 	}
-	if s.omitting {
+	if s.ended {
+		// Nothing to sample: the end sample was the last.
+	} else if s.omitting {
 		// The test ended inside the omit period: nothing was measured.
 		s.sampleLocked(now, true)
 		s.endOmitLocked(now)
@@ -661,18 +784,38 @@ func (s *session) finish(now time.Time) {
 	s.res.Streams = nil
 	for _, st := range s.streams {
 		cur := st.stats.Snapshot()
-		d := cur.Sub(st.base)
+		end := cur
+		if s.ended {
+			end = st.endSnap
+		}
+		d := end.Sub(st.base)
+		if st.byAck {
+			d.Bytes = st.ackCount
+		}
 		ssecs := secs
-		if st.sender && !clamped && !s.sendEnd.IsZero() && s.sendEnd.After(s.start) {
+		if st.sender && !clamped && !s.ended && !s.sendEnd.IsZero() && s.sendEnd.After(s.start) {
 			ssecs = s.sendEnd.Sub(s.start).Seconds()
 		}
-		if re := s.recvEnd.load(); !st.sender && !clamped && !re.IsZero() && re.After(s.start) {
+		if re := s.recvEnd.load(); !st.sender && !clamped && !s.ended && !re.IsZero() && re.After(s.start) {
 			ssecs = re.Sub(s.start).Seconds()
 		}
 		sr := &StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender, Local: st.local, Remote: st.remote,
 			Bytes: d.Bytes, Seconds: ssecs, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1, IO: cur, Facts: st.facts}
+		if s.ended && !st.sender && cur.Bytes > end.Bytes {
+			// What arrived after the test's end: a queue on the path
+			// draining. Reported apart, in none of the figures.
+			sr.Drained = &Drained{Bytes: cur.Bytes - end.Bytes, Seconds: max(lastByte.Sub(s.endTime).Seconds(), 0)}
+		}
 		if st.udp != nil {
-			u := st.udpStats(true).sub(st.udpBase)
+			u := st.udpStats(true)
+			if s.ended {
+				if !st.sender && sr.Drained != nil {
+					dr := u.sub(st.endUDP)
+					sr.Drained.Datagrams = dr.Packets
+				}
+				u = st.endUDP
+			}
+			u = u.sub(st.udpBase)
 			sr.UDP = &u
 		}
 		sr.Verify = st.verifyCounts()
@@ -850,7 +993,7 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 		}
 		wire := StreamResults{ID: Int(sr.ID), Bytes: Int(sr.Bytes), Retransmits: retr,
 			StartTime: 0, EndTime: sr.Seconds}
-		bs := BlastStream{ID: Int(sr.ID), IO: sr.IO, Verify: sr.Verify}
+		bs := BlastStream{ID: Int(sr.ID), IO: sr.IO, Verify: sr.Verify, Drained: sr.Drained}
 		if sr.Sender && sr.MeanRTT > 0 {
 			bs.TCP = sr.tcpSummary()
 		}
@@ -919,6 +1062,7 @@ func (s *session) merge(pr *Results) error {
 			sr.PeerFacts = pr.Blast.Streams[i].Facts
 			sr.PeerVerify = pr.Blast.Streams[i].Verify
 			sr.PeerTCP = pr.Blast.Streams[i].TCP
+			sr.PeerDrained = pr.Blast.Streams[i].Drained
 			if u := pr.Blast.Streams[i].UDP; u != nil && sr.PeerUDP != nil {
 				sr.PeerUDP.OutOfOrder, sr.PeerUDP.Duplicates = u.OutOfOrder, u.Duplicates
 			}

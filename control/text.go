@@ -483,6 +483,11 @@ func (t Text) writeSummaryTCP(w io.Writer, r *Result) {
 				fmt.Fprintf(w, fmtSumBW, role, 0.0, recvSecs, report.IperfBytes(float64(recv)), t.bits(rate(recv, recvSecs)), "receiver")
 			}
 		}
+		if client || !sender {
+			if d := r.drained(sender); d != nil {
+				fmt.Fprintf(w, "[SUM]%s drained after the end: %s in %.0f ms, counted in no figure above\n", role, report.IperfBytes(float64(d.Bytes)), 1000*d.Seconds)
+			}
+		}
 		t.groupTail(w, r, sender, gi == 0)
 	}
 }

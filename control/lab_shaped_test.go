@@ -1,0 +1,152 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/internal/netlab/labtest"
+)
+
+// shapedCeiling is the most TCP goodput a 100 Mbit/s tbf lets through on
+// a 1500-byte MTU: 1448 bytes of payload in each 1514-byte frame it
+// counts.
+const shapedCeiling = 100e6 * 1448 / 1514
+
+// shapeBoth puts a 100 Mbit/s token bucket on the egress of both lab
+// hosts: every direction is limited far below what the host can move,
+// so what the figures may not exceed holds on a busy host too.
+func shapeBoth(t *testing.T, lab *netlab.Lab) {
+	t.Helper()
+	for _, h := range []*netlab.Host{lab.A, lab.B} {
+		if out, err := h.Command("tc", "qdisc", "add", "dev", h.Iface, "root", "tbf", "rate", "100mbit", "burst", "64kb", "latency", "50ms").CombinedOutput(); err != nil {
+			t.Fatalf("tc on %s: %v: %s", h.Iface, err, out)
+		}
+	}
+}
+
+// checkWithinLink fails when a rate r reports (each interval, each
+// stream's and each direction's summary, its own figures and the
+// peer's) exceeds the link's goodput ceiling by more than 2%, or when
+// its intervals do not add up to its summary exactly.
+func checkWithinLink(t *testing.T, who string, r *Result, ceiling float64) {
+	t.Helper()
+	limit := ceiling * 1.02
+	over := func(what string, bytes int64, secs float64) {
+		if secs <= 0 || bytes <= 0 {
+			return
+		}
+		if bps := 8 * float64(bytes) / secs; bps > limit {
+			t.Errorf("%s: %s: %d bytes in %.3f s = %.2f Mbit/s, over the link's %.2f (+2%%)", who, what, bytes, secs, bps/1e6, ceiling/1e6)
+		}
+	}
+	for _, sender := range []bool{true, false} {
+		var bytes, peer int64
+		var secs, peerSecs float64
+		n := 0
+		for _, st := range r.Streams {
+			if st.Sender != sender {
+				continue
+			}
+			n++
+			over(fmt.Sprintf("stream %d's summary (sender %v)", st.ID, st.Sender), st.Bytes, st.Seconds)
+			over(fmt.Sprintf("stream %d's peer summary", st.ID), st.PeerBytes, st.PeerSeconds)
+			bytes += st.Bytes
+			secs = max(secs, st.Seconds)
+			if st.PeerBytes > 0 {
+				peer += st.PeerBytes
+				peerSecs = max(peerSecs, st.PeerSeconds)
+			}
+			var sum int64
+			for _, iv := range r.Intervals {
+				for _, si := range iv.Streams {
+					if si.ID == st.ID && !si.Omitted {
+						sum += si.Bytes
+					}
+				}
+			}
+			if len(r.Intervals) > 0 && sum != st.Bytes {
+				t.Errorf("%s: stream %d's intervals add up to %d bytes, its summary says %d", who, st.ID, sum, st.Bytes)
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		over(fmt.Sprintf("the summary of the streams with sender %v", sender), bytes, secs)
+		over(fmt.Sprintf("the peer's summary of the streams with sender %v", sender), peer, peerSecs)
+		for i, iv := range r.Intervals {
+			var b int64
+			var s float64
+			for _, si := range iv.Streams {
+				if si.Sender == sender {
+					b += si.Bytes
+					s = si.End - si.Start
+				}
+			}
+			if s <= 0 {
+				t.Errorf("%s: interval %d is %.3f s long", who, i, s)
+			}
+			over(fmt.Sprintf("interval %d (%.2f-%.2f s) of the streams with sender %v", i, iv.Streams[0].Start, iv.Streams[0].End, sender), b, s)
+		}
+	}
+}
+
+// On a link shaped to 100 Mbit/s both ways, no rate a blast client or
+// server reports exceeds what the link carries: a receiver's window is
+// the test's time, and what was still queued on the path when the time
+// was up is reported apart (drained), never folded into the last
+// interval.
+func TestLabShapedRates(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	shapeBoth(t, lab)
+	port, rl := labServer(t, lab, ServerConfig{Interval: time.Second})
+	n := 0
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"forward", Config{}},
+		{"reverse", Config{Reverse: true}},
+		{"bidir", Config{Bidir: true}},
+		{"P4", Config{Parallel: 4}},
+		{"reverse P2", Config{Reverse: true, Parallel: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Host, cfg.Port, cfg.Duration, cfg.Interval, cfg.NoNIC = lab.B.Addr4.String(), port, 3*time.Second, time.Second, true
+			var r *Result
+			if err := lab.A.Do(func() (err error) {
+				r, err = Run(context.Background(), cfg)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			n++
+			s := rl.wait(t, n)[n-1]
+			checkWithinLink(t, "client", r, shapedCeiling)
+			checkWithinLink(t, "server", s, shapedCeiling)
+			// TCP loses nothing: what the receiver counted in the
+			// test and after it is what the sender wrote.
+			for i, c := range r.Streams {
+				snd, rcv := c, s.Streams[i]
+				if !c.Sender {
+					snd, rcv = rcv, snd
+				}
+				if rcv.Drained == nil {
+					t.Errorf("stream %d: nothing drained after the end of a test through a shaper's queue", c.ID)
+					continue
+				}
+				if got := rcv.Bytes + rcv.Drained.Bytes; got != snd.IO.Bytes {
+					t.Errorf("stream %d: sender wrote %d, receiver got %d in the test and %d after", c.ID, snd.IO.Bytes, rcv.Bytes, rcv.Drained.Bytes)
+				}
+				// A TCP sender counts what was acknowledged: the
+				// receiver had it in the test's time or soon after.
+				if snd.Bytes > snd.IO.Bytes || snd.Bytes > rcv.Bytes+rcv.Drained.Bytes || snd.Bytes < snd.IO.Bytes/2 {
+					t.Errorf("stream %d: sender counts %d acknowledged of %d written", c.ID, snd.Bytes, snd.IO.Bytes)
+				}
+			}
+		})
+	}
+}
