@@ -30,13 +30,16 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -144,6 +147,53 @@ type ServerAuth struct {
 	// Skew is how far a token's time may be from the server's clock
 	// (DefaultSkew when 0).
 	Skew time.Duration
+
+	// used remembers the tokens that passed, so that each passes once.
+	used usedTokens
+}
+
+// maxUsedTokens bounds the tokens a server remembers: past it, a new
+// token is refused until the oldest leave the skew window (a user with
+// the password would have to run 65,536 tests within it).
+const maxUsedTokens = 1 << 16
+
+// usedTokens remembers each token that passed, by the SHA-256 of its
+// ciphertext, until its time leaves the skew window: until then a second
+// use is refused as a replay, after it the skew check refuses it. A
+// client makes a new token for every test, and its random padding makes
+// each ciphertext new even within one second, so only a copy repeats.
+type usedTokens struct {
+	mu      sync.Mutex
+	until   map[[sha256.Size]byte]int64 // the last second (Unix) the token's time is in the window
+	sweepAt int64                       // when to drop the tokens out of the window next
+}
+
+// take records the token whose ciphertext is ct, good until the second
+// until, at the second now; it refuses a token taken before, and a new
+// one when maxUsedTokens are remembered.
+func (u *usedTokens) take(ct []byte, until, now int64) error {
+	sum := sha256.Sum256(ct)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.until == nil {
+		u.until = make(map[[sha256.Size]byte]int64)
+	}
+	if now >= u.sweepAt || len(u.until) >= maxUsedTokens {
+		for k, t := range u.until {
+			if t < now {
+				delete(u.until, k)
+			}
+		}
+		u.sweepAt = now + 1
+	}
+	if t, ok := u.until[sum]; ok && t >= now {
+		return errors.New("the token was used for a test already: a client makes a new one for every test, so this is a copy (a replay?)")
+	}
+	if len(u.until) >= maxUsedTokens {
+		return fmt.Errorf("the server remembers %d tokens that are still within the time skew window, and takes no new one until the oldest leave it", len(u.until))
+	}
+	u.until[sum] = until
+	return nil
 }
 
 // Validate reports what is wrong with a: no key, a users file that cannot
@@ -177,7 +227,7 @@ func (a *ServerAuth) Check(token string, now time.Time) error {
 	if token == "" {
 		return fail("the client sent no credentials (it needs --username and --rsa-public-key-path, and the password in IPERF3_PASSWORD)")
 	}
-	user, pwd, ts, err := a.decode(token)
+	ct, user, pwd, ts, err := a.decode(token)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -202,15 +252,18 @@ func (a *ServerAuth) Check(token string, now time.Time) error {
 		// Whether the user exists is not for the client to learn.
 		return fail("user %q: unknown user or wrong password", user)
 	}
+	if err := a.used.take(ct, ts+sec, now.Unix()); err != nil {
+		return fail("user %q: %v", user, err)
+	}
 	return nil
 }
 
 // decode decrypts a token (OAEP, else PKCS #1 v1.5) and reads the user,
 // password and time in it.
-func (a *ServerAuth) decode(token string) (user, pwd string, ts int64, err error) {
-	ct, err := base64.StdEncoding.DecodeString(strings.Map(dropSpace, token))
+func (a *ServerAuth) decode(token string) (ct []byte, user, pwd string, ts int64, err error) {
+	ct, err = base64.StdEncoding.DecodeString(strings.Map(dropSpace, token))
 	if err != nil {
-		return "", "", 0, errors.New("the token is not base64")
+		return nil, "", "", 0, errors.New("the token is not base64")
 	}
 	msg, err := rsa.DecryptOAEP(sha1.New(), nil, a.Key, ct, nil)
 	if err != nil {
@@ -219,9 +272,10 @@ func (a *ServerAuth) decode(token string) (user, pwd string, ts int64, err error
 		msg, err = rsa.DecryptPKCS1v15(nil, a.Key, ct)
 	}
 	if err != nil {
-		return "", "", 0, errors.New("the token does not decrypt with the server's private key (the client has another public key?)")
+		return nil, "", "", 0, errors.New("the token does not decrypt with the server's private key (the client has another public key?)")
 	}
-	return parseCredentials(msg)
+	user, pwd, ts, err = parseCredentials(msg)
+	return ct, user, pwd, ts, err
 }
 
 func dropSpace(r rune) rune {
@@ -402,4 +456,51 @@ func ReadPrivateKey(path string) (*rsa.PrivateKey, error) {
 		return nil, fmt.Errorf("--rsa-private-key-path %s: %w", path, err)
 	}
 	return k, nil
+}
+
+// redactedToken stands for a token in debug output (-d): a copy of a
+// token passes the server's check within the skew window, so none is
+// printed.
+const redactedToken = "(not shown)"
+
+// redactToken returns the parameters frame b with the value of every
+// "authtoken" key (in any case, as Go's decoder matches keys) replaced by
+// redactedToken, for -d's get_parameters line. A frame that is not a JSON
+// object but names authtoken is not shown at all.
+func redactToken(b []byte) []byte {
+	hidden := func() []byte {
+		if bytes.Contains(bytes.ToLower(b), []byte("authtoken")) {
+			return []byte(fmt.Sprintf("(%d bytes, not JSON; not shown as they may hold a token)", len(b)))
+		}
+		return b
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return hidden()
+	}
+	var out []byte
+	last := int64(0)
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return hidden()
+		}
+		start := dec.InputOffset()
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return hidden()
+		}
+		if key, _ := k.(string); strings.EqualFold(key, "authtoken") {
+			out = append(out, b[last:start]...)
+			out = append(out, `:"`+redactedToken+`"`...)
+			last = dec.InputOffset()
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return hidden()
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return hidden() // something after the object
+	}
+	return append(out, b[last:]...)
 }

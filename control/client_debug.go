@@ -28,6 +28,11 @@ func (cl *client) debugJSON(level int, title string, v any) {
 	if cl.cfg.Debug == nil || cl.cfg.DebugLevel < level {
 		return
 	}
+	if p, ok := v.(*Params); ok && p.AuthToken != "" {
+		q := *p
+		q.AuthToken = redactedToken // -d prints no credential
+		v = &q
+	}
 	b, err := json.MarshalIndent(v, "", "\t")
 	if err != nil {
 		b = []byte(err.Error())

@@ -616,7 +616,7 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 		}
 		return t.refuse(114, fmt.Errorf("read parameters: %w", err))
 	}
-	t.tracef("get_parameters: %s", b)
+	t.tracef("get_parameters: %s", redactToken(b))
 	p := &t.p
 	if err := json.Unmarshal(b, p); err != nil {
 		return t.refuse(114, fmt.Errorf("parameters: %w", err))
