@@ -324,6 +324,9 @@ type BlastStream struct {
 	Verify *verify.Counts `json:"verify,omitempty"`
 	// TCP is the TCP_INFO summary of a stream this side sent on.
 	TCP *TCPSummary `json:"tcp,omitempty"`
+	// Drained is what this side received after the test's end
+	// (StreamResult.Drained).
+	Drained *Drained `json:"drained,omitempty"`
 }
 
 // TCPSummary is what the path rules need of a sending stream's TCP_INFO
