@@ -741,7 +741,7 @@ wait:
 		res.stopNIC(cl.nic)
 		return res, fail
 	}
-	sess.waitAcked(time.Second)
+	sess.waitAcked(sess.ackWait())
 	if limit > 0 {
 		// Acknowledged is not yet read: iperf3 stops counting at
 		// TEST_END, so give its reader a moment to take the last bytes

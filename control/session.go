@@ -673,6 +673,30 @@ func (s *session) wait(sender bool, d time.Duration) bool {
 	return ok
 }
 
+// ackWait bounds waitAcked at the end of a test: the time the bytes still
+// queued in the senders' sockets take at the rate the test was
+// acknowledged at, twice over, from 1 s to 10 s. A slow link holds
+// seconds of a socket buffer, and a --repeat run started while the last
+// one's tail still crossed it would share the link with it.
+func (s *session) ackWait() time.Duration {
+	var left int
+	var acked int64
+	s.each(true, func(st *stream) {
+		if n, err := queued(st.sock, false); err == nil {
+			left += n
+		}
+		acked += st.ackCount
+	})
+	s.mu.Lock()
+	secs := s.lastTick.Sub(s.start).Seconds()
+	s.mu.Unlock()
+	d := time.Second
+	if acked > 0 && secs > 0 {
+		d = max(d, time.Duration(2*float64(left)/(float64(acked)/secs)*float64(time.Second)))
+	}
+	return min(d, 10*time.Second)
+}
+
 // waitAcked waits up to d until the peer has acknowledged everything the
 // sending streams wrote, so that the receiver has the bytes before the
 // test ends.
