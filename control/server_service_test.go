@@ -854,7 +854,10 @@ func TestServerServiceNoLeaks(t *testing.T) {
 		t.Error("the test running when the server stopped succeeded")
 	}
 	goroutinesBack(t, goroutinesBefore)
-	if after := openFDs(); after != fdsBefore {
+	// More open than before is a leak. Fewer is not: the warm-up
+	// server may still have held its last connection when they were
+	// counted (make test once saw 14 before, 13 after).
+	if after := openFDs(); after > fdsBefore {
 		t.Errorf("%d descriptors open, %d before", after, fdsBefore)
 	}
 	if t.Failed() {
