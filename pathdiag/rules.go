@@ -101,6 +101,12 @@ func D15(d Direction) []nicinfo.Finding {
 	if d.Goodput < windowShare*limit {
 		return nil
 	}
+	// A window moves at most window / RTT: a goodput over 10% above that
+	// says the RTT the samples saw was not the data's (a busy host's
+	// late ACKs inflate it), and the evidence claims nothing.
+	if d.Goodput > 1.1*limit {
+		return nil
+	}
 	ev := fmt.Sprintf("goodput %s, window %s / RTT %s = %s", bits(d.Goodput), bytesWords(d.MaxWnd), usWords(d.RTTus), bits(limit))
 	target, what := 10*d.Goodput, "10 times this rate"
 	if s := speedBps(d.Sender); s > 0 && s > d.Goodput {
