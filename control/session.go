@@ -415,8 +415,13 @@ func (s *session) ticker() {
 		case <-s.tickStop:
 			t.Stop()
 			return
-		case now := <-t.C:
+		case <-t.C:
 			s.mu.Lock()
+			// The interval ends when its counts are read, not when
+			// the timer was due: a busy host runs this goroutine
+			// late, and counts read 80 ms late in an interval
+			// labelled 1 s long made a rate 8% above the link's.
+			now := time.Now()
 			switch {
 			case s.omitting && !now.Before(s.t0.Add(s.omit)):
 				s.sampleLocked(now, false)
