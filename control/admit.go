@@ -11,13 +11,20 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/fairpool"
 )
 
 // How a server admits tests. A connection is first unidentified: it has
 // not sent its cookie, or (a control connection) its parameters have not
-// been read and checked. Unidentified connections are capped in total and
-// per address and time out (StreamTimeout), so they cannot crowd out real
-// tests. A test takes a slot only once its parameters are valid, and only
+// been read and checked. Unidentified connections share a pool of places
+// (MaxUnidentified, MaxUnidentifiedPerHost) fairly by address and time
+// out (HandshakeTimeout, on the server's clock); when the pool is full, a
+// newcomer takes the place of the oldest connection of the address that
+// holds the most (its own, when it holds as many), so no set of idle
+// connections, from any number of addresses, keeps a real client out: a
+// client from an address that holds fewer always gets in and keeps its
+// place, and any client keeps its place until as many connections as the
+// pool holds came after it. A test takes a slot only once its parameters are valid, and only
 // when the slots (MaxClients), the slots of its address (MaxPerHost) and
 // the memory budget (MaxTestMemory for it, MaxMemory for all tests
 // together) allow; otherwise its client is told ACCESS_DENIED (busy) or
@@ -32,9 +39,15 @@ const (
 	DefaultMaxTestMemory = 256 << 20
 	DefaultMaxMemory     = 1 << 30
 	// DefaultMaxUnidentified and DefaultMaxUnidentifiedPerHost cap the
-	// connections that have not identified themselves yet.
+	// connections that have not identified themselves yet, and
+	// DefaultHandshakeTimeout is how long one may take to (cookie and
+	// parameters).
 	DefaultMaxUnidentified        = 256
 	DefaultMaxUnidentifiedPerHost = 32
+	DefaultHandshakeTimeout       = 5 * time.Second
+	// DefaultEchoWriteTimeout ends a latency echo whose client has taken
+	// none of its replies for this long.
+	DefaultEchoWriteTimeout = 10 * time.Second
 	// MaxPeerResultsJSON bounds the results a server accepts from its
 	// client (per-stream totals: a few hundred bytes per stream).
 	MaxPeerResultsJSON = 1 << 20
@@ -47,6 +60,10 @@ const iperfNewTest = 100
 // errNotAdmitted ends a test the server turned away with ACCESS_DENIED;
 // OnRefused has been told, and the test leaves no result.
 var errNotAdmitted = errors.New("not admitted")
+
+// errShed ends a connection that lost its place among the unidentified
+// to a newcomer: it leaves no result (shedf logged it).
+var errShed = errors.New("closed to make room for a newer connection")
 
 // ParseAllow reads --allow: CIDR prefixes or addresses, comma separated.
 func ParseAllow(s string) ([]netip.Prefix, error) {
@@ -94,30 +111,98 @@ func peerAddr(c net.Conn) netip.Addr {
 	return netip.Addr{}
 }
 
-// unidentified holds a place for a connection that has not identified
-// itself, or refuses it (false) when there are too many, in total or from
-// its address. The returned release gives the place back (at most once).
-func (s *Server) unidentified(a netip.Addr) (release func(), ok bool) {
+// pendingConn is a connection's place among the unidentified ones
+// (Server.pending). It holds it until the connection identifies itself
+// (identified), until HandshakeTimeout passes on the server's clock, or
+// until a newcomer takes it (the pool was full, and this was the oldest
+// connection of the address holding the most): then its read deadline is
+// set in the past, and its owner ends it.
+type pendingConn struct {
+	s     *Server
+	c     net.Conn
+	pl    *fairpool.Place
+	timer interface{ Stop() bool }
+	// Under s.mu: done once identified ran, ok if it held its place to
+	// the end, expired if HandshakeTimeout took the place.
+	done, ok, expired bool
+}
+
+// unidentified gives c, a connection from a accepted seq-th, a place
+// among the connections that have not identified themselves, taking the
+// place of another if the pool is full; nil when c is the oldest of its
+// address itself (then the caller closes it).
+func (s *Server) unidentified(c net.Conn, a netip.Addr, seq uint64) *pendingConn {
+	pc := &pendingConn{s: s, c: c}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pending >= s.cfg.MaxUnidentified || s.pendingBy[a] >= s.cfg.MaxUnidentifiedPerHost {
-		return nil, false
+	pl, victim := s.pending.Add(a, seq, pc.kick)
+	if pl == nil {
+		s.mu.Unlock()
+		return nil
 	}
-	s.pending++
-	s.pendingBy[a]++
-	done := false
-	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if done {
-			return
-		}
-		done = true
-		s.pending--
-		if s.pendingBy[a]--; s.pendingBy[a] == 0 {
-			delete(s.pendingBy, a)
-		}
-	}, true
+	pc.pl = pl
+	// Armed under the lock: expire finds pc.timer set.
+	pc.timer = s.clk.AfterFunc(s.cfg.HandshakeTimeout, pc.expire)
+	s.mu.Unlock()
+	if victim != nil {
+		victim.Kick()
+		s.shedf("%s: closed the oldest of %v's connections that had not sent their cookie and parameters, to make room (%d at most, %d from one address)",
+			c.RemoteAddr(), victim.Host, s.cfg.MaxUnidentified, s.cfg.MaxUnidentifiedPerHost)
+	}
+	return pc
+}
+
+// kick ends a read of the connection, now and later (the owner's next
+// read fails at once).
+func (pc *pendingConn) kick() { pc.c.SetReadDeadline(time.Unix(1, 0)) }
+
+// expire takes the place of a connection that did not identify itself
+// within HandshakeTimeout.
+func (pc *pendingConn) expire() {
+	s := pc.s
+	s.mu.Lock()
+	if pc.done || pc.pl.Gone() {
+		s.mu.Unlock()
+		return
+	}
+	s.pending.Take(pc.pl)
+	pc.expired = true
+	s.mu.Unlock()
+	pc.kick()
+}
+
+// recheck kicks the connection again if its place was taken: the owner
+// sets read deadlines of its own, which must not outlive the place.
+func (pc *pendingConn) recheck() {
+	pc.s.mu.Lock()
+	gone := !pc.done && pc.pl.Gone()
+	pc.s.mu.Unlock()
+	if gone {
+		pc.kick()
+	}
+}
+
+// identified gives the place back, once the connection has identified
+// itself (or ended), and says whether it still held it: false when a
+// newcomer or the timeout took it.
+func (pc *pendingConn) identified() bool {
+	s := pc.s
+	s.mu.Lock()
+	if !pc.done {
+		pc.done = true
+		pc.ok = s.pending.Release(pc.pl)
+	}
+	ok := pc.ok
+	s.mu.Unlock()
+	pc.timer.Stop()
+	return ok
+}
+
+// shed says whether the connection lost its place to a newcomer (not to
+// its timeout): its end is no test's result, and shedf logged it.
+func (pc *pendingConn) shed() bool {
+	pc.s.mu.Lock()
+	defer pc.s.mu.Unlock()
+	return pc.done && !pc.ok && !pc.expired
 }
 
 // shedf logs a connection dropped before it said anything, at most once

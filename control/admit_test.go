@@ -105,11 +105,11 @@ func TestAdmitCookieOnlyHoldsNoSlot(t *testing.T) {
 	}
 }
 
-// Unidentified connections beyond the cap per address are closed at
-// once; other addresses are served.
+// Unidentified connections beyond the cap per address close the oldest
+// of that address at once; other addresses are served.
 func TestAdmitUnidentifiedCap(t *testing.T) {
 	// The 4 kept wait for their cookie longer than the test runs.
-	_, port, _ := blastServer(t, ServerConfig{MaxUnidentifiedPerHost: 4, StreamTimeout: time.Minute})
+	_, port, _ := blastServer(t, ServerConfig{MaxUnidentifiedPerHost: 4, StreamTimeout: time.Minute, HandshakeTimeout: time.Minute})
 	var conns []*faultConn
 	for range 10 {
 		c, err := faultDial(port, faultAttackerAddr)

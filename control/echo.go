@@ -14,20 +14,31 @@ const echoIdle = time.Minute
 
 // echo serves a blast lat client that came to the test port: blast server
 // answers latency runs too, so a host needs one service. Latency clients
-// are bounded by --max-clients, apart from the tests.
-func (s *Server) echo(ctx context.Context, c net.Conn) {
+// share --max-clients places of their own, apart from the tests, fairly
+// by address (--max-per-host from one; a client from an address that
+// holds fewer takes the place of the oldest client of the address holding
+// the most); each holds a thread while it runs, so the places bound them.
+// A client that takes none of its replies for EchoWriteTimeout is
+// dropped, as is one silent for echoIdle (or --rcv-timeout).
+func (s *Server) echo(ctx context.Context, c net.Conn, seq uint64) {
+	ctx, kick := context.WithCancel(ctx)
+	defer kick()
+	host := peerAddr(c)
 	s.mu.Lock()
-	if s.echoes >= s.cfg.MaxClients {
-		s.mu.Unlock()
-		s.logf("%s: refused a latency client: %d are running (--max-clients)", c.RemoteAddr(), s.cfg.MaxClients)
+	pl, victim := s.echoes.Add(host, seq, kick)
+	s.mu.Unlock()
+	if pl == nil {
+		s.logf("%s: refused a latency client: %d are running (--max-clients), %d from its address (--max-per-host)", c.RemoteAddr(), s.cfg.MaxClients, s.cfg.MaxPerHost)
 		c.Close()
 		return
 	}
-	s.echoes++
-	s.mu.Unlock()
+	if victim != nil {
+		victim.Kick()
+		s.logf("%s: ended the oldest latency client of %v to make room (%d places, %d from one address)", c.RemoteAddr(), victim.Host, s.cfg.MaxClients, s.cfg.MaxPerHost)
+	}
 	defer func() {
 		s.mu.Lock()
-		s.echoes--
+		s.echoes.Release(pl)
 		s.mu.Unlock()
 		s.touch()
 	}()
@@ -36,7 +47,7 @@ func (s *Server) echo(ctx context.Context, c net.Conn) {
 		idle = s.cfg.RcvTimeout
 	}
 	remote := c.RemoteAddr()
-	n, err := latency.Echo(ctx, c, idle)
+	n, err := latency.Echo(ctx, c, idle, s.cfg.EchoWriteTimeout)
 	switch {
 	case err != nil && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil:
 		s.logf("%s: latency client: %v (after %d bytes echoed)", remote, err, n)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -87,7 +86,7 @@ func faultPending(t *testing.T, srv *Server, within time.Duration) {
 	var by map[netip.Addr]int
 	if testkit.Eventually(within, func() bool {
 		srv.mu.Lock()
-		n, by = srv.pending, maps.Clone(srv.pendingBy)
+		n, by = srv.pending.Len(), srv.pending.Holding()
 		srv.mu.Unlock()
 		return n == 0 && len(by) == 0
 	}) {
@@ -214,20 +213,20 @@ func (fc *faultConn) closed() bool {
 	}
 }
 
-// 200 idle connections that never send a byte and 8 that send a cookie
-// and then nothing, all from 127.0.0.2, while a real test runs from
-// 127.0.0.1: the server sheds what is over 32 unidentified connections from
-// one address at once (closes them unanswered), the real test is served
-// whole, and the 8 hold on until StreamTimeout, when the server closes them
-// (SERVER_ERROR) and every idle one it kept. The StreamTimeout is a socket
-// deadline: no connection may close before it (a lower bound, which a busy
+// 200 idle connections that never send a byte and then 8 that send a
+// cookie and then nothing, all from 127.0.0.2, while a real test runs
+// from 127.0.0.1: each connection over the 32 unidentified ones an address
+// may hold closes the oldest of them (unanswered), the real test is served
+// whole, and the 8 and the newest idle ones hold on until the handshake
+// timeout, when the server closes them (the 8 with SERVER_ERROR). No
+// connection may close before that timeout (a lower bound, which a busy
 // host cannot break); how late after it they close is the host's.
 func TestFaultHalfOpenFlood(t *testing.T) {
 	const (
 		idle, cookieOnly = 200, 8
 		streamTimeout    = 6 * time.Second
 	)
-	srv, port, rl := blastServer(t, ServerConfig{NoNIC: true, StreamTimeout: streamTimeout})
+	srv, port, rl := blastServer(t, ServerConfig{NoNIC: true, StreamTimeout: streamTimeout, HandshakeTimeout: streamTimeout})
 	// Every deadline of the server for these connections is set after
 	// begin: none may pass before begin+streamTimeout.
 	begin := time.Now()
@@ -239,7 +238,18 @@ func TestFaultHalfOpenFlood(t *testing.T) {
 			fc.c.Close()
 		}
 	})
-	// The cookie-only ones first: each is answered PARAM_EXCHANGE, and
+	var idles []*faultConn
+	for range idle {
+		c, err := faultDial(port, faultAttackerAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fc := &faultConn{c: c}
+		conns = append(conns, fc)
+		idles = append(idles, fc)
+		fc.watch(watchUntil)
+	}
+	// The cookie-only ones last: each is answered PARAM_EXCHANGE, and
 	// then waits for its parameters.
 	var cookies []*faultConn
 	for range cookieOnly {
@@ -262,17 +272,6 @@ func TestFaultHalfOpenFlood(t *testing.T) {
 		c.SetDeadline(time.Time{})
 	}
 	for _, fc := range cookies {
-		fc.watch(watchUntil)
-	}
-	var idles []*faultConn
-	for range idle {
-		c, err := faultDial(port, faultAttackerAddr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fc := &faultConn{c: c}
-		conns = append(conns, fc)
-		idles = append(idles, fc)
 		fc.watch(watchUntil)
 	}
 	keep := DefaultMaxUnidentifiedPerHost - cookieOnly

@@ -16,6 +16,7 @@ import (
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/clock"
+	"github.com/blastnet/blast/internal/fairpool"
 	"github.com/blastnet/blast/latency"
 	"github.com/blastnet/blast/report"
 )
@@ -66,8 +67,16 @@ type ServerConfig struct {
 	// NoNIC skips watching the interface that carries each test.
 	NoNIC bool
 	// StreamTimeout bounds how long a client may take to open its streams
-	// and to send its cookie (10 s).
+	// (10 s), and (a socket deadline, after HandshakeTimeout) to send its
+	// cookie and its parameters.
 	StreamTimeout time.Duration
+	// HandshakeTimeout bounds how long a connection may take to send its
+	// cookie and, for a test, its parameters (DefaultHandshakeTimeout); it
+	// is closed then, and its place among the unidentified is free.
+	HandshakeTimeout time.Duration
+	// EchoWriteTimeout ends a blast lat client that takes none of its
+	// replies for this long (DefaultEchoWriteTimeout).
+	EchoWriteTimeout time.Duration
 	// Device binds the listening sockets and every data socket to an
 	// interface (SO_BINDTODEVICE, --bind-dev).
 	Device string
@@ -92,12 +101,12 @@ type ServerConfig struct {
 	// iperf3's IEAUTHTEST (nil: no authentication; tokens are ignored).
 	Auth *ServerAuth
 	// Clock is the server's clock for what it times itself (nil: the
-	// real one): IdleTimeout, the wait for a test's streams
-	// (StreamTimeout), the checks of RcvTimeout and of a stalled test,
-	// the pause after a failed accept, and the time an auth token is
-	// checked against. Socket deadlines (the cookie's, the parameters',
-	// the test's time limit) stay on the real clock: the kernel keeps
-	// them.
+	// real one): IdleTimeout, HandshakeTimeout, the wait for a test's
+	// streams (StreamTimeout), the checks of RcvTimeout and of a stalled
+	// test, the pause after a failed accept, and the time an auth token
+	// is checked against. Socket deadlines (StreamTimeout's backstop for
+	// the cookie and the parameters, the test's time limit,
+	// EchoWriteTimeout) stay on the real clock: the kernel keeps them.
 	Clock clock.Clock
 
 	// Log gets one line per test; nil discards them.
@@ -150,6 +159,12 @@ func (c *ServerConfig) Defaults() {
 	if c.RcvTimeout == 0 {
 		c.RcvTimeout = DefaultRcvTimeout
 	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.EchoWriteTimeout == 0 {
+		c.EchoWriteTimeout = DefaultEchoWriteTimeout
+	}
 	if c.RateLimit.Bits > 0 && c.RateLimit.Window == 0 {
 		c.RateLimit.Window = DefaultRateWindow
 	}
@@ -184,6 +199,8 @@ func (c *ServerConfig) Validate() error {
 		return fmt.Errorf("-i %g: must be 0 (off) or 0.1 to 60 seconds", c.Interval.Seconds())
 	case c.StreamTimeout < 0:
 		return fmt.Errorf("stream timeout %v: must be 0 (10 s) or more", c.StreamTimeout)
+	case c.HandshakeTimeout < 0 || c.EchoWriteTimeout < 0:
+		return fmt.Errorf("handshake timeout %v, echo write timeout %v: must be 0 (the default) or more", c.HandshakeTimeout, c.EchoWriteTimeout)
 	}
 	return c.RateLimit.validate()
 }
@@ -214,11 +231,11 @@ type Server struct {
 	activeBy map[netip.Addr]int // of them, by client address
 	memory   int64              // their buffers' budget
 	started  int                // tests admitted so far
-	echoes   int                // blast lat clients being served
-	// pending counts the connections that have not identified themselves
-	// (pendingBy by address); shed those dropped since shedLogged.
-	pending    int
-	pendingBy  map[netip.Addr]int
+	// echoes are the places of the blast lat clients being served.
+	echoes *fairpool.Pool
+	// pending are the places of the connections that have not identified
+	// themselves; shed counts those dropped since shedLogged.
+	pending    *fairpool.Pool
 	shed       int
 	shedLogged time.Time
 	waiting    map[[CookieSize]byte]streamWait
@@ -280,8 +297,10 @@ func Listen(cfg ServerConfig) (*Server, error) {
 	}
 	clk := clock.Or(cfg.Clock)
 	s := &Server{cfg: cfg, clk: clk, ln: ln, netns: ns, udpAuto: udpAuto, backend: b, rxBackend: rb,
-		waiting: map[[CookieSize]byte]streamWait{}, activeBy: map[netip.Addr]int{}, pendingBy: map[netip.Addr]int{}, oneDone: make(chan struct{}), idleDone: make(chan struct{}),
-		lastConn: clk.Now()}
+		waiting: map[[CookieSize]byte]streamWait{}, activeBy: map[netip.Addr]int{}, oneDone: make(chan struct{}), idleDone: make(chan struct{}),
+		lastConn: clk.Now(),
+		pending:  fairpool.New(cfg.MaxUnidentified, cfg.MaxUnidentifiedPerHost, true),
+		echoes:   fairpool.New(cfg.MaxClients, cfg.MaxPerHost, false)}
 	if cfg.RateLimit.Bits > 0 {
 		s.meter = newRateMeter(cfg.RateLimit, cfg.Trace)
 	}
@@ -417,26 +436,30 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 		c.Close()
 		return
 	}
-	identified, ok := s.unidentified(host)
-	if !ok {
-		s.shedf("%s: refused: too many connections that have not sent their cookie and parameters (%d at most, %d from one address)",
+	pc := s.unidentified(c, host, seq)
+	if pc == nil {
+		s.shedf("%s: refused: too many connections that have not sent their cookie and parameters (%d at most, %d from one address), and it is the oldest of its address",
 			c.RemoteAddr(), s.cfg.MaxUnidentified, s.cfg.MaxUnidentifiedPerHost)
 		c.Close()
 		return
 	}
-	defer identified()
+	defer pc.identified()
 	var cookie [CookieSize]byte
 	c.SetReadDeadline(time.Now().Add(s.cfg.StreamTimeout))
+	pc.recheck()
 	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Unix(1, 0)) })
 	_, err := io.ReadFull(c, cookie[:])
 	if !stop() || err != nil {
 		c.Close()
 		return
 	}
-	c.SetReadDeadline(time.Time{})
 	if cookie == latency.Hello {
-		identified()
-		s.echo(ctx, c)
+		if !pc.identified() {
+			c.Close()
+			return
+		}
+		c.SetReadDeadline(time.Time{})
+		s.echo(ctx, c, seq)
 		return
 	}
 	s.mu.Lock()
@@ -465,8 +488,8 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 		c.Close()
 		return
 	}
-	res := s.serveTest(ctx, c, cookie, identified)
-	if errors.Is(res.Err, errNotAdmitted) {
+	res := s.serveTest(ctx, c, cookie, pc)
+	if errors.Is(res.Err, errNotAdmitted) || errors.Is(res.Err, errShed) {
 		return
 	}
 	res.diagnose()
@@ -483,7 +506,7 @@ func (s *Server) logf(format string, args ...any) {
 }
 
 // serveTest runs one test on its control connection.
-func (s *Server) serveTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, identified func()) *Result {
+func (s *Server) serveTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, pc *pendingConn) *Result {
 	defer ctrl.Close()
 	if tc, ok := ctrl.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
@@ -496,7 +519,7 @@ func (s *Server) serveTest(ctx context.Context, ctrl net.Conn, cookie [CookieSiz
 	if a, ok := ctrl.RemoteAddr().(*net.TCPAddr); ok {
 		res.Peer = unmap(a.AddrPort())
 	}
-	res.Err = s.runTest(ctx, ctrl, cookie, res, identified)
+	res.Err = s.runTest(ctx, ctrl, cookie, res, pc)
 	return res
 }
 
@@ -586,7 +609,7 @@ func (t *serverTest) readDeadline(d time.Time) {
 	}
 }
 
-func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, res *Result, identified func()) (err error) {
+func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, res *Result, pc *pendingConn) (err error) {
 	t := &serverTest{s: s, ctx: ctx, ctrl: ctrl, res: res, state: IperfStart, watching: true}
 	// Shutting down wakes a blocked read; writes still reach the client,
 	// which is told SERVER_TERMINATE.
@@ -609,10 +632,14 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 		return fmt.Errorf("send PARAM_EXCHANGE: %w", err)
 	}
 	t.readDeadline(time.Now().Add(s.cfg.StreamTimeout))
+	pc.recheck()
 	b, err := ReadFrame(ctrl, MaxParamsJSON)
 	if err != nil {
 		if ctx.Err() != nil {
 			return err
+		}
+		if !pc.identified() && pc.shed() {
+			return errShed
 		}
 		return t.refuse(114, fmt.Errorf("read parameters: %w", err))
 	}
@@ -699,7 +726,12 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 		n *= 2
 	}
 	// The parameters are valid: the test may take a slot.
-	identified()
+	if !pc.identified() {
+		if pc.shed() {
+			return errShed
+		}
+		return t.refuse(114, fmt.Errorf("read parameters: not within %v (the server's handshake timeout)", s.cfg.HandshakeTimeout))
+	}
 	adm, code, err := s.admit(res.Peer.Addr(), p, footprint(p, backend, rxBackend, sends, n))
 	var busy busyError
 	switch {
@@ -793,7 +825,7 @@ func (t *serverTest) run() error {
 	sess.sys = p.Blast != nil && p.Blast.Sys
 	dataCtx, cancelData := context.WithCancel(context.Background())
 	defer cancelData()
-	sess.run(dataCtx, p.blockLen(), p.byteLimit())
+	sess.run(dataCtx, p.blockLen(), serverSendLimit(p))
 	countDone := make(chan struct{})
 	defer close(countDone)
 	sess.watchCount(p.byteLimit(), countDone)
@@ -918,6 +950,19 @@ func (t *serverTest) run() error {
 // ctrlKeepAlive probes the control connection of a test (Go's default
 // would take 2.5 minutes to give up on a dead client).
 var ctrlKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 10 * time.Second, Interval: 5 * time.Second, Count: 4}
+
+// serverSendLimit is the byte budget the server's senders share. A TCP
+// count is sent exactly; a UDP count is the client's to end, as iperf3's
+// server does (iperf_run_server sends until TEST_END): the client ends the
+// test when it has received the count, and a datagram lost on the way
+// would leave one that waits for exactly the count waiting for ever
+// (iperf3 3.12's -u -R -n 5M hung on 2 of 20 runs over loopback).
+func serverSendLimit(p *Params) int64 {
+	if p.UDP {
+		return 0
+	}
+	return p.byteLimit()
+}
 
 // testGrace is how long after its time a client may take to end a test
 // (iperf3's server timer: 10 state changes of 4 s); clientGoneWait how

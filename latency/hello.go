@@ -64,8 +64,13 @@ func isTimeout(err error) bool {
 // caller read it): it answers the Hello and then writes back everything it
 // reads until the client closes or ctx ends. It takes c off the runtime
 // poller when it can, as blast lat -s does, and closes c. A client silent
-// for idle is dropped.
-func Echo(ctx context.Context, c net.Conn, idle time.Duration) (int64, error) {
+// for idle is dropped, and so is one that takes none of its replies for
+// write (ErrNotReading; 0: DefaultWriteTimeout).
+func Echo(ctx context.Context, c net.Conn, idle, write time.Duration) (int64, error) {
+	if write <= 0 {
+		write = DefaultWriteTimeout
+	}
+	c.SetWriteDeadline(time.Now().Add(write))
 	if _, err := c.Write(Hello[:]); err != nil {
 		c.Close()
 		return 0, err
@@ -81,7 +86,7 @@ func Echo(ctx context.Context, c net.Conn, idle time.Duration) (int64, error) {
 		stop := context.AfterFunc(ctx, func() { rs.interrupt(shutRDWR) })
 		defer stop()
 		defer rs.close()
-		return echoRaw(rs)
+		return echoRaw(rs, write)
 	}
 	if !errors.Is(err, engine.ErrNotSupported) {
 		return 0, err // detach closed c
@@ -89,5 +94,5 @@ func Echo(ctx context.Context, c net.Conn, idle time.Duration) (int64, error) {
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 	defer c.Close()
-	return echoTCP(c)
+	return echoTCP(c, write)
 }

@@ -350,8 +350,14 @@ func newRawFlow(c net.Conn, addr string, cfg Config) (roundTripper, error) {
 // echoRaw writes back everything it reads on a TCP connection until the
 // client closes it or interrupt is called: one recvfrom and (unless the
 // socket buffer is full) one sendto per request. A goroutine blocked in a
-// syscall keeps its thread, so no runtime.LockOSThread is needed.
-func echoRaw(s *rawSock) (int64, error) {
+// syscall keeps its thread, so no runtime.LockOSThread is needed. A send
+// that moves nothing for write (SO_SNDTIMEO) ends the echo with
+// ErrNotReading: a client that sends and never reads holds no thread for
+// longer.
+func echoRaw(s *rawSock, write time.Duration) (int64, error) {
+	if err := s.setSendTimeout(write); err != nil {
+		return 0, err
+	}
 	cnt := 0
 	buf := make([]byte, 256<<10)
 	var total int64
@@ -369,8 +375,11 @@ func echoRaw(s *rawSock) (int64, error) {
 			return total, nil // the client is done, or interrupt
 		}
 		if err := s.sendAll(buf[:n]); err != nil {
-			if s.shut.Load() {
+			switch {
+			case s.shut.Load():
 				return total, nil
+			case errors.Is(err, unix.EAGAIN):
+				return total, fmt.Errorf("%w for %v", ErrNotReading, write)
 			}
 			return total, os.NewSyscallError("sendto", err)
 		}

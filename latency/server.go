@@ -7,9 +7,12 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/fairpool"
 )
 
 // Server echoes requests on one port over TCP and UDP.
@@ -24,6 +27,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	conns    map[interface{ interrupt() }]struct{} // TCP clients being echoed
+	places   *fairpool.Pool                        // theirs, by address
 	udpPeers map[netip.AddrPort]int64              // datagrams echoed per peer
 	done     chan struct{}                         // closed when a client is done (Once)
 	doneOnce sync.Once
@@ -43,7 +47,7 @@ func Listen(cfg Config, log io.Writer) (*Server, error) {
 	}
 	opts := cfg.Sock
 	lc := net.ListenConfig{Control: opts.Control()}
-	s := &Server{cfg: cfg, log: log, conns: map[interface{ interrupt() }]struct{}{}, udpPeers: map[netip.AddrPort]int64{}, done: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, conns: map[interface{ interrupt() }]struct{}{}, places: fairpool.New(MaxClients, MaxClientsPerHost, false), udpPeers: map[netip.AddrPort]int64{}, done: make(chan struct{})}
 	// With port 0 the TCP port is chosen first and UDP takes the same
 	// number; if that one is taken, try again.
 	for try := 0; ; try++ {
@@ -160,7 +164,17 @@ func (s *Server) closing() bool {
 	}
 }
 
+// MaxClients bounds the TCP clients blast lat -s echoes at once (each
+// holds a thread), MaxClientsPerHost those from one address; a client
+// from an address that holds at least two fewer than the fullest takes
+// the place of that address's oldest client.
+const (
+	MaxClients        = 64
+	MaxClientsPerHost = 16
+)
+
 func (s *Server) acceptLoop(wg *sync.WaitGroup) error {
+	var seq uint64
 	for {
 		c, err := s.tcp.Accept()
 		if err != nil {
@@ -172,29 +186,41 @@ func (s *Server) acceptLoop(wg *sync.WaitGroup) error {
 		remote := c.RemoteAddr()
 		var (
 			stop    interface{ interrupt() } = closer{c}
-			echo                             = func() (int64, error) { return echoTCP(c) }
+			echo                             = func() (int64, error) { return echoTCP(c, DefaultWriteTimeout) }
 			release                          = c.Close
 		)
 		if rs, err := detach(c); err == nil {
-			stop, echo, release = rawConn{rs}, func() (int64, error) { return echoRaw(rs) }, rs.close
+			stop, echo, release = rawConn{rs}, func() (int64, error) { return echoRaw(rs, DefaultWriteTimeout) }, rs.close
 		} else if !errors.Is(err, engine.ErrNotSupported) {
 			fmt.Fprintf(s.log, "blast lat: tcp %s: take the socket off the runtime poller: %v\n", remote, err)
 			continue // detach closed c
 		}
+		seq++
 		s.mu.Lock()
 		if s.closing() {
 			s.mu.Unlock()
 			release()
 			continue
 		}
+		pl, victim := s.places.Add(peerAddr(remote), seq, stop.interrupt)
+		if pl == nil {
+			s.mu.Unlock()
+			release()
+			fmt.Fprintf(s.log, "blast lat: tcp %s: refused: %d clients are running, %d from its address\n", remote, MaxClients, MaxClientsPerHost)
+			continue
+		}
 		s.conns[stop] = struct{}{}
 		wg.Add(1)
 		s.mu.Unlock()
+		if victim != nil {
+			victim.Kick()
+		}
 		go func() {
 			defer wg.Done()
 			n, err := echo()
 			s.mu.Lock()
 			delete(s.conns, stop)
+			s.places.Release(pl)
 			s.mu.Unlock()
 			release()
 			if err != nil && !errors.Is(err, net.ErrClosed) {
@@ -207,14 +233,37 @@ func (s *Server) acceptLoop(wg *sync.WaitGroup) error {
 	}
 }
 
-// echoTCP writes back everything it reads until the client closes.
-func echoTCP(c net.Conn) (int64, error) {
+// DefaultWriteTimeout is how long an echo waits for a client to take its
+// replies (blast lat -s; blast server's EchoWriteTimeout) before it drops
+// the client: one that sends and never reads must not hold a thread and a
+// place for ever.
+const DefaultWriteTimeout = 10 * time.Second
+
+// ErrNotReading ends the echo of a client that took none of its replies
+// within the write timeout.
+var ErrNotReading = errors.New("the client took none of its replies")
+
+// peerAddr is the address of a TCP client.
+func peerAddr(a net.Addr) netip.Addr {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+// echoTCP writes back everything it reads until the client closes; a
+// write that cannot finish within write ends it (ErrNotReading).
+func echoTCP(c net.Conn, write time.Duration) (int64, error) {
 	buf := make([]byte, 256<<10)
 	var total int64
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {
+			c.SetWriteDeadline(time.Now().Add(write))
 			if _, werr := c.Write(buf[:n]); werr != nil {
+				if errors.Is(werr, os.ErrDeadlineExceeded) {
+					return total, fmt.Errorf("%w for %v", ErrNotReading, write)
+				}
 				return total, werr
 			}
 			total += int64(n)
