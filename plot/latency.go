@@ -3,7 +3,10 @@ package plot
 import (
 	"errors"
 	"fmt"
+	"image/color"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/blastnet/blast/latency"
+	"github.com/blastnet/blast/stats"
 )
 
 // Latency draws a latency run into path: the histogram of its round-trip
@@ -27,42 +31,21 @@ func Latency(path string, r *latency.Result, title string) error {
 		return errors.New("plot: no result to draw")
 	}
 	var total int64
-	lo, hi := math.Inf(1), 0.0
+	for _, b := range r.Buckets {
+		total += max(b.Count, 0)
+	}
+	if total == 0 {
+		return fmt.Errorf("plot %s: the run has no round trips to draw", path)
+	}
 	// A --load run has an idle phase: both are drawn, idle first.
 	series := []*latency.Result{r}
 	if r.Idle != nil {
 		series = []*latency.Result{r.Idle, r}
 	}
-	for _, s := range series {
-		for _, b := range s.Buckets {
-			if b.Count <= 0 {
-				continue
-			}
-			if s == r {
-				total += b.Count
-			}
-			lo, hi = min(lo, float64(max(b.From, 1))), max(hi, float64(max(b.To, b.From, 1)))
-		}
-	}
-	if total == 0 {
-		return fmt.Errorf("plot %s: the run has no round trips to draw", path)
-	}
 	if title == "" {
 		title = latencyTitle(r)
 	}
-
-	// The axis unit: µs unless every round trip took a millisecond or more.
-	div, unit := 1e3, "µs"
-	if lo >= 1e6 {
-		div, unit = 1e6, "ms"
-	}
-	// The range, out to the next 1/24 of a decade.
-	xmin := math.Pow(10, math.Floor(math.Log10(lo/div)*24)/24)
-	xmax := math.Pow(10, math.Ceil(math.Log10(hi/div)*24)/24)
-	if xmax/xmin < 3 { // at least half a decade, centred
-		g := math.Sqrt(3 / (xmax / xmin))
-		xmin, xmax = xmin/g, xmax*g
-	}
+	div, unit, xmin, xmax := rttAxis(series)
 
 	// Both axes of times, and the count axis, are logarithmic: the
 	// panels plot log10 of the values on linear axes that powTicks label
@@ -127,25 +110,10 @@ func Latency(path string, r *latency.Result, title string) error {
 		hp.Add(hb)
 		hl.Add(fmt.Sprintf("%s%d round trips", name, n), hb)
 
-		// CDF: the share of round trips that took at most each bucket's end.
 		if n == 0 {
 			continue
 		}
-		var cdf plotter.XYs
-		var seen int64
-		cdf = append(cdf, plotter.XY{X: lg(xmin), Y: 0})
-		for _, b := range s.Buckets {
-			if b.Count <= 0 {
-				continue
-			}
-			if len(cdf) == 1 {
-				cdf = append(cdf, plotter.XY{X: lg(float64(b.From) / div), Y: 0})
-			}
-			seen += b.Count
-			cdf = append(cdf, plotter.XY{X: lg(float64(max(b.To, b.From)) / div), Y: 100 * float64(seen) / float64(n)})
-		}
-		cdf = append(cdf, plotter.XY{X: lg(xmax), Y: 100})
-		cl := line(cdf, col, 1.8)
+		cl := line(cdfXY(s, div, xmin, xmax), col, 1.8)
 		cp.Add(cl)
 		cLegend.Add(name+"CDF", cl)
 	}
@@ -221,6 +189,186 @@ func Latency(path string, r *latency.Result, title string) error {
 		{p: cp, legend: cLegend, weight: 1.3},
 	}}
 	return f.save(path)
+}
+
+// rttAxis is the round-trip axis of runs' buckets: its unit (ns per unit
+// and the unit's name: µs unless every round trip took a millisecond or
+// more) and its range in that unit, out to the next 1/24 of a decade and
+// at least half a decade wide. Runs without round trips give a range
+// around 1 µs.
+func rttAxis(runs []*latency.Result) (div float64, unit string, xmin, xmax float64) {
+	lo, hi := math.Inf(1), 0.0
+	for _, s := range runs {
+		for _, b := range s.Buckets {
+			if b.Count > 0 {
+				lo, hi = min(lo, float64(max(b.From, 1))), max(hi, float64(max(b.To, b.From, 1)))
+			}
+		}
+	}
+	if hi == 0 {
+		lo, hi = 1e3, 1e3
+	}
+	div, unit = 1e3, "µs"
+	if lo >= 1e6 {
+		div, unit = 1e6, "ms"
+	}
+	xmin = math.Pow(10, math.Floor(math.Log10(lo/div)*24)/24)
+	xmax = math.Pow(10, math.Ceil(math.Log10(hi/div)*24)/24)
+	if xmax/xmin < 3 { // at least half a decade, centred
+		g := math.Sqrt(3 / (xmax / xmin))
+		xmin, xmax = xmin/g, xmax*g
+	}
+	return div, unit, xmin, xmax
+}
+
+// cdfXY is a run's CDF on a log time axis (x: log10 of the time in units
+// of div ns, from xmin to xmax): the share of round trips, in %, that took
+// at most each bucket's end.
+func cdfXY(s *latency.Result, div, xmin, xmax float64) plotter.XYs {
+	var n, seen int64
+	for _, b := range s.Buckets {
+		n += max(b.Count, 0)
+	}
+	lg := math.Log10
+	cdf := plotter.XYs{{X: lg(xmin), Y: 0}}
+	if n == 0 {
+		return append(cdf, plotter.XY{X: lg(xmax), Y: 0})
+	}
+	for _, b := range s.Buckets {
+		if b.Count <= 0 {
+			continue
+		}
+		if len(cdf) == 1 {
+			cdf = append(cdf, plotter.XY{X: lg(float64(b.From) / div), Y: 0})
+		}
+		seen += b.Count
+		cdf = append(cdf, plotter.XY{X: lg(float64(max(b.To, b.From)) / div), Y: 100 * float64(seen) / float64(n)})
+	}
+	return append(cdf, plotter.XY{X: lg(xmax), Y: 100})
+}
+
+// LatencyRepeated is a repeated latency run (blast lat --repeat,
+// --confidence) as its summary was printed.
+type LatencyRepeated struct {
+	// Runs are the runs' results in the order they ran.
+	Runs []*latency.Result
+	// Values are each run's median round trip in µs: the figure the
+	// summary is of, one per run.
+	Values []float64
+	// Summary summarizes Values.
+	Summary stats.Summary
+	// Line is the summary line as the command printed it, without its
+	// "blast lat: " ("median round trip (µs): mean 41.2 ±3.1% ..."); the
+	// caption carries it word for word.
+	Line string
+	// Note is the summary's note (stats.Result.Note), if any.
+	Note string
+	// Title is the picture's title ("": what ran where, from the last run).
+	Title string
+}
+
+// LatencyRuns draws every run of a repeated latency run into path. On
+// top, each run's CDF of round-trip times on a log time axis, a line per
+// run in its own color named "run k"; below, a bar per run in the same
+// color at its median round trip, the figure the summary is of. The
+// summary's mean is a dashed line and its confidence interval a band on
+// both panels. The caption starts with rep.Line, the summary exactly as
+// it was printed.
+func LatencyRuns(path string, rep LatencyRepeated) error {
+	if _, err := format(path); err != nil {
+		return err
+	}
+	n := len(rep.Runs)
+	if n == 0 || n != len(rep.Values) || slices.Contains(rep.Runs, nil) {
+		return errors.New("plot: no runs to draw (a result and a value per run)")
+	}
+	last := rep.Runs[n-1]
+	div, unit, xmin, xmax := rttAxis(rep.Runs)
+	lg := math.Log10
+	// A value in µs on the CDF's axis, kept inside it.
+	at := func(us float64) float64 { return lg(min(max(us*1e3/div, xmin), xmax)) }
+	runColor := func(i int) color.Color { return palette[i%len(palette)] }
+	var iv *Interval
+	if rep.Summary.HasInterval() {
+		iv = &Interval{Low: rep.Summary.Low, High: rep.Summary.High}
+	}
+	ciName := stats.LevelPercent(rep.Summary.Level) + " CI of the mean"
+
+	cp := newPlot("round-trip time ("+unit+")", "CDF (% of round trips)")
+	cl := newLegend()
+	var band *bars
+	if iv != nil {
+		band = &bars{thumb: bandColor, rects: []rect{{x0: at(iv.Low), x1: at(iv.High), y0: 0, y1: 100, fill: bandColor}}}
+		cp.Add(band)
+	}
+	many := n > maxRunLegend
+	for i, r := range rep.Runs {
+		width := 1.6
+		if many {
+			width = 1
+		}
+		l := line(cdfXY(r, div, xmin, xmax), runColor(i), width)
+		cp.Add(l)
+		if !many {
+			cl.Add(fmt.Sprintf("run %d", i+1), l)
+		}
+	}
+	if many {
+		cl.Add(fmt.Sprintf("runs 1-%d", n), line(nil, runColor(0), 1))
+	}
+	mean := vlines{xs: []float64{at(rep.Summary.Mean)}, sty: meanStyle()}
+	cp.Add(mean)
+	// The mean and the band named once, here, for both panels.
+	cl.Add("medians' mean "+rttRunsAxis.show(rep.Summary.Mean), vlines{sty: meanStyle()})
+	if band != nil {
+		cl.Add("medians' "+ciName, band)
+	}
+	cp.X.Tick.Marker = powTicks{}
+	cp.X.Min, cp.X.Max = lg(xmin), lg(xmax)
+	cp.Y.Min, cp.Y.Max = 0, 100
+
+	bp, bl := runsPanel(rep.Values, rep.Summary.Mean, iv, "", ciName, runColor, 0, rttRunsAxis)
+
+	runs := "runs"
+	if n == 1 {
+		runs = "run"
+	}
+	title := rep.Title
+	if title == "" {
+		// Without the last run's length: the title is of every run.
+		t := *last
+		t.Elapsed = 0
+		title = latencyTitle(&t)
+	}
+	f := &figure{title: fmt.Sprintf("%s, %d %s", title, n, runs), panels: []*panel{
+		{p: cp, legend: cl, weight: 3},
+		{p: bp, legend: bl, weight: 2, noLegend: true},
+	}}
+	f.caption = append(f.caption, sentence(rep.Line))
+	notes := []string{"lines: each run's CDF of round-trip times", "bars: each run's median round trip, the figure the summary is of"}
+	if iv != nil {
+		notes = append(notes, fmt.Sprintf("dashed line and band: their mean and its %s confidence interval", stats.LevelPercent(rep.Summary.Level)))
+	} else {
+		notes = append(notes, "dashed line: their mean")
+	}
+	f.caption = append(f.caption, sentence(notes...))
+	if rep.Note != "" {
+		f.caption = append(f.caption, sentence(rep.Note))
+	}
+	return f.save(path)
+}
+
+// rttRunsAxis: values in µs, shown in µs or in ms from a millisecond up.
+var rttRunsAxis = runsAxis{
+	name: "median round trip",
+	scale: func(top float64) (float64, string) {
+		if top >= 1000 {
+			return 1000, "ms"
+		}
+		return 1, "µs"
+	},
+	// As blast lat prints the summary: four figures, in µs.
+	show: func(us float64) string { return strconv.FormatFloat(us, 'g', 4, 64) + " µs" },
 }
 
 func latencyTitle(r *latency.Result) string {

@@ -227,6 +227,8 @@ func cases() []drawCase {
 		{"latency-load", func(p string) error { return Latency(p, loadedLatency(), "") },
 			[]string{"blast lat -&gt; 198.18.0.2:5201", "idle: 5000 round trips", "under load: 5000 round trips",
 				"idle: CDF", "under load: CDF", "under load: percentiles", "Idle, before the bulk stream started"}},
+		{"latency-repeated", func(p string) error { return LatencyRuns(p, latencyRuns()) },
+			[]string{"TCP, 1-byte requests, 3 runs", "run 1", "run 3", "medians&#39; mean", "median round trip (µs)"}},
 		{"repeated", func(p string) error { return ClientRuns(p, repeatedRuns()) },
 			[]string{"upload (readwrite), 3 runs", "run 1", "run 3", "time (s)", "receivers&#39; mean"}},
 		{"doctor", func(p string) error { return Doctor(p, doctorReport()) },

@@ -76,7 +76,7 @@ func ClientRuns(path string, rep Repeated) error {
 		}
 	}
 	ciName := stats.LevelPercent(rep.Summary.Level) + " CI of the mean"
-	bp, bl := runsPanel(rep.Values, rep.Summary.Mean, iv, whose, ciName, runColor, top)
+	bp, bl := runsPanel(rep.Values, rep.Summary.Mean, iv, whose, ciName, runColor, top, rateAxis)
 	div, unit := rateUnit(top)
 
 	var panels []*panel

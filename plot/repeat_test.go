@@ -65,7 +65,7 @@ func svgTexts(t *testing.T, b []byte) (texts, styles []string) {
 	return texts, styles
 }
 
-// CheckRepeatedSVG checks a ClientRuns SVG of n runs: a legend entry and
+// CheckRepeatedSVG checks a ClientRuns or LatencyRuns SVG of n runs: a legend entry and
 // a line in its own color per run and no more, and the caption holding
 // line, the summary as printed, word for word.
 func checkRepeatedSVG(t *testing.T, b []byte, n int, line string) {
@@ -100,7 +100,7 @@ func checkRepeatedSVG(t *testing.T, b []byte, n int, line string) {
 	if !strings.Contains(all, want) {
 		t.Errorf("the caption does not carry the summary %q; texts:\n%s", want, strings.Join(texts, "\n"))
 	}
-	mean := regexp.MustCompile(`(?i)throughput: (?:mean )?([0-9.]+ [a-zA-Z/]+)`)
+	mean := regexp.MustCompile(`(?i)(?:throughput|round trip \(µs\)): (?:mean )?([0-9.]+(?: [a-zA-Z/]+)?)`)
 	if m, c := mean.FindStringSubmatch(line), mean.FindStringSubmatch(all); m == nil || c == nil || m[1] != c[1] {
 		t.Errorf("the caption's mean %v differs from the summary's %v", c, m)
 	}

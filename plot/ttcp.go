@@ -27,7 +27,7 @@ func Runs(path string, rates []float64, mean float64, iv *Interval, title string
 	if len(rates) == 0 {
 		return errors.New("plot: no run to draw")
 	}
-	p, lg := runsPanel(rates, mean, iv, "", "confidence interval of the mean", nil, 0)
+	p, lg := runsPanel(rates, mean, iv, "", "confidence interval of the mean", nil, 0, rateAxis)
 	f := &figure{title: title, caption: caption, panels: []*panel{{p: p, legend: lg, weight: 1}}}
 	return f.save(path)
 }
@@ -48,9 +48,9 @@ func meanStyle() draw.LineStyle {
 // band, named in the legend as whose ("receivers' mean 9.41 Gbit/s", the
 // rate as the printed summary writes it) and ciName. The axis reaches top (0: the
 // highest of the rates, the mean and the interval) and above.
-func runsPanel(rates []float64, mean float64, iv *Interval, whose, ciName string, colors func(i int) color.Color, top float64) (*gplot.Plot, gplot.Legend) {
+func runsPanel(rates []float64, mean float64, iv *Interval, whose, ciName string, colors func(i int) color.Color, top float64, ax runsAxis) (*gplot.Plot, gplot.Legend) {
 	top = max(top, runsTop(rates, mean, iv))
-	div, unit := rateUnit(top)
+	div, unit := ax.scale(top)
 	prec := 2
 	if top/div >= 10 {
 		prec = 1
@@ -64,7 +64,7 @@ func runsPanel(rates []float64, mean float64, iv *Interval, whose, ciName string
 	}
 
 	n := len(rates)
-	p := gridPlot("run", "throughput ("+unit+")", false, true)
+	p := gridPlot("run", ax.name+" ("+unit+")", false, true)
 	lg := newLegend()
 	lg.Left = false // the legend column is right of the data anyway
 	const half = 0.34
@@ -95,12 +95,24 @@ func runsPanel(rates []float64, mean float64, iv *Interval, whose, ciName string
 	}
 	m := hline{x0: 0.4, x1: float64(n) + 0.6, y: mean / div, sty: meanStyle()}
 	p.Add(m)
-	lg.Add(fmt.Sprintf("%smean %s", whose, report.SIRate(mean)), vlines{sty: m.sty})
+	lg.Add(fmt.Sprintf("%smean %s", whose, ax.show(mean)), vlines{sty: m.sty})
 	p.X.Min, p.X.Max = 0.4, float64(n)+0.6
 	p.X.Tick.Marker = runTicks{n: n}
 	p.Y.Min, p.Y.Max = 0, top/div*1.15
 	return p, lg
 }
+
+// runsAxis is what a runs panel's values are: the axis's name, its unit
+// for a top value (the divisor and the unit's name), and a value as the
+// printed summary writes it.
+type runsAxis struct {
+	name  string
+	scale func(top float64) (div float64, unit string)
+	show  func(v float64) string
+}
+
+// rateAxis: values in bit/s.
+var rateAxis = runsAxis{name: "throughput", scale: rateUnit, show: report.SIRate}
 
 // runsTop is the highest of rates, the mean and the interval.
 func runsTop(rates []float64, mean float64, iv *Interval) float64 {

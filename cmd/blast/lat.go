@@ -145,6 +145,11 @@ func runLat(e *env, args []string) int {
 		return res, err
 	}
 	var res *latency.Result
+	// measured are the runs a repeated run's summary is of, in order.
+	var measured []*latency.Result
+	var line, note string
+	var summary stats.Summary
+	var values []float64
 	if plan.IsZero() {
 		res, err = once(0, nil)
 	} else {
@@ -154,6 +159,9 @@ func runLat(e *env, args []string) int {
 		rr, err = stats.Run(e.ctx, plan, func(i int) (float64, error) {
 			r, err := once(i, &runs)
 			res = r
+			if r != nil && err == nil && !r.Interrupted {
+				measured = append(measured, r)
+			}
 			if err == nil && r.Interrupted {
 				err = errors.New("interrupted")
 			}
@@ -182,6 +190,7 @@ func runLat(e *env, args []string) int {
 				fmt.Fprintf(e.stdout, "blast lat: %s\n", note)
 			}
 		}
+		line, note, summary, values = "median round trip (µs): "+rr.Summary.Line(nil), rr.Note(), rr.Summary, rr.Values
 	}
 	if err == nil && res != nil && !res.Interrupted && rep.plot != "" {
 		title := ""
@@ -198,7 +207,15 @@ func runLat(e *env, args []string) int {
 				title += fmt.Sprintf(", under load (%s bulk)", report.SIRate(res.LoadBps))
 			}
 		}
-		if perr := plot.Latency(rep.plot, res, title); perr != nil {
+		var perr error
+		if plan.IsZero() {
+			perr = plot.Latency(rep.plot, res, title)
+		} else {
+			// Every run, with the summary as it was printed.
+			perr = plot.LatencyRuns(rep.plot, plot.LatencyRepeated{Runs: measured, Values: values,
+				Summary: summary, Line: line, Note: note, Title: title})
+		}
+		if perr != nil {
 			fmt.Fprintf(e.stderr, "blast lat: --plot %s: %v\n", rep.plot, perr)
 			return exitFailure
 		}

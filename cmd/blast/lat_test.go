@@ -3,8 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,7 +88,9 @@ func TestLatHelp(t *testing.T) {
 }
 
 // TestLatRun runs the client command against a server in this process.
-func TestLatRun(t *testing.T) {
+// latServer is a latency echo server on loopback for the test; its port.
+func latServer(t *testing.T) string {
+	t.Helper()
 	s, err := latency.Listen(latency.Config{Server: true, Bind: "127.0.0.1", Sock: latency.Defaults().Sock}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -91,8 +98,12 @@ func TestLatRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.Serve(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	port := strconv.Itoa(s.Port())
+	t.Cleanup(func() { cancel(); <-done })
+	return strconv.Itoa(s.Port())
+}
+
+func TestLatRun(t *testing.T) {
+	port := latServer(t)
 
 	code, out, errOut := runArgs(t, "blast", "lat", "127.0.0.1", "-p", port, "-n", "300", "-u", "-J")
 	var doc latency.JSON
@@ -120,5 +131,49 @@ func TestLatRun(t *testing.T) {
 	code, _, errOut = runArgs(t, "blast", "lat", "127.0.0.1", "-p", free, "-n", "5")
 	if code != exitFailure || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "connection refused") {
 		t.Errorf("exit %d, stderr %q; want exit 1 and one line naming the refused connection", code, errOut)
+	}
+}
+
+// blast lat --repeat N --plot draws every run: a legend entry and a line
+// in its own color per run, and the caption carries the printed summary
+// line word for word, its mean in the legend as the same figure.
+func TestLatRepeatPlotEveryRun(t *testing.T) {
+	port := latServer(t)
+	file := filepath.Join(t.TempDir(), "rtt.svg")
+	code, out, errOut := runArgs(t, "blast", "lat", "127.0.0.1", "-p", port, "-n", "200", "--repeat", "3", "--plot", file)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	m := regexp.MustCompile(`(?m)^blast lat: (median round trip \(µs\): mean ([0-9.]+) .*, 3 runs)$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no summary line of 3 runs:\n%s", out)
+	}
+	line, mean := m[1], m[2]
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, styles := svgTexts(b)
+	all := strings.Join(texts, " ")
+	for k := 1; k <= 4; k++ {
+		if got, want := slices.Contains(texts, fmt.Sprintf("run %d", k)), k <= 3; got != want {
+			t.Errorf("legend entry \"run %d\": %v, want %v (one per run of 3); texts:\n%s", k, got, want, strings.Join(texts, "\n"))
+		}
+	}
+	for k, c := range []string{"#1F77B4", "#FF7F0E", "#2CA02C"} {
+		n := 0
+		for _, s := range styles {
+			if strings.Contains(s, "stroke:"+c) {
+				n++
+			}
+		}
+		if n < 2 { // its CDF and its legend swatch
+			t.Errorf("run %d: %d paths stroked %s, want its CDF and its swatch", k+1, n, c)
+		}
+	}
+	for _, want := range []string{"M" + line[1:] + ".", "medians' mean " + mean + " µs", ", 3 runs", "round-trip time"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the plot has no text %q; texts:\n%s", want, strings.Join(texts, "\n"))
+		}
 	}
 }

@@ -33,30 +33,7 @@ func TestClientRepeatPlotEveryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var texts, styles []string
-	d := xml.NewDecoder(strings.NewReader(string(b)))
-	in := false
-	for {
-		tok, err := d.Token()
-		if err != nil {
-			break
-		}
-		switch tok := tok.(type) {
-		case xml.StartElement:
-			in = tok.Name.Local == "text"
-			for _, a := range tok.Attr {
-				if a.Name.Local == "style" && tok.Name.Local == "path" {
-					styles = append(styles, a.Value)
-				}
-			}
-		case xml.EndElement:
-			in = false
-		case xml.CharData:
-			if in {
-				texts = append(texts, string(tok))
-			}
-		}
-	}
+	texts, styles := svgTexts(b)
 	all := strings.Join(texts, " ")
 	for k := 1; k <= runs+1; k++ {
 		n := 0
@@ -89,5 +66,32 @@ func TestClientRepeatPlotEveryRun(t *testing.T) {
 	}
 	if !strings.Contains(all, "receivers' mean "+mean) || !strings.Contains(all, ", 3 runs") {
 		t.Errorf("the legend's mean or the title's run count is missing; texts:\n%s", strings.Join(texts, "\n"))
+	}
+}
+
+// svgTexts are an SVG's texts in file order, and its paths' styles.
+func svgTexts(b []byte) (texts, styles []string) {
+	d := xml.NewDecoder(strings.NewReader(string(b)))
+	in := false
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return texts, styles
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			in = tok.Name.Local == "text"
+			for _, a := range tok.Attr {
+				if a.Name.Local == "style" && tok.Name.Local == "path" {
+					styles = append(styles, a.Value)
+				}
+			}
+		case xml.EndElement:
+			in = false
+		case xml.CharData:
+			if in {
+				texts = append(texts, string(tok))
+			}
+		}
 	}
 }
