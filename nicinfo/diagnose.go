@@ -672,7 +672,9 @@ func D25(in Input) []Finding {
 type Direction struct {
 	// Bps is the goodput in bit/s.
 	Bps float64 `json:"bps"`
-	// RetransPct is TCP retransmitted segments per 100 sent; negative when unknown.
+	// RetransPct is TCP's lost segments per 100 sent (retransmissions,
+	// less those the receiver reports it already had when that is
+	// known); negative when unknown.
 	RetransPct float64 `json:"retrans_pct"`
 }
 
@@ -684,48 +686,178 @@ type Path struct {
 	SamePath bool
 	// Findings are the per-interface findings of both tests (from Diagnose).
 	Findings []Finding
+	// Ends are the interfaces at the two ends as far as they are known
+	// (nil: unknown): D7 reads their duplex.
+	Ends []*Interface
 }
 
-// DiagnosePath is rule D7: one direction far slower than the other.
+// D7's thresholds.
+const (
+	// collapseRatio: a direction this many times slower than the other
+	// has collapsed (a duplex mismatch does that to the data flowing
+	// from the full-duplex end).
+	collapseRatio = 10
+	// asymRatio: directions whose rates differ by more than this are
+	// asymmetric.
+	asymRatio = 1.5
+	// heavyLoss: the slow direction lost this many segments per 100: it
+	// met a drop on the path, not a busy host's noise (which moves the
+	// rates of two runs but loses nothing). Below collapseRatio, only
+	// this tells a path's asymmetry from a busy host's.
+	heavyLoss = 2
+)
+
+// duplexEvidence is the link evidence of a duplex mismatch in p: an end
+// running half duplex (the end's own state, or D1, D2, D5), a MAC that
+// behaves half duplex while it reports full (D4 collisions, D13
+// deferrals), late collisions (D3, the half side's counter), and receive
+// errors (D6: CRC errors and runts, the full side's counter). A
+// half-duplex end whose partner advertises no full-duplex mode is on a
+// hub, where half duplex is right: no evidence.
+func duplexEvidence(p Path) (half, counters []string) {
+	add := func(l *[]string, s string) {
+		if !slices.Contains(*l, s) {
+			*l = append(*l, s)
+		}
+	}
+	for _, ifc := range p.Ends {
+		if ifc == nil || ifc.Link.Duplex != "half" {
+			continue
+		}
+		if c, _ := (Input{Iface: ifc}).halfCause(); c != causeHalfOnly {
+			add(&half, ifc.Name+" runs half duplex")
+		}
+	}
+	for _, f := range p.Findings {
+		switch f.Rule {
+		case "D1", "D2", "D5":
+			add(&half, f.Rule+" on "+f.Iface)
+		case "D4", "D13":
+			add(&half, f.Rule+" on "+f.Iface+" (a half-duplex MAC)")
+		case "D3":
+			add(&counters, "late collisions (D3) on "+f.Iface)
+		case "D6":
+			add(&counters, "receive errors (D6) on "+f.Iface)
+		}
+	}
+	return half, counters
+}
+
+// DiagnosePath is rule D7: the two directions of a path compared.
+//
+// A duplex mismatch (ERROR) needs link evidence (see duplexEvidence)
+// besides a collapse: one direction more than 10 times slower, with its
+// own retransmits or the evidence's error counters. Both ends at full
+// duplex with no late collisions, CRC errors or runts rule it out,
+// whatever the retransmits: then a rate limit, a queue or a slower link
+// on the way is as likely, and D7 reports the asymmetry (WARN), with each
+// direction's rate. It does so for a ratio over 1.5 when the slow
+// direction lost at least 2% of its segments, and for any ratio of 10 or
+// more.
 func DiagnosePath(p Path) []Finding {
 	if !p.SamePath || p.Forward.Bps <= 0 || p.Reverse.Bps <= 0 {
 		return nil
 	}
-	fast, slow, slowName := p.Forward, p.Reverse, "reverse"
+	fast, slow, fastName, slowName := p.Forward, p.Reverse, "forward", "reverse"
 	if slow.Bps > fast.Bps {
-		fast, slow, slowName = slow, fast, "forward"
+		fast, slow, fastName, slowName = slow, fast, slowName, fastName
 	}
 	ratio := fast.Bps / slow.Bps
-	if ratio < 10 {
+	if ratio <= asymRatio {
 		return nil
 	}
-	var counterRules []string
-	for _, f := range p.Findings {
-		if (f.Rule == "D3" || f.Rule == "D6") && !slices.Contains(counterRules, f.Rule+" on "+f.Iface) {
-			counterRules = append(counterRules, f.Rule+" on "+f.Iface)
-		}
-	}
-	ev := fmt.Sprintf("forward %.3g Mbit/s, reverse %.3g Mbit/s: the %s direction is %.0f× slower", p.Forward.Bps/1e6, p.Reverse.Bps/1e6, slowName, ratio)
+	half, counters := duplexEvidence(p)
+	ev := fmt.Sprintf("forward %s, reverse %s: the %s direction is %s slower", rateWords(p.Forward.Bps), rateWords(p.Reverse.Bps), slowName, ratioWords(ratio))
 	// A duplex mismatch collapses the slow direction with its own
 	// retransmits: those of the fast direction (a busy host's, a queue's)
 	// are no evidence of it.
-	retrans := slow.RetransPct > 1
+	lossy := slow.RetransPct > 1
 	if slow.RetransPct >= 0 {
-		ev += fmt.Sprintf(", %.1f%% retransmits in the slow direction", slow.RetransPct)
+		ev += fmt.Sprintf(", %.1f%% of its segments lost", slow.RetransPct)
 	}
-	if len(counterRules) > 0 {
-		ev += "; with " + strings.Join(counterRules, ", ")
+	if fast.RetransPct >= 0 {
+		ev += fmt.Sprintf(" (the %s direction %.1f%%)", fastName, fast.RetransPct)
 	}
-	if len(counterRules) > 0 || retrans {
-		return []Finding{{Rule: "D7", Severity: Error,
-			Summary:  "asymmetric collapse: one direction is more than 10 times slower, with errors or retransmissions (the signature of a duplex mismatch)",
-			Evidence: ev,
-			Fix:      "data flowing from the full-duplex end to the half-duplex end collapses: find the end running half duplex and make both ends autonegotiate"}}
+	link := append(append([]string(nil), half...), counters...)
+	if ratio >= collapseRatio && len(link) > 0 && (lossy || len(counters) > 0) {
+		ev += "; link evidence: " + strings.Join(link, ", ")
+		summary := fmt.Sprintf("asymmetric collapse: the %s direction is %s slower, with an end at half duplex or its counters (late collisions, CRC errors): a duplex mismatch", slowName, ratioWords(ratio))
+		fix := "data flowing from the full-duplex end to the half-duplex end collapses: find the end running half duplex and make both ends autonegotiate (or force both to full duplex)"
+		if len(half) == 0 {
+			// Receive errors alone: a bad cable makes them too.
+			summary = fmt.Sprintf("asymmetric collapse: the %s direction is %s slower, with receive errors: a duplex mismatch (the far end at half duplex) or a bad cable", slowName, ratioWords(ratio))
+			fix = "tell them apart at the far end of the link counting the errors: at half duplex it counts late collisions (ethtool -S, or the switch's interface counters), a bad cable does not; then make both ends autonegotiate, or replace the cable"
+		}
+		return []Finding{{Rule: "D7", Severity: Error, Summary: summary, Evidence: ev, Fix: fix}}
+	}
+	if ratio < collapseRatio && slow.RetransPct < heavyLoss {
+		return nil
+	}
+	switch {
+	case len(link) > 0:
+		ev += "; link evidence (" + strings.Join(link, ", ") + ") but no collapse with losses: not the signature of a duplex mismatch"
+	case fullBoth(p.Ends):
+		ev += "; no link errors counted (no late collisions, CRC errors or runts) and both ends at full duplex: not a duplex mismatch"
+	default:
+		ev += "; no link errors counted (no late collisions, CRC errors or runts) and no end at half duplex: not a duplex mismatch"
 	}
 	return []Finding{{Rule: "D7", Severity: Warn,
-		Summary:  "one direction is more than 10 times slower than the other",
-		Evidence: ev + "; no link errors counted",
-		Fix:      "compare the two ends: CPU, rate limits, shaping or a policer in one direction, window sizes"}}
+		Summary:  fmt.Sprintf("asymmetric path: the %s direction is %s slower than the %s (%s against %s)", slowName, ratioWords(ratio), fastName, rateWords(slow.Bps), rateWords(fast.Bps)),
+		Evidence: ev,
+		Fix:      fmt.Sprintf("the %s direction stops at %s: look that way for a rate limit (a shaper or a policer on a router), a slower link, or a busy end receiving it; the findings beside this one may name it", slowName, rateWords(slow.Bps))}}
+}
+
+// fullBoth says both ends are known and run full duplex.
+func fullBoth(ends []*Interface) bool {
+	n := 0
+	for _, ifc := range ends {
+		if ifc == nil || ifc.Link.Duplex != "full" {
+			return false
+		}
+		n++
+	}
+	return n == 2
+}
+
+// rateWords is a rate in bit/s with its unit and at most 3 significant
+// digits: 97.5 Mbit/s, 11.5 Gbit/s.
+func rateWords(bps float64) string {
+	v, unit := bps, "bit/s"
+	for _, u := range []struct {
+		f    float64
+		name string
+	}{{1e12, "Tbit/s"}, {1e9, "Gbit/s"}, {1e6, "Mbit/s"}, {1e3, "kbit/s"}} {
+		if bps >= u.f {
+			v, unit = bps/u.f, u.name
+			break
+		}
+	}
+	return sig3(v) + " " + unit
+}
+
+// ratioWords is a ratio with at most 3 significant digits and ×: 1.6×,
+// 12×, 340×; larger ones in thousands (the rates say the rest).
+func ratioWords(r float64) string {
+	if r >= 1000 {
+		return "over 1000×"
+	}
+	return sig3(r) + "×"
+}
+
+// sig3 is v (under 1000) with at most 3 significant digits.
+func sig3(v float64) string {
+	prec := 0
+	switch {
+	case v < 10:
+		prec = 2
+	case v < 100:
+		prec = 1
+	}
+	s := strconv.FormatFloat(v, 'f', prec, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
 }
 
 // keySource says which raw counters a key counter came from.

@@ -569,25 +569,72 @@ func TestRuleThresholds(t *testing.T) {
 
 func TestDiagnosePath(t *testing.T) {
 	d3 := []Finding{{Rule: "D3", Iface: "eth0"}}
+	d6 := []Finding{{Rule: "D6", Iface: "eth1"}}
+	link := func(name, duplex string, partner ...string) *Interface {
+		return &Interface{Name: name, Carrier: ptr(true), AdminUp: ptr(true),
+			Link: Link{SpeedMbps: ptr(100), Duplex: duplex, Autoneg: ptr(true), ModesKnown: true, Partner: partner}}
+	}
+	fullEnds := []*Interface{link("eth0", "full", "100baseT_Full"), link("eth1", "full", "100baseT_Full")}
+	halfEnd := []*Interface{link("eth0", "half"), link("eth1", "full", "100baseT_Full")}
+	hubEnd := []*Interface{link("eth0", "half", "10baseT_Half", "100baseT_Half"), link("eth1", "full", "100baseT_Full")}
+	// 12 times slower with 5% of the slow direction's segments lost: a
+	// policer does that as well as a duplex mismatch.
+	fwd, rev := Direction{Bps: 96e6, RetransPct: 0.1}, Direction{Bps: 8e6, RetransPct: 5}
 	for _, tc := range []struct {
 		name string
 		p    Path
 		want []string
+		// duplex: the finding claims a duplex mismatch.
+		duplex bool
 	}{
-		{"seed: 7.8 MB/s vs 250 KB/s with late collisions", Path{Forward: Direction{Bps: 62.4e6, RetransPct: -1}, Reverse: Direction{Bps: 2e6, RetransPct: -1}, SamePath: true, Findings: d3}, []string{"D7 ERROR"}},
-		{"asymmetric with retransmits", Path{Forward: Direction{Bps: 2e6, RetransPct: 5}, Reverse: Direction{Bps: 90e6}, SamePath: true}, []string{"D7 ERROR"}},
+		{"seed: 7.8 MB/s vs 250 KB/s with late collisions", Path{Forward: Direction{Bps: 62.4e6, RetransPct: -1}, Reverse: Direction{Bps: 2e6, RetransPct: -1}, SamePath: true, Findings: d3}, []string{"D7 ERROR"}, true},
+		{"12x with losses, both ends full duplex", Path{Forward: fwd, Reverse: rev, SamePath: true, Ends: fullEnds}, []string{"D7 WARN"}, false},
+		{"12x with losses, ends unknown, no link errors", Path{Forward: fwd, Reverse: rev, SamePath: true}, []string{"D7 WARN"}, false},
+		{"12x with losses, an end at half duplex", Path{Forward: fwd, Reverse: rev, SamePath: true, Ends: halfEnd}, []string{"D7 ERROR"}, true},
+		{"12x with losses, late collisions", Path{Forward: fwd, Reverse: rev, SamePath: true, Ends: fullEnds, Findings: d3}, []string{"D7 ERROR"}, true},
+		{"12x with losses, D2 half duplex", Path{Forward: fwd, Reverse: rev, SamePath: true, Findings: []Finding{{Rule: "D2", Iface: "eth0"}}}, []string{"D7 ERROR"}, true},
+		// CRC errors alone: a mismatch or a bad cable, said so.
+		{"12x with losses, receive errors", Path{Forward: fwd, Reverse: rev, SamePath: true, Ends: fullEnds, Findings: d6}, []string{"D7 ERROR"}, true},
+		// Half duplex on a hub is right, and no mismatch.
+		{"12x with losses, half duplex on a hub", Path{Forward: fwd, Reverse: rev, SamePath: true, Ends: hubEnd}, []string{"D7 WARN"}, false},
+		{"12x, an end at half duplex, nothing lost", Path{Forward: fwd, Reverse: Direction{Bps: 8e6, RetransPct: 0}, SamePath: true, Ends: halfEnd}, []string{"D7 WARN"}, false},
 		// A shaped forward direction beside a busy host's fast reverse one
 		// that retransmitted (seen in make test-stress): no collapse.
-		{"retransmits only in the fast direction", Path{Forward: Direction{Bps: 96.7e6, RetransPct: 0}, Reverse: Direction{Bps: 8.33e9, RetransPct: 1.06}, SamePath: true}, []string{"D7 WARN"}},
-		{"asymmetric, clean counters", Path{Forward: Direction{Bps: 2e6, RetransPct: 0}, Reverse: Direction{Bps: 90e6, RetransPct: 0}, SamePath: true}, []string{"D7 WARN"}},
-		{"9x is not enough", Path{Forward: Direction{Bps: 10e6}, Reverse: Direction{Bps: 90e6}, SamePath: true, Findings: d3}, nil},
-		{"different paths", Path{Forward: Direction{Bps: 1e6}, Reverse: Direction{Bps: 90e6}, Findings: d3}, nil},
+		{"retransmits only in the fast direction", Path{Forward: Direction{Bps: 96.7e6, RetransPct: 0}, Reverse: Direction{Bps: 8.33e9, RetransPct: 1.06}, SamePath: true}, []string{"D7 WARN"}, false},
+		{"asymmetric, clean counters", Path{Forward: Direction{Bps: 2e6, RetransPct: 0}, Reverse: Direction{Bps: 90e6, RetransPct: 0}, SamePath: true}, []string{"D7 WARN"}, false},
+		{"3x with losses", Path{Forward: Direction{Bps: 30e6, RetransPct: 3}, Reverse: Direction{Bps: 90e6}, SamePath: true}, []string{"D7 WARN"}, false},
+		// Below 10 times, only losses tell a path from a busy host.
+		{"3x without losses", Path{Forward: Direction{Bps: 30e6, RetransPct: 0.5}, Reverse: Direction{Bps: 90e6}, SamePath: true}, nil, false},
+		{"1.4x with losses", Path{Forward: Direction{Bps: 64e6, RetransPct: 10}, Reverse: Direction{Bps: 90e6}, SamePath: true}, nil, false},
+		{"9x with late collisions, nothing lost", Path{Forward: Direction{Bps: 10e6}, Reverse: Direction{Bps: 90e6}, SamePath: true, Findings: d3}, nil, false},
+		{"different paths", Path{Forward: Direction{Bps: 1e6}, Reverse: Direction{Bps: 90e6}, Findings: d3}, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, ruleSev(DiagnosePath(tc.p))); diff != "" {
+			fs := DiagnosePath(tc.p)
+			if diff := cmp.Diff(tc.want, ruleSev(fs)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
+			for _, f := range fs {
+				claims := strings.Contains(f.Summary, "duplex mismatch") || strings.Contains(f.Fix, "duplex")
+				if claims != tc.duplex {
+					t.Errorf("claims a duplex mismatch: %v, want %v: %s; fix %s", claims, tc.duplex, f, f.Fix)
+				}
+			}
 		})
+	}
+}
+
+// D7's words: both rates with units and 3 significant digits, the ratio,
+// and what rules a duplex mismatch out.
+func TestDiagnosePathWords(t *testing.T) {
+	ends := []*Interface{{Name: "a", Link: Link{Duplex: "full"}}, {Name: "b", Link: Link{Duplex: "full"}}}
+	fs := DiagnosePath(Path{Forward: Direction{Bps: 11.49e9, RetransPct: 0}, Reverse: Direction{Bps: 97.54e6, RetransPct: 16.2}, SamePath: true, Ends: ends})
+	want := []Finding{{Rule: "D7", Severity: Warn,
+		Summary:  "asymmetric path: the reverse direction is 118× slower than the forward (97.5 Mbit/s against 11.5 Gbit/s)",
+		Evidence: "forward 11.5 Gbit/s, reverse 97.5 Mbit/s: the reverse direction is 118× slower, 16.2% of its segments lost (the forward direction 0.0%); no link errors counted (no late collisions, CRC errors or runts) and both ends at full duplex: not a duplex mismatch",
+		Fix:      "the reverse direction stops at 97.5 Mbit/s: look that way for a rate limit (a shaper or a policer on a router), a slower link, or a busy end receiving it; the findings beside this one may name it"}}
+	if diff := cmp.Diff(want, fs); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 
