@@ -2,9 +2,11 @@
 // ranks what they found into one verdict: TCP both ways, UDP at a rate the
 // path should carry with datagrams that fill the MTU, and round trips,
 // each against one blast server (which answers tests and latency on one
-// port). Every test's findings (the interfaces' rules D1-D13 on both ends,
-// the path rules D14 and up) are merged, the two TCP directions compared
-// (D7), and the most likely cause comes first with its evidence and fix.
+// port). A direction where TCP lost heavily gets UDP below and above its
+// rate, which tells a policer (D26, with its rate) from random loss. Every
+// test's findings (the interfaces' rules D1-D13 on both ends, the path
+// rules D14 and up) are merged, the two TCP directions compared (D7), and
+// the most likely cause comes first with its evidence and fix.
 // A healthy path gets one line that says so.
 package doctor
 
@@ -140,8 +142,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if up, down := dirs[0], dirs[1]; up != nil && down != nil {
 		lists = append(lists, nicinfo.DiagnosePath(nicinfo.Path{
-			Forward: up.NICDirection(true), Reverse: down.NICDirection(false), SamePath: true,
-			Findings: pathdiag.Merge(nicFindings(up), nicFindings(down))}))
+			Forward: lossDirection(up, true), Reverse: lossDirection(down, false), SamePath: true,
+			Findings: pathdiag.Merge(nicFindings(up), nicFindings(down)),
+			Ends:     []*nicinfo.Interface{rep.Local, rep.Remote}}))
 	}
 
 	// UDP at a rate the path should carry, with datagrams that fill this
@@ -170,17 +173,30 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cmd += fmt.Sprintf(" -l %d", ucfg.BlockLen)
 	}
 	step(3, "udp upload", cmd)
+	var udpUp *control.Result
 	if res, err := control.Run(ctx, ucfg); res != nil {
 		t := testOf("udp upload", cmd, res, err)
 		t.RateBps = rate
 		rep.Tests = append(rep.Tests, t)
 		lists = append(lists, t.Findings)
 		rep.noteNICs(res)
+		udpUp = res
 	} else {
 		rep.Tests = append(rep.Tests, Test{Name: "udp upload", Command: cmd, RateBps: rate, Err: err.Error()})
 	}
 	if ctx.Err() != nil {
 		return rep.Finish(lists), nil
+	}
+	// A direction where TCP lost heavily: UDP below and above its rate
+	// tells a policer (the loss grows with the rate) from random loss.
+	for i, up := range []bool{true, false} {
+		if dirs[i] == nil {
+			continue
+		}
+		lists = append(lists, rep.probe(ctx, cfg, ucfg, base, up, dirs[i], udpUp)...)
+		if ctx.Err() != nil {
+			return rep.Finish(lists), nil
+		}
 	}
 
 	cmd = fmt.Sprintf("blast lat %s -p %d -t %g", cfg.Host, cfg.Port, cfg.LatDuration.Seconds())
@@ -195,6 +211,94 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.Tests = append(rep.Tests, t)
 	return rep.Finish(lists), nil
+}
+
+// The probes of a lossy TCP direction. cleanShare: UDP below TCP's
+// goodput runs at this share of it, so that the pacer catching up after a
+// busy host held it (at 1.25 times the rate, engine.Sender) stays within
+// it. overFactor: UDP above it offers this many times that goodput (TCP
+// through a policer with a small bucket gets well under half its rate).
+// maxOverRate: no probe offers more (a direction whose TCP moved more than
+// maxOverRate / overFactor is not probed): the probes look at rates any
+// host carries, not at the path's capacity.
+const (
+	cleanShare  = 0.8
+	overFactor  = 2.5
+	maxOverRate = 1e9
+)
+
+// probe looks for a policer in one direction (D26) when TCP lost at least
+// pathdiag.PolicerLoss of its segments that way with no rate limit on
+// either end to blame (pathdiag.Probable): UDP at cleanShare of
+// TCP's goodput (the UDP upload already run, when it was below that), and,
+// when that passed clean, UDP at overFactor times TCP's goodput. Each
+// probe is a test of the report; the return is the first one's findings
+// and D26's.
+func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, base string, up bool, tcp, udpUp *control.Result) [][]nicinfo.Finding {
+	td := tcp.Direction(up)
+	if td == nil || !pathdiag.Probable(*td) || overFactor*td.Goodput > maxOverRate {
+		return nil
+	}
+	name, flag := "upload", ""
+	if !up {
+		name, flag = "download", " -R"
+	}
+	var lists [][]nicinfo.Finding
+	run := func(what string, rate float64, judged bool) *pathdiag.Direction {
+		c := ucfg
+		c.Rate, c.Reverse = rate, !up
+		cmd := fmt.Sprintf("%s -u -b %s --backend mmsg%s", base, rateFlag(rate), flag)
+		if c.BlockLen > 0 {
+			cmd += fmt.Sprintf(" -l %d", c.BlockLen)
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(Step{N: 3, Of: 4, Name: what, Command: cmd})
+		}
+		res, err := control.Run(ctx, c)
+		if res == nil {
+			rep.Tests = append(rep.Tests, Test{Name: what, Command: cmd, RateBps: rate, Err: err.Error()})
+			return nil
+		}
+		t := testOf(what, cmd, res, err)
+		t.RateBps = rate
+		rep.Tests = append(rep.Tests, t)
+		if judged {
+			lists = append(lists, t.Findings)
+		}
+		if err != nil {
+			return nil
+		}
+		return res.Direction(up)
+	}
+	p := pathdiag.Probe{Name: name, TCP: td}
+	if up && udpUp != nil && udpUp.Err == nil && float64(udpUp.Params.Bandwidth) <= cleanShare*td.Goodput {
+		p.Clean = udpUp.Direction(true)
+	} else {
+		p.Clean = run("udp "+name+" below the tcp rate", max(cleanShare*td.Goodput, 1e6), true)
+	}
+	if p.Clean == nil || ctx.Err() != nil {
+		return lists
+	}
+	if p.Clean.Sent > 0 && 100*float64(p.Clean.Lost) < pathdiag.CleanLoss*float64(p.Clean.Sent) {
+		// Loss is what this probe measures, not a finding: its
+		// test keeps its findings, the verdict does not.
+		p.Over = run("udp "+name+" above the tcp rate", overFactor*td.Goodput, false)
+		if p.Over == nil {
+			return lists
+		}
+	}
+	return append(lists, pathdiag.D26(p))
+}
+
+// lossDirection is one TCP direction as D7 compares it: the goodput and
+// the share of segments lost (retransmitted less what the receiver
+// already had).
+func lossDirection(res *control.Result, up bool) nicinfo.Direction {
+	d := res.Direction(up)
+	if d == nil {
+		return nicinfo.Direction{RetransPct: -1}
+	}
+	return nicinfo.Direction{Bps: d.Goodput, RetransPct: pathdiag.LossPct(*d)}
 }
 
 // Finish merges the findings of every test (or every interface of an

@@ -1,6 +1,7 @@
 // Package pathdiag says why a test was slow when the cause is above the
 // link layer: a shaper on the path, a window too small for the round trip,
-// an MTU that does not fit, buffers that overflowed, loss, one direction far
+// an MTU that does not fit, buffers that overflowed, loss, a policer between
+// the hosts (D26, from doctor's probes of one direction), one direction far
 // slower than the other, a reader or a CPU that could not keep up.
 //
 // nicinfo's rules (D1-D13) judge one interface; these rules (D14 and up)
@@ -134,17 +135,19 @@ func Diagnose(d Direction) []nicinfo.Finding {
 }
 
 // explained drops the findings that a stronger one explains, so the
-// verdict names the cause once: the asymmetry a shaper or a window makes
-// (D7 at WARN beside D14 or D15 at WARN), and the loss on the path (D20)
-// that a black hole (D17), an MTU (D16 at ERROR) or the sender's own queue
-// (D19) accounts for; and the distance from line rate (D23) that D9 names
+// verdict names the cause once: the asymmetry a shaper, a window or a
+// policer makes (D7 at WARN beside D14, D15 or D26 at WARN), and the loss
+// on the path (D20) that a black hole (D17), an MTU (D16 at ERROR), the
+// sender's own queue (D19) or a policer between the hosts (D26) accounts
+// for; and the distance from line rate (D23) that D9 names
 // as the NIC's.
 func explained(fs []nicinfo.Finding) []nicinfo.Finding {
 	has := func(rule string, sev nicinfo.Severity) bool {
 		return slices.ContainsFunc(fs, func(f nicinfo.Finding) bool { return f.Rule == rule && f.Severity >= sev })
 	}
-	shaped := has("D14", nicinfo.Warn) || has("D15", nicinfo.Warn)
-	lost := has("D17", nicinfo.Error) || has("D16", nicinfo.Error) || has("D19", nicinfo.Warn)
+	policed := has("D26", nicinfo.Warn)
+	shaped := has("D14", nicinfo.Warn) || has("D15", nicinfo.Warn) || policed
+	lost := has("D17", nicinfo.Error) || has("D16", nicinfo.Error) || has("D19", nicinfo.Warn) || policed
 	nicBound := has("D9", nicinfo.Warn)
 	return slices.DeleteFunc(fs, func(f nicinfo.Finding) bool {
 		return f.Rule == "D7" && f.Severity == nicinfo.Warn && shaped || f.Rule == "D20" && lost || f.Rule == "D23" && nicBound ||
@@ -162,6 +165,8 @@ func causeRank(id string) int {
 		}
 	}
 	switch id {
+	case "D26":
+		return 12 // a policer between the hosts: a rate limit, as D14
 	case "D7":
 		return 15 // asymmetry: among the path causes, after the window
 	case "D9":

@@ -1,0 +1,167 @@
+package pathdiag
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/blastnet/blast/nicinfo"
+)
+
+// D26's thresholds.
+const (
+	// PolicerLoss: TCP that lost this many segments per 100 in a
+	// direction makes doctor probe that direction with UDP for a policer.
+	PolicerLoss = 2.0
+	// CleanLoss: UDP that lost less than this per 100 passed clean.
+	CleanLoss = 0.5
+	// overLoss: UDP offered above the policed rate loses at least this
+	// per 100 (what exceeds the rate): below it, the over-rate probe
+	// met no limit.
+	overLoss = 5.0
+)
+
+// Probe is one direction of a path as doctor tested it: TCP, UDP at a
+// rate below TCP's goodput (Clean), and UDP offered above it (Over; nil
+// when not run).
+type Probe struct {
+	// Name is the direction in words: "upload" (client to server) or
+	// "download".
+	Name        string
+	TCP         *Direction
+	Clean, Over *Direction
+}
+
+// LossPct is the share of a TCP direction's segments that were lost, per
+// 100 sent: its retransmissions less those the receiver reports it
+// already had (D-SACK on the sender's host); -1 when unknown.
+func LossPct(d Direction) float64 {
+	if d.UDP || d.Retransmits < 0 || d.SentBytes <= 0 {
+		return -1
+	}
+	mss := d.MSS
+	if mss <= 0 {
+		mss = 1448
+	}
+	lost := d.Retransmits
+	if s := d.Sender; s != nil && s.Path != nil {
+		lost -= min(int64(s.Path.Get("TcpExt.TCPDSACKRecvSegs")), d.Retransmits)
+	}
+	// A connection that sent little may resend more segments than its
+	// byte count holds: all of it was lost.
+	return min(100*float64(lost)/(float64(d.SentBytes)/float64(mss)), 100)
+}
+
+// Probable says whether a TCP direction is worth probing for a policer
+// between the hosts: it lost at least PolicerLoss of its segments, and
+// no shaper or policer on either end (D14's) explains that.
+func Probable(d Direction) bool {
+	return !d.UDP && d.Goodput > 0 && LossPct(d) >= PolicerLoss && !localLimiter(&d)
+}
+
+// udpLossPct is a UDP direction's datagrams lost per 100 sent; -1 when
+// nothing was sent.
+func udpLossPct(d *Direction) float64 {
+	if d == nil || !d.UDP || d.Sent <= 0 {
+		return -1
+	}
+	return 100 * float64(d.Lost) / float64(d.Sent)
+}
+
+// localLimiter says whether either end holds a shaper or a policer on
+// the direction's way: D14 names that one, with its rate.
+func localLimiter(d *Direction) bool {
+	if s := d.Sender; s != nil && s.Path != nil {
+		if len(s.Path.Shapers()) > 0 {
+			return true
+		}
+		for _, p := range s.Path.Policers {
+			if p.Direction == "egress" {
+				return true
+			}
+		}
+	}
+	if r := d.Receiver; r != nil && r.Path != nil {
+		for _, p := range r.Path.Policers {
+			if p.Direction == "ingress" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// D26: a policer between the hosts. A token bucket that drops what
+// exceeds its rate costs TCP, which probes past the rate, heavy loss
+// (at least 2% of its segments), while UDP sent below the rate passes
+// clean (under 0.5% lost): loss that depends on the rate. Random loss
+// on the path rules it out (it costs the slow UDP as much), and so does
+// UDP offered above TCP's goodput that passes with little loss (no rate
+// limit there); a shaper or policer on either end is D14's. The rate:
+// what UDP offered above it delivered, when that probe ran and lost
+// what exceeded the rate (at least 5%); otherwise the clean UDP rate
+// is a lower bound.
+func D26(p Probe) []nicinfo.Finding {
+	t := p.TCP
+	if t == nil || !Probable(*t) {
+		return nil
+	}
+	loss := LossPct(*t)
+	clean := udpLossPct(p.Clean)
+	if clean < 0 || clean >= CleanLoss || p.Clean.Goodput <= 0 {
+		return nil
+	}
+	ev := fmt.Sprintf("tcp %s %s with %.1f%% of its segments lost (retransmitted, less what the receiver already had); udp %s at %s: %d of %d datagrams lost (%.2f%%)",
+		p.Name, bits(t.Goodput), loss, p.Name, bits(p.Clean.Goodput), p.Clean.Lost, p.Clean.Sent, clean)
+	rate, what := p.Clean.Goodput, "at least"
+	if o := p.Over; o != nil {
+		ol := udpLossPct(o)
+		if ol < 0 || o.Goodput <= 0 {
+			return nil
+		}
+		if ol < overLoss {
+			return nil // UDP above TCP's rate passed: no rate limit there
+		}
+		ev += fmt.Sprintf("; udp %s offered at %s: %.0f%% lost, %s delivered", p.Name, bits(o.Rate), ol, bits(o.Goodput))
+		if o.Goodput >= p.Clean.Goodput {
+			rate, what = o.Goodput, "about"
+		}
+	}
+	ev += "; the loss grows with the rate: "
+	if what == "about" {
+		ev += fmt.Sprintf("the policer passes about %s (what UDP offered above it delivered)", bits(rate))
+	} else {
+		ev += fmt.Sprintf("the policer passes at least %s (the UDP rate that passed clean)", bits(rate))
+	}
+	pace := 0.95 * rate
+	if what == "at least" {
+		pace = rate
+	}
+	return []nicinfo.Finding{{Rule: "D26", Severity: nicinfo.Warn,
+		Summary:  fmt.Sprintf("a policer (or a lossy token bucket) in the %s direction, passing %s %s: TCP loses %.1f%% to it while UDP below that rate passes clean", p.Name, what, bits(rate), loss),
+		Evidence: ev,
+		Fix: fmt.Sprintf("a device between the hosts drops what exceeds %s %s in the %s direction (a tc police action, a router's or a provider's rate limit): find it (tc -s filter show on the routers on the way); if it is meant, pace the sender below it (blast client -b %s) or shape to it at the sender (a tbf or htb at %s), which TCP follows without loss",
+			what, bits(rate), p.Name, rateFlag(pace), bits(pace))}}
+}
+
+// rateFlag is a rate as -b takes it, rounded down to 3 significant
+// digits: 94.1M, 1.2G.
+func rateFlag(bps float64) string {
+	v, unit := bps, ""
+	switch {
+	case bps >= 1e9:
+		v, unit = bps/1e9, "G"
+	case bps >= 1e6:
+		v, unit = bps/1e6, "M"
+	case bps >= 1e3:
+		v, unit = bps/1e3, "K"
+	}
+	digits := 2.0
+	if v >= 100 {
+		digits = 0
+	} else if v >= 10 {
+		digits = 1
+	}
+	scale := math.Pow(10, digits)
+	return strconv.FormatFloat(math.Floor(v*scale)/scale, 'f', -1, 64) + unit
+}
