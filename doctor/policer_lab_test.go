@@ -31,8 +31,9 @@ func towardB(t *testing.T, lab *netlab.Lab) string {
 }
 
 // A policer on the router, where neither end can see it: what leaves
-// towards B beyond 100 Mbit/s (a 256 KiB bucket, a queue of two packets)
-// is dropped. TCP's
+// towards B beyond 100 Mbit/s (a queue of two packets) is dropped. Its
+// bucket of 1 MiB outlasts the 80 ms a busy host may hold the sender
+// without losing the rate, and adds 4 Mbit/s to a 2 s test. TCP's
 // upload loses heavily to it (TCP probes past any rate on a path of
 // microseconds), UDP below TCP's rate passes, UDP above it loses what
 // exceeds 100 Mbit/s. Both ends run full duplex with no link errors:
@@ -49,13 +50,16 @@ func TestLabDoctorPolicer(t *testing.T) {
 	// the router a GSO train of 45 segments whole, which no queue of
 	// two packets takes.
 	ip(t, lab.A, "link", "set", "dev", lab.A.Iface, "gso_max_segs", "1")
-	tc(t, lab.Router, "qdisc", "add", "dev", dev, "root", "tbf", "rate", "100mbit", "burst", "256k", "limit", "3000")
-	rep, code := doctorRun(t, lab, server(t, lab))
+	tc(t, lab.Router, "qdisc", "add", "dev", dev, "root", "tbf", "rate", "100mbit", "burst", "1m", "limit", "3000")
+	rep, code := doctorRun(t, lab, server(t, lab), "-t", "2")
 	for _, f := range rep.Findings {
 		t.Logf("%s %s: %s\n  evidence: %s\n  fix: %s", f.Severity, f.Rule, f.Summary, f.Evidence, f.Fix)
 	}
 	for _, tt := range rep.Tests {
 		t.Logf("test %s: %.4g bit/s (rate %.4g), %d retransmits, %d of %d lost; %s", tt.Name, tt.Bps, tt.RateBps, tt.Retransmits, tt.Lost, tt.Sent, tt.Err)
+		for _, f := range tt.Findings {
+			t.Logf("   %s", f)
+		}
 	}
 	f := onlyRule(t, rep.Findings, "D26", nicinfo.Warn)
 	if !strings.Contains(f.Summary, "a policer (or a lossy token bucket) in the upload direction, passing about ") {

@@ -15,10 +15,10 @@ const (
 	PolicerLoss = 2.0
 	// CleanLoss: UDP that lost less than this per 100 passed clean.
 	CleanLoss = 0.5
-	// overLoss: UDP offered above the policed rate loses at least this
+	// OverLoss: UDP offered above the policed rate loses at least this
 	// per 100 (what exceeds the rate): below it, the over-rate probe
 	// met no limit.
-	overLoss = 5.0
+	OverLoss = 5.0
 )
 
 // Probe is one direction of a path as doctor tested it: TCP, UDP at a
@@ -119,7 +119,7 @@ func D26(p Probe) []nicinfo.Finding {
 		if ol < 0 || o.Goodput <= 0 {
 			return nil
 		}
-		if ol < overLoss {
+		if ol < OverLoss {
 			return nil // UDP above TCP's rate passed: no rate limit there
 		}
 		ev += fmt.Sprintf("; udp %s offered at %s: %.0f%% lost, %s delivered", p.Name, bits(o.Rate), ol, bits(o.Goodput))

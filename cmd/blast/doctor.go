@@ -33,9 +33,9 @@ on its one port), runs four short tests:
   4. latency         blast lat HOST -p PORT -t 2 (TCP, 64 bytes)
 
 A direction where TCP lost 2% or more of its segments (and moved at most
-400 Mbit/s) also gets UDP at 80% and at 2.5 times its rate: loss that
-grows with the rate is a policer between the hosts (D26), named with the
-rate it passes.
+400 Mbit/s) also gets UDP at 80% and at 2.5 times its rate (2.5 times more
+while that passes, up to 1 Gbit/s): loss that grows with the rate is a
+policer between the hosts (D26), named with the rate it passes.
 
 Every test carries both ends' interface reports and findings (link rules
 D1-D13), the path and transport findings (D14 and up: shapers, windows,
