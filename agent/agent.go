@@ -4,9 +4,12 @@
 //
 // The control endpoint speaks HTTP with JSON bodies: GET /v1/info says who
 // the agent is, POST /v1/test runs one test as a client and answers with
-// what it measured. Every request is signed with the mesh's token (see
-// auth.go); the token itself never crosses the network. An agent runs at
-// most MaxTests tests of its own at once and answers more with 429.
+// what it measured. Every request is signed with the mesh's token for one
+// agent instance and taken once (see auth.go); the token itself never
+// crosses the network. An agent runs at most MaxTests tests of its own at
+// once and answers more with 429. The control port is guarded like the
+// data port (guard.go): the allow list, a bound on its connections and on
+// those of one address, and deadlines on every request.
 package agent
 
 import (
@@ -49,17 +52,22 @@ type Config struct {
 	// Clock is what requests' times are checked against and what a test
 	// waits for its start on (nil: the real clock).
 	Clock clock.Clock
+	// Control bounds the control endpoint's connections and requests
+	// (zero fields: the defaults).
+	Control ControlLimits
 }
 
 // Agent is a listening agent.
 type Agent struct {
-	cfg   Config
-	clk   clock.Clock
-	srv   *control.Server
-	ln    net.Listener
-	auth  *verifier
-	slots chan struct{}
-	logMu sync.Mutex
+	cfg      Config
+	clk      clock.Clock
+	srv      *control.Server
+	ln       net.Listener
+	instance string
+	auth     *verifier
+	guard    *connGuard
+	slots    chan struct{}
+	logMu    sync.Mutex
 }
 
 // Listen opens the data server and the control endpoint.
@@ -70,6 +78,14 @@ func Listen(cfg Config) (*Agent, error) {
 	if cfg.Name == "" {
 		return nil, errors.New("agent: no name")
 	}
+	if !printable(cfg.Name) || len(cfg.Name) > 253 {
+		return nil, fmt.Errorf("agent: name %q: use at most 253 printable ASCII characters (a host or node name)", cfg.Name)
+	}
+	ctl, err := cfg.Control.withDefaults(cfg.Server.Allow)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Control = ctl
 	if cfg.MaxTests <= 0 {
 		cfg.MaxTests = DefaultMaxTests
 	}
@@ -87,7 +103,10 @@ func Listen(cfg Config) (*Agent, error) {
 		srv.Close()
 		return nil, fmt.Errorf("agent: control port: %w (choose another with --control-port)", err)
 	}
-	return &Agent{cfg: cfg, clk: clock.Or(cfg.Clock), srv: srv, ln: ln, auth: newVerifier(cfg.Token), slots: make(chan struct{}, cfg.MaxTests)}, nil
+	a := &Agent{cfg: cfg, clk: clock.Or(cfg.Clock), srv: srv, ln: ln, instance: newInstance(), slots: make(chan struct{}, cfg.MaxTests)}
+	a.auth = newVerifier(cfg.Token, keyID(cfg.Name, a.instance))
+	a.guard = newConnGuard(ctl, a.clk, a.logf)
+	return a, nil
 }
 
 // DataAddr is the data server's address; ControlAddr the control
@@ -97,7 +116,7 @@ func (a *Agent) ControlAddr() net.Addr { return a.ln.Addr() }
 
 // Info is what GET /v1/info answers.
 func (a *Agent) Info() Info {
-	return Info{Name: a.cfg.Name, Zone: a.cfg.Zone, Addrs: hostAddrs(), DataPort: a.srv.Addr().(*net.TCPAddr).Port,
+	return Info{Name: a.cfg.Name, Instance: a.instance, Zone: a.cfg.Zone, Addrs: hostAddrs(), DataPort: a.srv.Addr().(*net.TCPAddr).Port,
 		ControlPort: a.ln.Addr().(*net.TCPAddr).Port, Version: control.Version}
 }
 
@@ -109,11 +128,12 @@ func (a *Agent) Serve(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc(PathInfo, a.handleInfo)
 	mux.HandleFunc(PathTest, a.handleTest)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10,
+	lim := a.cfg.Control
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: lim.HeaderTimeout, ReadTimeout: lim.BodyTimeout,
+		IdleTimeout: lim.IdleTimeout, MaxHeaderBytes: maxHeaderBytes, ConnState: a.guard.state,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	httpDone := make(chan error, 1)
-	go func() { httpDone <- hs.Serve(a.ln) }()
+	go func() { httpDone <- hs.Serve(&guardListener{Listener: a.ln, g: a.guard}) }()
 	err := a.srv.Serve(ctx)
 	cancel()
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -140,16 +160,29 @@ func (a *Agent) logf(format string, args ...any) {
 	fmt.Fprintf(a.cfg.Log, "blast agent: "+format+"\n", args...)
 }
 
-// authorized reads the body (bounded) and checks the request's signature;
-// on a refusal it has answered.
+// authorized reads the body (bounded, within the body timeout) and checks
+// the request's signature; on a refusal it has answered.
 func (a *Agent) authorized(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
 	if err != nil {
-		answer(w, http.StatusRequestEntityTooLarge, map[string]string{"err": "request body over 64 KiB"})
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			answer(w, http.StatusRequestEntityTooLarge, map[string]string{"err": "request body over 64 KiB"})
+		} else {
+			answer(w, http.StatusRequestTimeout, map[string]string{"err": fmt.Sprintf("the request's body did not arrive within %v", a.cfg.Control.BodyTimeout)})
+		}
 		return nil, false
 	}
-	if err := a.auth.check(r.Header.Get("Authorization"), r.Method, r.URL.Path, body, a.clk.Now()); err != nil {
-		a.logf("refused %s %s from %s: %v", r.Method, r.URL.Path, r.RemoteAddr, err)
+	if err := a.auth.check(r, body, a.clk.Now()); err != nil {
+		if errors.Is(err, errTooMany) {
+			a.logf("refused %s %s from %s: %d requests within %v", r.Method, r.URL.Path, r.RemoteAddr, maxNonces, ClockSkew)
+			answer(w, http.StatusTooManyRequests, map[string]string{"err": fmt.Sprintf("the agent took %d requests within %v: try later", maxNonces, ClockSkew)})
+			return nil, false
+		}
+		if !errors.Is(err, errUnsigned) {
+			a.logf("refused %s %s from %s: %v", r.Method, r.URL.Path, r.RemoteAddr, err)
+		}
+		w.Header().Set("Accept-Signature", acceptSignature(a.auth.keyid))
 		answer(w, http.StatusUnauthorized, map[string]string{"err": "unauthorized"})
 		return nil, false
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -35,6 +36,13 @@ func start(t *testing.T, mod func(*Config)) (*Agent, *Client) {
 	if mod != nil {
 		mod(&cfg)
 	}
+	a, _ := run(t, cfg)
+	return a, &Client{Addr: a.ControlAddr().String(), Token: token, Clock: cfg.Clock}
+}
+
+// run runs an agent with cfg until stop is called or the test ends.
+func run(t *testing.T, cfg Config) (a *Agent, stop func()) {
+	t.Helper()
 	a, err := Listen(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -42,13 +50,24 @@ func start(t *testing.T, mod func(*Config)) (*Agent, *Client) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return a, &Client{Addr: a.ControlAddr().String(), Token: token}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return a, stop
+}
+
+// testServer is a data server's configuration on loopback.
+func testServer() control.ServerConfig {
+	s := control.ServerConfig{Bind: "127.0.0.1"}
+	s.Defaults()
+	return s
 }
 
 func dataPort(a *Agent) int { return a.DataAddr().(*net.TCPAddr).Port }
@@ -59,11 +78,42 @@ func TestInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Info{Name: "node-a", Zone: "zone-1", DataPort: dataPort(a), ControlPort: a.ControlAddr().(*net.TCPAddr).Port,
+	want := Info{Name: "node-a", Instance: a.instance, Zone: "zone-1", DataPort: dataPort(a), ControlPort: a.ControlAddr().(*net.TCPAddr).Port,
 		Version: control.Version, Addrs: in.Addrs}
 	if diff := cmp.Diff(want, *in); diff != "" {
 		t.Errorf("info (-want +got):\n%s", diff)
 	}
+	if len(in.Instance) != 32 || strings.Trim(in.Instance, "0123456789abcdef") != "" {
+		t.Errorf("instance %q, want 32 hex digits", in.Instance)
+	}
+	if got, want := c.KeyID(), "node-a/"+in.Instance; got != want {
+		t.Errorf("the client signs for %q, want %q", got, want)
+	}
+}
+
+// signed is a request to agent a signed at at with nonce for keyid ("":
+// a's own).
+func signed(a *Agent, method, path string, at time.Time, nonce string, body []byte, keyid string) *http.Request {
+	if keyid == "" {
+		keyid = a.auth.keyid
+	}
+	req, _ := http.NewRequest(method, "http://"+a.ControlAddr().String()+path, bytes.NewReader(body))
+	signRequest(req, token, keyid, at, nonce, body)
+	return req
+}
+
+// status sends req on a connection of its own and returns the answer's
+// status.
+func status(t *testing.T, req *http.Request) int {
+	t.Helper()
+	req.Close = true
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // fakeNow is a fake clock at the real time (whole seconds, as requests
@@ -84,18 +134,10 @@ func TestRefusals(t *testing.T) {
 	}
 
 	// A signed request seen on the wire is taken once.
-	url := "http://" + c.Addr + PathInfo
-	hdr := sign(token, http.MethodGet, PathInfo, clk.Now(), newNonce(), nil)
+	nonce := newNonce()
 	for i, want := range []int{http.StatusOK, http.StatusUnauthorized} {
-		req, _ := http.NewRequest(http.MethodGet, url, nil)
-		req.Header.Set("Authorization", hdr)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("request %d: status %d, want %d", i, resp.StatusCode, want)
+		if got := status(t, signed(a, http.MethodGet, PathInfo, clk.Now(), nonce, nil, "")); got != want {
+			t.Errorf("request %d: status %d, want %d", i, got, want)
 		}
 	}
 	// A request from a clock off by ClockSkew is taken, one off by a
@@ -103,14 +145,7 @@ func TestRefusals(t *testing.T) {
 	// the request's signing too.
 	get := func(at time.Time) int {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, url, nil)
-		req.Header.Set("Authorization", sign(token, http.MethodGet, PathInfo, at, newNonce(), nil))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return status(t, signed(a, http.MethodGet, PathInfo, at, newNonce(), nil, ""))
 	}
 	now := clk.Now()
 	for _, tc := range []struct {
@@ -126,12 +161,20 @@ func TestRefusals(t *testing.T) {
 			t.Errorf("a request signed %v from the agent's clock: status %d, want %d", tc.at.Sub(now), got, tc.want)
 		}
 	}
-	// The signature covers the body: a changed body is refused.
+	// The signature covers the body (what else it covers is
+	// TestSignatureCovers'): a changed body is refused.
 	body := []byte(`{"host":"127.0.0.1","port":` + strconv.Itoa(dataPort(a)) + `,"seconds":1,"streams":1}`)
-	req, _ := http.NewRequest(http.MethodPost, "http://"+c.Addr+PathTest, bytes.NewReader(bytes.Replace(body, []byte(`"streams":1`), []byte(`"streams":9`), 1)))
-	req.Header.Set("Authorization", sign(token, http.MethodPost, PathTest, clk.Now(), newNonce(), body))
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("changed body: %v %v, want 401", resp, err)
+	req := signed(a, http.MethodPost, PathTest, clk.Now(), newNonce(), body, "")
+	changed := bytes.Replace(body, []byte(`"streams":1`), []byte(`"streams":9`), 1)
+	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(changed)), int64(len(changed))
+	if got := status(t, req); got != http.StatusUnauthorized {
+		t.Errorf("changed body: status %d, want 401", got)
+	}
+	req = signed(a, http.MethodPost, PathTest, clk.Now(), newNonce(), body, "")
+	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(changed)), int64(len(changed))
+	req.Header.Set("Content-Digest", contentDigest(changed))
+	if got := status(t, req); got != http.StatusUnauthorized {
+		t.Errorf("changed body and Content-Digest: status %d, want 401", got)
 	}
 
 	for _, tc := range []struct {
@@ -179,13 +222,19 @@ func TestStartAtBound(t *testing.T) {
 // TestNonceMemory: the verifier remembers nonces up to maxNonces, and
 // when full forgets those older than ClockSkew, no sooner.
 func TestNonceMemory(t *testing.T) {
-	v := newVerifier(token)
+	const keyid = "node-a/0123"
+	v := newVerifier(token, keyid)
 	t0 := clock.Epoch
 	for i := range maxNonces {
 		v.seen[strconv.Itoa(i)] = t0
 	}
+	sreq := func(at time.Time, nonce string) *http.Request {
+		r, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:5202"+PathInfo, nil)
+		signRequest(r, token, keyid, at, nonce, nil)
+		return r
+	}
 	req := func(at, now time.Time) error {
-		return v.check(sign(token, http.MethodGet, PathInfo, at, newNonce(), nil), http.MethodGet, PathInfo, nil, now)
+		return v.check(sreq(at, newNonce()), nil, now)
 	}
 	if err := req(t0.Add(ClockSkew), t0.Add(ClockSkew)); err == nil || err.Error() != "too many requests" {
 		t.Errorf("full, none older than ClockSkew: %v, want too many requests", err)
@@ -201,9 +250,9 @@ func TestNonceMemory(t *testing.T) {
 		t.Errorf("%d nonces remembered after the old ones were forgotten, want 1", len(v.seen))
 	}
 	// A replay is refused with the clock anywhere in the window.
-	hdr := sign(token, http.MethodGet, PathInfo, now, newNonce(), nil)
+	r := sreq(now, newNonce())
 	for i, want := range []string{"", "replayed request"} {
-		err := v.check(hdr, http.MethodGet, PathInfo, nil, now.Add(time.Duration(i)*ClockSkew))
+		err := v.check(r, nil, now.Add(time.Duration(i)*ClockSkew))
 		if got := fmt.Sprint(err); want == "" && err != nil || want != "" && got != want {
 			t.Errorf("request %d: %v, want %q", i, err, want)
 		}
@@ -386,5 +435,14 @@ func TestServeEnds(t *testing.T) {
 	}
 	if _, err := net.Dial("tcp", a.ControlAddr().String()); err == nil {
 		t.Error("the control port still accepts")
+	}
+}
+
+// TestListenName: a name that cannot be signed for (not printable ASCII)
+// is refused before any port opens.
+func TestListenName(t *testing.T) {
+	cfg := Config{Server: testServer(), ControlPort: testkit.FreePort(t), Token: token, Name: "nöde\n"}
+	if _, err := Listen(cfg); err == nil || err.Error() != `agent: name "nöde\n": use at most 253 printable ASCII characters (a host or node name)` {
+		t.Errorf("Listen: %v", err)
 	}
 }

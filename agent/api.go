@@ -10,7 +10,11 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
+
+	"github.com/blastnet/blast/internal/clock"
 )
 
 // The control endpoint's paths.
@@ -19,12 +23,19 @@ const (
 	PathTest = "/v1/test"
 )
 
-// maxBody bounds a request or reply body read from the network.
-const maxBody = 1 << 20
+// maxBody bounds a reply body read from the network, maxRequestBody a
+// request's, maxHeaderBytes a request's header.
+const (
+	maxBody        = 1 << 20
+	maxRequestBody = 64 << 10
+	maxHeaderBytes = 16 << 10
+)
 
-// Info is who an agent is (GET /v1/info).
+// Info is who an agent is (GET /v1/info). Instance is the id the agent
+// drew when it started: requests are signed for Name/Instance.
 type Info struct {
 	Name        string   `json:"name"`
+	Instance    string   `json:"instance"`
 	Zone        string   `json:"zone,omitempty"`
 	Addrs       []string `json:"addrs,omitempty"` // the host's global unicast addresses
 	DataPort    int      `json:"data_port"`
@@ -86,11 +97,19 @@ type Finding struct {
 	Fix      string `json:"fix,omitempty"`
 }
 
-// Client talks to one agent's control endpoint.
+// Client talks to one agent's control endpoint. It signs each request for
+// the agent instance it learnt from the agent's last refusal: the first
+// request to an agent, and the first after the agent restarted, is refused
+// with the agent's keyid and sent again signed for it.
 type Client struct {
 	Addr  string // host:port of the control endpoint
 	Token []byte
 	HTTP  *http.Client // nil: a client without a total timeout (each call takes a context)
+	// Clock signs requests' times (nil: the real clock).
+	Clock clock.Clock
+
+	mu    sync.Mutex
+	keyid string // the agent's, as its last refusal named it
 }
 
 // ErrAuth is an agent's refusal of the token.
@@ -120,13 +139,73 @@ func (c *Client) Test(ctx context.Context, req TestRequest) (*Reply, error) {
 	return &r, nil
 }
 
+// KeyID is the agent instance the client signs for ("": none learnt yet).
+func (c *Client) KeyID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.keyid
+}
+
 func (c *Client) call(ctx context.Context, method, path string, body []byte, into any) error {
+	var (
+		status int
+		b      []byte
+	)
+	for try := 0; ; try++ {
+		keyid := c.KeyID()
+		var hdr http.Header
+		var err error
+		status, hdr, b, err = c.send(ctx, method, path, body, keyid)
+		if err != nil {
+			return err
+		}
+		if status != http.StatusUnauthorized {
+			break
+		}
+		// The agent names the instance it takes requests for: learn
+		// it and sign again, once.
+		if k := challengeKeyID(hdr); k != "" && k != keyid && try == 0 {
+			c.mu.Lock()
+			c.keyid = k
+			c.mu.Unlock()
+			continue
+		}
+		return fmt.Errorf("agent %s: %w", c.Addr, ErrAuth)
+	}
+	switch {
+	case status != http.StatusOK:
+		var e struct {
+			Err string `json:"err"`
+		}
+		if json.Unmarshal(b, &e) == nil && e.Err != "" {
+			return fmt.Errorf("agent %s: %s", c.Addr, e.Err)
+		}
+		return fmt.Errorf("agent %s: %d %s", c.Addr, status, http.StatusText(status))
+	}
+	if err := json.Unmarshal(b, into); err != nil {
+		return fmt.Errorf("agent %s: not an agent's answer: %w", c.Addr, err)
+	}
+	return nil
+}
+
+// send sends one request, signed for keyid (unsigned when "": the agent
+// refuses it, naming its keyid), and returns the answer's status, header
+// and body.
+func (c *Client) send(ctx context.Context, method, path string, body []byte, keyid string) (int, http.Header, []byte, error) {
 	u := "http://" + c.Addr + path
 	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("agent %s: %w", c.Addr, err)
+		return 0, nil, nil, fmt.Errorf("agent %s: %w", c.Addr, err)
 	}
-	req.Header.Set("Authorization", sign(c.Token, method, path, time.Now(), newNonce(), body))
+	req.Host = strings.ToLower(c.Addr)
+	if keyid != "" {
+		nonce := newNonce()
+		signRequest(req, c.Token, keyid, clock.Or(c.Clock).Now(), nonce, body)
+		// The nonce makes the request idempotent: the agent takes it
+		// once. Said so, the transport may send it again when a kept
+		// connection turns out closed before it was written.
+		req.Header.Set("Idempotency-Key", nonce)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -138,34 +217,19 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, int
 	if err != nil {
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
-			return fmt.Errorf("agent %s: %w (is blast agent running there, with --control-port %s?)", c.Addr, op.Err, portOf(c.Addr))
+			return 0, nil, nil, fmt.Errorf("agent %s: %w (is blast agent running there, with --control-port %s?)", c.Addr, op.Err, portOf(c.Addr))
 		}
-		return fmt.Errorf("agent %s: %w", c.Addr, err)
+		return 0, nil, nil, fmt.Errorf("agent %s: %w", c.Addr, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
-		return fmt.Errorf("agent %s: reading its answer: %w", c.Addr, err)
+		return 0, nil, nil, fmt.Errorf("agent %s: reading its answer: %w", c.Addr, err)
 	}
 	if len(b) > maxBody {
-		return fmt.Errorf("agent %s: its answer is over %d bytes", c.Addr, maxBody)
+		return 0, nil, nil, fmt.Errorf("agent %s: its answer is over %d bytes", c.Addr, maxBody)
 	}
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized:
-		return fmt.Errorf("agent %s: %w", c.Addr, ErrAuth)
-	case resp.StatusCode != http.StatusOK:
-		var e struct {
-			Err string `json:"err"`
-		}
-		if json.Unmarshal(b, &e) == nil && e.Err != "" {
-			return fmt.Errorf("agent %s: %s", c.Addr, e.Err)
-		}
-		return fmt.Errorf("agent %s: %s", c.Addr, resp.Status)
-	}
-	if err := json.Unmarshal(b, into); err != nil {
-		return fmt.Errorf("agent %s: not an agent's answer: %w", c.Addr, err)
-	}
-	return nil
+	return resp.StatusCode, resp.Header, b, nil
 }
 
 func portOf(hostport string) string {

@@ -27,9 +27,20 @@ with every limit of 'blast server') beside a control endpoint, on which
 
 The control endpoint takes only requests signed with the mesh's token: the
 same token on every agent and the mesh, from --token-file or $BLAST_TOKEN
-(make one with: openssl rand -hex 32). The token never crosses the network;
-a signed request is taken once, within 2 minutes of the agent's clock.
+(make one with: openssl rand -hex 32). The token never crosses the network.
+A request is signed for one agent as it runs now (its name and an instance
+id it draws at start, which 'blast mesh' learns from it), and taken once,
+within 2 minutes of the agent's clock: a copy seen on the wire is refused
+by every other agent, by this one, and by this one after a restart. The
+control endpoint is plain HTTP: a request's body can be read on the way,
+and delayed or dropped, not changed or replayed.
 The agent runs at most --max-tests tests of its own at once.
+
+--allow guards both ports. The control port also holds at most 256
+connections (at most an eighth of the descriptor limit, the rest is the
+data server's), 16 from one address; when all are taken, a newcomer takes
+the place of the oldest idle connection of the address that holds the most.
+A request's header must arrive within 5 s, its body within 10 s.
 
 The name defaults to $NODE_NAME (Kubernetes' downward API), then the host
 name; the zone to $BLAST_ZONE. The agent is ready when its data port
@@ -44,7 +55,7 @@ Examples:
                                    data port 5201 (TCP and UDP), control port 5202
   blast agent --token-file /etc/blast/token --name rack1-h07 --zone rack1
   blast agent -p 15201 --token-file token --allow 198.18.0.0/15
-                                   control port 15202; tests only from the lab's range
+                                   control port 15202; both ports only to the lab's range
 `
 
 type agentFlags struct {
