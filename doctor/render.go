@@ -19,8 +19,12 @@ func WriteText(w io.Writer, rep *Report) error {
 	} else {
 		fmt.Fprintf(ew, "blast doctor %s\n", rep.Host)
 	}
+	width := 13 // "tcp download" and a space
 	for _, t := range rep.Tests {
-		fmt.Fprintf(ew, "  %-13s %s\n", t.Name, t.line(rep.Unit))
+		width = max(width, len(t.Name))
+	}
+	for _, t := range rep.Tests {
+		fmt.Fprintf(ew, "  %-*s %s\n", width, t.Name, t.line(rep.Unit))
 	}
 	if rep.Local != nil {
 		fmt.Fprintf(ew, "local  nic %s\n", nicinfo.Summary(rep.Local))
@@ -36,7 +40,11 @@ func WriteText(w io.Writer, rep *Report) error {
 		if rep.Healthy && f.Severity < nicinfo.Warn && i == 0 {
 			fmt.Fprintf(ew, "notes:\n")
 		}
-		fmt.Fprintf(ew, "  %d. %s %s %s: %s\n", i+1, f.Severity, f.Rule, f.Iface, f.Summary)
+		where := f.Rule // a path finding (D7, D26) names no interface
+		if f.Iface != "" {
+			where += " " + f.Iface
+		}
+		fmt.Fprintf(ew, "  %d. %s %s: %s\n", i+1, f.Severity, where, f.Summary)
 		fmt.Fprintf(ew, "     evidence: %s\n", f.Evidence)
 		fmt.Fprintf(ew, "     fix: %s\n", f.Fix)
 	}
