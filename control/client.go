@@ -729,6 +729,14 @@ wait:
 	}
 	idle.tick.Stop()
 	sess.stopTicker()
+	if fail == nil && cfg.UDP && limit > 0 {
+		// The count is in. A UDP server sends until it reads TEST_END
+		// (as iperf3's does, so that loss cannot hang a client waiting
+		// for the count): what it sent meanwhile is no part of the
+		// test, and receivers that read it would count it in the
+		// test's time. Stop them now, as iperf3's client stops reading.
+		sess.stop(false)
+	}
 	sess.sendEnd = time.Now()
 	sess.stop(true)
 	if fail != nil {
@@ -742,7 +750,7 @@ wait:
 		return res, fail
 	}
 	sess.waitAcked(sess.ackWait())
-	if limit > 0 {
+	if limit > 0 && !(cfg.UDP && !cfg.sends()) {
 		// Acknowledged is not yet read: iperf3 stops counting at
 		// TEST_END, so give its reader a moment to take the last bytes
 		// out of the socket.
@@ -856,14 +864,31 @@ func (cl *client) bytesDone(limit int64) bool {
 	if !cl.cfg.UDP {
 		return false
 	}
-	// Lost datagrams never arrive: a UDP count is over once nothing has
-	// come for a second.
+	// A server that sends until TEST_END (blast's and iperf3's) gets the
+	// receivers to the count whatever was lost. One that stopped at
+	// exactly the count (blast before it sent until TEST_END) never will
+	// when a datagram was lost: its count is over once nothing has come
+	// for countQuiet.
 	now := time.Now()
 	if got != cl.lastRecv || cl.lastRecvAt.IsZero() {
 		cl.lastRecv, cl.lastRecvAt = got, now
 		return false
 	}
-	return got > 0 && now.Sub(cl.lastRecvAt) >= time.Second
+	return got > 0 && now.Sub(cl.lastRecvAt) >= countQuiet(&cl.res.Params)
+}
+
+// countQuiet is how long a UDP count test's receivers may get nothing
+// before the client takes the count as over (the rest lost): a second,
+// or four of the gaps the pacing leaves between one stream's datagrams
+// (or bursts) when those are longer, so that a slow test is not cut
+// short between two datagrams.
+func countQuiet(p *Params) time.Duration {
+	const least = time.Second
+	if p.Bandwidth <= 0 {
+		return least
+	}
+	gap := float64(p.blockLen()) * 8 * float64(max(p.Burst, 1)) / float64(p.Bandwidth)
+	return max(least, time.Duration(min(4*gap, 3600)*float64(time.Second)))
 }
 
 // omitDone reports whether the omit period is over.

@@ -132,7 +132,7 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 			recvIO.Idle += io.Idle
 			recvIOKnown = true
 		}
-		sent, lost := sr.UDPLoss()
+		sent, lost := r.udpLoss(sr)
 		d.Sent += sent
 		d.Lost += lost
 	}
@@ -192,6 +192,21 @@ func topFinding(r *Result) *nicinfo.Finding {
 		return nil
 	}
 	return &fs[0]
+}
+
+// udpLoss is sr's UDPLoss, except on a stream the server sends a UDP
+// count on: it sends until the client has the count and says TEST_END,
+// and the client reads no further, so what it sent after the count is
+// no loss (the receiver's gaps are).
+func (r *Result) udpLoss(sr *StreamResult) (sent, lost int64) {
+	rcv := sr.UDP
+	if sr.Sender {
+		rcv = sr.PeerUDP
+	}
+	if bool(r.Params.UDP) && r.Params.byteLimit() > 0 && !r.upstream(sr.Sender) && rcv != nil {
+		return rcv.Packets, rcv.Lost
+	}
+	return sr.UDPLoss()
 }
 
 // UDPLoss is a UDP stream's datagrams sent and lost, whichever side this

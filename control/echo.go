@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/blastnet/blast/latency"
@@ -54,4 +55,63 @@ func (s *Server) echo(ctx context.Context, c net.Conn, seq uint64) {
 	default:
 		s.logf("%s: latency client done, %d bytes echoed", remote, n)
 	}
+}
+
+// latSession holds the latency session of a blast lat -u client, which
+// greeted over TCP with its UDP port and rate: while the connection is
+// open, the UDP gate echoes that address and port's requests, at no more
+// than the rate. Sessions take the echoes' places.
+func (s *Server) latSession(ctx context.Context, c net.Conn, seq uint64, port uint16, rate float64, greeting [len(latency.Hello)]byte) {
+	defer c.Close()
+	ctx, kick := context.WithCancel(ctx)
+	defer kick()
+	host := peerAddr(c)
+	s.mu.Lock()
+	pl, victim := s.echoes.Add(host, seq, kick)
+	s.mu.Unlock()
+	if pl == nil {
+		s.logf("%s: refused a latency session: %d are running (--max-clients), %d from its address (--max-per-host)", c.RemoteAddr(), s.cfg.MaxClients, s.cfg.MaxPerHost)
+		return
+	}
+	if victim != nil {
+		victim.Kick()
+		s.logf("%s: ended the oldest latency client of %v to make room (%d places, %d from one address)", c.RemoteAddr(), victim.Host, s.cfg.MaxClients, s.cfg.MaxPerHost)
+	}
+	defer func() {
+		s.mu.Lock()
+		s.echoes.Release(pl)
+		s.mu.Unlock()
+		s.touch()
+	}()
+	peer := netip.AddrPortFrom(host, port)
+	s.udpMu.Lock()
+	err := s.openUDPLocked()
+	var end func()
+	if err == nil {
+		end = s.udp.session(peer, rate)
+	}
+	s.udpMu.Unlock()
+	if err != nil {
+		s.logf("%s: latency session: %v", c.RemoteAddr(), err)
+		return
+	}
+	defer end()
+	c.SetWriteDeadline(time.Now().Add(s.cfg.EchoWriteTimeout))
+	if _, err := c.Write(greeting[:]); err != nil {
+		return
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		// Silent while the client runs: probes find one whose host died.
+		tc.SetKeepAliveConfig(ctrlKeepAlive)
+	}
+	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	// The session lasts until the client closes the connection.
+	var buf [64]byte
+	for {
+		if _, err := c.Read(buf[:]); err != nil {
+			break
+		}
+	}
+	s.logf("%s: latency session for UDP port %d done", c.RemoteAddr(), port)
 }

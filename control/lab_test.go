@@ -188,7 +188,9 @@ func TestLabUDPBlastToBlast(t *testing.T) {
 // checkUDPPair checks the two Results of a blast-to-blast UDP test as
 // checkBlastPair does a TCP test's, but for the bytes the receivers got,
 // which the datagrams lost leave out: the streams match, each side's own
-// counts are the other's peer counts, and a count is sent exactly.
+// counts are the other's peer counts, and the client sends a count
+// exactly; the server sends until the client has received it (as
+// iperf3's server does: a lost datagram cannot hang the client).
 func checkUDPPair(t *testing.T, cli, srv *Result, streams int, up, down int64) {
 	t.Helper()
 	if srv.Cookie != cli.Cookie {
@@ -216,8 +218,8 @@ func checkUDPPair(t *testing.T, cli, srv *Result, streams int, up, down int64) {
 	if up > 0 && cs.upSent != up {
 		t.Errorf("client->server: %d bytes, want exactly %d", cs.upSent, up)
 	}
-	if down > 0 && cs.downSent != down {
-		t.Errorf("server->client: %d bytes, want exactly %d", cs.downSent, down)
+	if down > 0 && (cs.downSent < down || cs.downRecv < down) {
+		t.Errorf("server->client: %d bytes sent, %d received, want at least %d", cs.downSent, cs.downRecv, down)
 	}
 	if cs.upRecv+cs.downRecv <= 0 || cs.upRecv > cs.upSent || cs.downRecv > cs.downSent {
 		t.Errorf("received more than sent, or nothing: %+v", cs)

@@ -400,7 +400,7 @@ func (s *Server) openUDPLocked() error {
 	addr := net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.port()))
 	var g *udpGate
 	err := s.netns.Do(func() (err error) {
-		g, err = openUDPGate(nw, addr, engine.SockOpts{TOS: engine.NoTOS, Device: s.cfg.Device}, s.allowed)
+		g, err = openUDPGate(nw, addr, engine.SockOpts{TOS: engine.NoTOS, Device: s.cfg.Device}, s.clk.Now)
 		return err
 	})
 	if err != nil {
@@ -451,6 +451,15 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 	_, err := io.ReadFull(c, cookie[:])
 	if !stop() || err != nil {
 		c.Close()
+		return
+	}
+	if port, rate, ok := latency.ParseUDPGreeting(cookie); ok {
+		if !pc.identified() {
+			c.Close()
+			return
+		}
+		c.SetReadDeadline(time.Time{})
+		s.latSession(ctx, c, seq, port, rate, cookie)
 		return
 	}
 	if cookie == latency.Hello {

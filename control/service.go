@@ -59,7 +59,7 @@ func (s *Server) watchIdle(done <-chan struct{}) {
 	for {
 		wait := s.cfg.IdleTimeout
 		s.mu.Lock()
-		busy := s.active > 0 || (s.cfg.OneOff && s.started > 0)
+		busy := s.active > 0 || s.echoes.Len() > 0 || (s.cfg.OneOff && s.started > 0)
 		if left := s.cfg.IdleTimeout - s.clk.Since(s.lastConn); !busy && left <= 0 {
 			if s.cfg.OneOff {
 				s.mu.Unlock()

@@ -322,12 +322,63 @@ func udpHandshake(ctx context.Context, sock *engine.Socket) error {
 type udpGate struct {
 	sock *engine.Socket
 	done chan struct{}
-	// echo says whether to answer a blast lat request from this address
-	// (--allow): the gate echoes them, so one port serves latency too.
-	echo func(netip.Addr) bool
+	// now is the server's clock, for the rates of latency sessions.
+	now func() time.Time
 
 	mu      sync.Mutex
 	waiting map[netip.Addr][]*udpWaiter
+	// sessions are the blast lat clients the gate echoes: each opened a
+	// latency session over TCP, which registered its address and port.
+	sessions map[netip.AddrPort]*echoSession
+}
+
+// echoSession is a UDP latency client's allowance: a token bucket of
+// requests at its rate (a quarter over it, and a second's worth plus 64
+// at once, for the warm-up's requests, which go back to back).
+type echoSession struct {
+	rate, burst, tokens float64
+	last                time.Time
+}
+
+// session lets the gate echo blast lat requests from peer, at no more
+// than rate a second (0: a client that sends one at a time, bounded only
+// by latency.MaxRate); the returned func ends that.
+func (g *udpGate) session(peer netip.AddrPort, rate float64) func() {
+	if rate <= 0 {
+		rate = latency.MaxRate
+	}
+	es := &echoSession{rate: rate * 1.25, burst: rate + 64, last: g.now()}
+	es.tokens = es.burst
+	peer = unmap(peer)
+	g.mu.Lock()
+	g.sessions[peer] = es
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		if g.sessions[peer] == es {
+			delete(g.sessions, peer)
+		}
+		g.mu.Unlock()
+	}
+}
+
+// mayEcho says whether a blast lat request from peer is answered: peer
+// holds a session, and the session's rate allows one more.
+func (g *udpGate) mayEcho(peer netip.AddrPort) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	es := g.sessions[peer]
+	if es == nil {
+		return false
+	}
+	now := g.now()
+	es.tokens = min(es.burst, es.tokens+now.Sub(es.last).Seconds()*es.rate)
+	es.last = now
+	if es.tokens < 1 {
+		return false
+	}
+	es.tokens--
+	return true
 }
 
 type udpWaiter struct {
@@ -336,13 +387,15 @@ type udpWaiter struct {
 }
 
 // openUDPGate binds the UDP port with opts and starts reading hellos,
-// and echoing blast lat requests from the addresses echo admits.
-func openUDPGate(nw, address string, opts engine.SockOpts, echo func(netip.Addr) bool) (*udpGate, error) {
+// and echoing blast lat requests from the latency sessions (the time of
+// their rates from now).
+func openUDPGate(nw, address string, opts engine.SockOpts, now func() time.Time) (*udpGate, error) {
 	sock, err := engine.ListenUDP(context.Background(), nw, address, opts)
 	if err != nil {
 		return nil, err
 	}
-	g := &udpGate{sock: sock, done: make(chan struct{}), echo: echo, waiting: map[netip.Addr][]*udpWaiter{}}
+	g := &udpGate{sock: sock, done: make(chan struct{}), now: now, waiting: map[netip.Addr][]*udpWaiter{},
+		sessions: map[netip.AddrPort]*echoSession{}}
 	go g.loop()
 	return g, nil
 }
@@ -356,7 +409,7 @@ func (g *udpGate) loop() {
 			return // shut down (close), or the socket failed
 		}
 		if latency.IsUDPRequest(buf[:n]) {
-			if g.echo == nil || g.echo(unmap(from).Addr()) {
+			if g.mayEcho(unmap(from)) {
 				g.sock.WriteTo(buf[:n], from)
 			}
 			continue

@@ -147,12 +147,14 @@ func checkBlastUDP(t *testing.T, who string, r *Result, tc udpCase) {
 		}
 	}
 	if tc.bytes > 0 {
-		// A blast sender moves the count exactly.
+		// A blast client sends the count exactly; a blast server sends
+		// until the client has received it (the client ends the test,
+		// as with iperf3's server).
 		s := sumsOf(r)
 		if tc.up && r.Role == "client" && s.upSent != tc.bytes {
 			t.Errorf("%s: sent %d bytes for a count of %d", who, s.upSent, tc.bytes)
 		}
-		if tc.down && r.Role == "server" && s.downSent != tc.bytes {
+		if tc.down && r.Role == "server" && s.downSent < tc.bytes {
 			t.Errorf("%s: sent %d bytes for a count of %d", who, s.downSent, tc.bytes)
 		}
 	}

@@ -264,17 +264,52 @@ func dial(ctx context.Context, cfg Config) (roundTripper, *Result, error) {
 			return nil, nil, err
 		}
 	}
+	var session net.Conn
+	if cfg.UDP {
+		session, err = udpSession(ctx, c, addr, opts, cfg.Rate, max(cfg.Timeout, 5*time.Second))
+		if err != nil {
+			c.Close()
+			res.Interrupted = true
+			return nil, res, err
+		}
+	}
 	rt, err := newRawFlow(c, res.Remote, cfg)
 	switch {
 	case err == nil:
-		return rt, res, nil
+		return withSession(rt, session), res, nil
 	case !errors.Is(err, engine.ErrNotSupported):
+		if session != nil {
+			session.Close()
+		}
 		return nil, nil, err // newRawFlow closed c
 	}
 	if cfg.UDP {
-		return newUDPFlow(c.(*net.UDPConn), cfg), res, nil
+		return withSession(newUDPFlow(c.(*net.UDPConn), cfg), session), res, nil
 	}
 	return &tcpFlow{c: c.(*net.TCPConn), addr: res.Remote, req: pattern(cfg.Size), reply: make([]byte, cfg.Size), timeout: cfg.Timeout}, res, nil
+}
+
+// sessionFlow is a UDP flow with its latency session (udpSession), which
+// it closes after the flow.
+type sessionFlow struct {
+	roundTripper
+	session net.Conn
+}
+
+func withSession(rt roundTripper, session net.Conn) roundTripper {
+	if session == nil {
+		return rt
+	}
+	return &sessionFlow{rt, session}
+}
+
+func (s *sessionFlow) close() error { return errors.Join(s.roundTripper.close(), s.session.Close()) }
+
+func (s *sessionFlow) lateReplies() int64 {
+	if u, ok := s.roundTripper.(interface{ lateReplies() int64 }); ok {
+		return u.lateReplies()
+	}
+	return 0
 }
 
 // pattern is a request payload: bytes that are not all zero.

@@ -1,10 +1,13 @@
 package latency
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"syscall"
 	"time"
@@ -95,4 +98,92 @@ func Echo(ctx context.Context, c net.Conn, idle, write time.Duration) (int64, er
 	defer stop()
 	defer c.Close()
 	return echoTCP(c, write)
+}
+
+// A UDP client opens a latency session over TCP before its first
+// request: its greeting, as long as Hello, names the client's UDP port
+// and the requests a second it will send (0: one at a time, each after
+// the last reply). blast server echoes UDP requests only to an address
+// and port that holds a session, at no more than the session's rate, so
+// its port cannot be used to reflect datagrams at someone else; an echo
+// server returns the greeting like any bytes (blast lat -s echoes UDP to
+// anyone).
+var udpGreetingPrefix = [12]byte{'b', 'L', 'a', 't', ' ', 'u', 'd', 'p', ' ', 'v', '1', '\n'}
+
+// UDPGreeting is the session greeting of a UDP client on port at rate.
+func UDPGreeting(port uint16, rate float64) [len(Hello)]byte {
+	var g [len(Hello)]byte
+	copy(g[:], udpGreetingPrefix[:])
+	binary.BigEndian.PutUint16(g[12:], port)
+	binary.BigEndian.PutUint32(g[14:], uint32(math.Ceil(min(max(rate, 0), MaxRate))))
+	return g
+}
+
+// ParseUDPGreeting reads a session greeting: the client's UDP port and
+// its rate (0: one request at a time); ok is false for anything else.
+func ParseUDPGreeting(g [len(Hello)]byte) (port uint16, rate float64, ok bool) {
+	if [12]byte(g[:12]) != udpGreetingPrefix {
+		return 0, 0, false
+	}
+	port = binary.BigEndian.Uint16(g[12:])
+	rate = float64(binary.BigEndian.Uint32(g[14:]))
+	for _, b := range g[18:] {
+		if b != 0 {
+			return 0, 0, false
+		}
+	}
+	return port, rate, port != 0 && rate <= MaxRate
+}
+
+// udpSession opens the latency session of a UDP client whose socket is
+// udp: a TCP connection to the server's port that sends the greeting and
+// reads it back, and stays open while the client runs. It returns nil
+// (no session, and no error) when the server takes none: no TCP there
+// (a UDP echo server of another kind), or an answer other than the
+// greeting (a blast server older than sessions, which echoes UDP to
+// anyone), or none within timeout.
+func udpSession(ctx context.Context, udp net.Conn, addr string, opts engine.SockOpts, rate float64, timeout time.Duration) (net.Conn, error) {
+	la, ok := udp.LocalAddr().(*net.UDPAddr)
+	if !ok {
+		return nil, nil
+	}
+	d := net.Dialer{Control: opts.Control(), Timeout: timeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errGreetingInterrupted
+		}
+		return nil, nil
+	}
+	g := UDPGreeting(uint16(la.Port), rate)
+	c.SetDeadline(time.Now().Add(timeout))
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if _, err := c.Write(g[:]); err != nil {
+		c.Close()
+		return nil, nil
+	}
+	var back [len(Hello)]byte
+	for got := 0; got < len(back); {
+		n, err := c.Read(back[got:])
+		if n > 0 && !bytes.Equal(back[got:got+n], g[got:got+n]) {
+			break // not an echo of the greeting
+		}
+		got += n
+		if err != nil {
+			break
+		}
+		if got == len(back) {
+			if !stop() {
+				break
+			}
+			c.SetDeadline(time.Time{})
+			return c, nil
+		}
+	}
+	c.Close()
+	if ctx.Err() != nil {
+		return nil, errGreetingInterrupted
+	}
+	return nil, nil
 }

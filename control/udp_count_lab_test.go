@@ -1,0 +1,130 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/blastnet/blast/internal/blasttest"
+	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/internal/netlab/labtest"
+)
+
+// A UDP count the server sends (-R -n) through a path that loses 1% of
+// its frames: the client ends when it has received the count, and the
+// server sends until the client says TEST_END, as iperf3's does, so no
+// lost datagram leaves either side waiting. A server that stopped at
+// exactly the count left iperf3 3.12's client waiting for bytes that
+// never came (2 of 20 runs on loopback; here nearly every run loses one),
+// and blast's client ending on a second of silence short of its count.
+
+// lossyCount is the count each run moves: about 1,500 datagrams of
+// 1,400 bytes, so that a 1% loss takes some from every run.
+const lossyCount = 2 << 20
+
+// lossyLab is a delay line that drops 1% of the frames each way and adds
+// nothing else.
+func lossyLab(t *testing.T) *netlab.Lab {
+	return labtest.New(t, netlab.Delayed, netlab.Options{LossPct: 1, Seed: 25})
+}
+
+// countEnd bounds how long one run may take: 2 MiB at 100 Mbit/s take
+// 0.17 s, a lost datagram that hangs a client takes for ever.
+const countEnd = 30 * time.Second
+
+func TestLabUDPCountThroughLossIperf3Client(t *testing.T) {
+	bin := needIperf3(t)
+	lab := lossyLab(t)
+	port, rl := labServer(t, lab, ServerConfig{Interval: time.Second})
+	var lost int64
+	for i := range 5 {
+		args := []string{"-c", lab.B.Addr4.String(), "-p", strconv.Itoa(port), "-J",
+			"-u", "-b", "100M", "-l", "1400", "-n", strconv.Itoa(lossyCount), "-R"}
+		p := blasttest.Start(t, lab.A, nil, bin, args...)
+		if err := p.WaitErr(countEnd); err != nil {
+			t.Fatalf("run %d: iperf3 %v: %v (a client that waits for datagrams that were lost)\nstdout: %s\nstderr: %s",
+				i, args, err, p.Stdout.String(), p.Stderr.String())
+		}
+		d := parseIperfJSON(t, p.Stdout.Bytes())
+		if d.Error != "" {
+			t.Fatalf("run %d: iperf3: %s", i, d.Error)
+		}
+		if d.End.SumReceived == nil || d.End.SumReceived.Bytes < lossyCount {
+			t.Errorf("run %d: iperf3 received %+v of a count of %d", i, d.End.SumReceived, lossyCount)
+		}
+		s := rl.wait(t, i+1)[i]
+		if s.Err != nil {
+			t.Fatalf("run %d: server: %v", i, s.Err)
+		}
+		if sent := sumsOf(s).downSent; sent < lossyCount {
+			t.Errorf("run %d: the server sent %d bytes of a count of %d", i, sent, lossyCount)
+		}
+		if d.End.SumReceived != nil {
+			lost += d.End.SumReceived.LostPackets
+		}
+	}
+	if lost == 0 {
+		t.Error("no datagram lost in 5 runs through a path that drops 1%: the test tested nothing")
+	}
+}
+
+func TestLabUDPCountThroughLossBlastClient(t *testing.T) {
+	lab := lossyLab(t)
+	port, rl := labServer(t, lab, ServerConfig{Interval: time.Second})
+	var lost int64
+	for i := range 5 {
+		r := lossyBlastRun(t, lab, port, fmt.Sprintf("run %d", i))
+		s := rl.wait(t, i+1)[i]
+		if s.Err != nil {
+			t.Fatalf("run %d: server: %v", i, s.Err)
+		}
+		if sent := sumsOf(s).downSent; sent < lossyCount {
+			t.Errorf("run %d: the server sent %d bytes of a count of %d", i, sent, lossyCount)
+		}
+		lost += checkLossyRun(t, fmt.Sprintf("run %d", i), r)
+	}
+	if lost == 0 {
+		t.Error("no datagram lost in 5 runs through a path that drops 1%: the test tested nothing")
+	}
+}
+
+// lossyBlastRun runs a blast client -u -R -n from A to the server on B.
+func lossyBlastRun(t *testing.T, lab *netlab.Lab, port int, what string) *Result {
+	t.Helper()
+	cfg := Config{Host: lab.B.Addr4.String(), Port: port, UDP: true, Rate: 100e6, RateSet: true, BlockLen: 1400,
+		Bytes: lossyCount, Reverse: true, Interval: time.Second, NoNIC: true}
+	ctx, cancel := context.WithTimeout(context.Background(), countEnd)
+	defer cancel()
+	var r *Result
+	if err := lab.A.Do(func() (err error) {
+		r, err = Run(ctx, cfg)
+		return err
+	}); err != nil {
+		t.Fatalf("%s: client: %v", what, err)
+	}
+	return r
+}
+
+// checkLossyRun checks that a blast client's -R -n run ended on the count
+// received, and returns how many datagrams it lost.
+func checkLossyRun(t *testing.T, what string, r *Result) int64 {
+	t.Helper()
+	s := sumsOf(r)
+	if s.downRecv < lossyCount {
+		t.Errorf("%s: received %d bytes of a count of %d: the client ended before the count", what, s.downRecv, lossyCount)
+	}
+	var lost int64
+	for _, st := range r.Streams {
+		if !st.Sender && st.UDP != nil {
+			lost += st.UDP.Lost
+		}
+	}
+	// What the server sent after the count, which the client never
+	// read, is no loss on the path.
+	if d := r.Direction(false); d != nil && d.Lost != lost {
+		t.Errorf("%s: the path diagnosis counts %d datagrams lost of %d; the receiver lost %d", what, d.Lost, d.Sent, lost)
+	}
+	return lost
+}
