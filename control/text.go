@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/hostload"
 	"github.com/blastnet/blast/nicinfo"
 )
@@ -569,6 +570,7 @@ func (t Text) writeSummaryTail(w io.Writer, r *Result) {
 	}
 	if r.UDP() {
 		writeDuplicates(w, r)
+		writeSendWaits(w, r)
 	}
 	writeVerify(w, r)
 	if t.tail {
@@ -820,6 +822,28 @@ func writeDuplicates(w io.Writer, r *Result) {
 			}
 			fmt.Fprintf(w, "Duplicates: [%3d]%s %d datagrams arrived twice at the %s receiver, %d out of order (iperf3 counts both as out-of-order)\n",
 				st.Socket, r.role(sender), rcv.Duplicates, where, rcv.OutOfOrder)
+		}
+	}
+}
+
+// writeSendWaits writes blast's line for each UDP stream whose sender
+// found its own host's queue full (ENOBUFS): how often, and how long it
+// waited for room before it sent those datagrams again. They are no loss.
+func writeSendWaits(w io.Writer, r *Result) {
+	for _, sender := range r.groups() {
+		for _, st := range r.Streams {
+			if st.Sender != sender {
+				continue
+			}
+			f, where := &st.Facts, "local"
+			if !st.Sender {
+				f, where = st.PeerFacts, "remote"
+			}
+			if f == nil || f.Counts[engine.FactNoBufs] <= 0 {
+				continue
+			}
+			fmt.Fprintf(w, "Send waits: [%3d]%s the %s sender waited %.1f ms for its host's full queue, %d times, and sent those datagrams again (no loss)\n",
+				st.Socket, r.role(sender), where, float64(f.Counts[engine.FactNoBufsWait])/1e6, f.Counts[engine.FactNoBufs])
 		}
 	}
 }

@@ -49,9 +49,12 @@ const (
 	// FactPartialWrites counts writes the kernel took only part of (the
 	// rest went in further calls, counted in FactSyscalls).
 	FactPartialWrites = "partial_writes"
-	// FactNoBufs counts sends refused with ENOBUFS and retried after a
-	// pause (a full device queue).
-	FactNoBufs = "enobufs"
+	// FactNoBufs counts UDP sends the host's own queue refused (ENOBUFS:
+	// a qdisc at its limit, a full device queue), each sent again once
+	// the queue had room; FactNoBufsWait is the time the sender waited
+	// for that room, in nanoseconds.
+	FactNoBufs     = "enobufs"
+	FactNoBufsWait = "enobufs_wait_ns"
 )
 
 // Counter returns the count called name, creating it at 0. Take it once,

@@ -76,6 +76,15 @@ func Run(ctx context.Context, b Backend, f *Flow, send bool) error {
 		}
 		defer f.Sock.sendTimeout(0) // the socket is the mode's again
 	}
+	if send && f.Spec.Protocol == UDP && f.Sock != nil && f.Sock.proto == UDP {
+		// A datagram the host's own queue drops fails its send, and
+		// the Sender waits for the queue and sends it again (Retry).
+		if err := f.Sock.reportQueueDrops(true); err != nil {
+			f.Facts.Notef("drops in the host's own queue go unseen (%v): they count as loss on the path", err)
+		} else {
+			defer f.Sock.reportQueueDrops(false)
+		}
+	}
 	stop := context.AfterFunc(ctx, func() {
 		f.wake.fire()
 		if f.Sock != nil {

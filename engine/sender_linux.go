@@ -12,9 +12,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// noBufsPause is how long a sender pauses when the kernel refuses a
-// datagram for a full device queue (ENOBUFS): ttcp's 18 ms.
-const noBufsPause = 18 * time.Millisecond
+// A UDP send the host's own queue refused (ENOBUFS: a qdisc at its
+// limit, which Run has report with IP_RECVERR, or a full device queue)
+// waits for that queue and goes again: the datagram is the sender's, and
+// loss in the result is loss on the path. The sender watches its own
+// datagrams in the host's queue (SIOCOUTQ) every noBufsStep and sends
+// again once half of them have left, after noBufsPause at most (ttcp's
+// pause), or after noBufsPause when it has none there to watch. Through
+// a 50 Mbit/s tbf of 369 KiB at -b 100M, blast -P 4 lost 84% of its
+// datagrams in the tbf, and -w 4M 48%, while the send calls succeeded.
+const (
+	noBufsPause = 18 * time.Millisecond
+	noBufsStep  = time.Millisecond
+)
 
 // Sender is the one send loop every backend shares. It hands out the next
 // buffer and applies, the same way for every backend:
@@ -25,7 +35,8 @@ const noBufsPause = 18 * time.Millisecond
 //     are due at the rate, slept in the kernel; with Spec.Burst, a burst
 //     of that many buffers leaves back to back when its first is due;
 //   - the Framing: Next stamps each datagram's header once it is due;
-//   - the ENOBUFS policy (Retry): count it, pause, send again.
+//   - the ENOBUFS policy (Retry): count it, wait for the host's queue,
+//     send again.
 //
 // It reads the time and sleeps on the flow's Clock: with none (the real
 // clock) it reads time.Now and sleeps in the kernel (Flow.Sleep, which a
@@ -58,12 +69,14 @@ type Sender struct {
 	handed       int64 // bytes handed out, for pacing
 	// owed is how far the schedule moved on after a stall, taken back a
 	// little with every buffer (pace).
-	owed     time.Duration
-	src      io.Reader
-	framing  Framing
-	over     bool
-	noBufs   *atomic.Int64
-	syscalls *atomic.Int64 // WriteAll's, taken at its first call
+	owed    time.Duration
+	src     io.Reader
+	framing Framing
+	over    bool
+	noBufs  *atomic.Int64
+	// noBufsWait is the time waited for the host's queue (ns).
+	noBufsWait *atomic.Int64
+	syscalls   *atomic.Int64 // WriteAll's, taken at its first call
 }
 
 // NewSender starts the iterator for f (the time limit runs from now).
@@ -341,18 +354,20 @@ func (s *Sender) Ahead() time.Duration {
 func (s *Sender) Over() bool { return s.over }
 
 // Retry decides about a failed send call: true to send the same bytes
-// again (after the ENOBUFS pause, or a send timeout slice while time
-// remains), false with the error to return otherwise. A send timeout after
-// the time limit ends the send: Retry returns false, nil.
+// again (after waiting for the host's queue on ENOBUFS, or a send timeout
+// slice while time remains), false with the error to return otherwise. A
+// send timeout after the time limit ends the send: Retry returns false,
+// nil.
 func (s *Sender) Retry(err error) (bool, error) {
 	switch {
 	case errors.Is(err, unix.ENOBUFS) && s.f.Spec.Protocol == UDP:
 		if s.noBufs == nil {
 			s.noBufs = s.f.Facts.Counter(FactNoBufs)
+			s.noBufsWait = s.f.Facts.Counter(FactNoBufsWait)
 		}
 		s.noBufs.Add(1)
 		s.f.Stats.AddError()
-		if err := s.sleep(noBufsPause); err != nil {
+		if err := s.waitQueue(); err != nil {
 			return false, err
 		}
 		return true, nil
@@ -368,6 +383,34 @@ func (s *Sender) Retry(err error) (bool, error) {
 		return true, nil
 	}
 	return false, err
+}
+
+// waitQueue waits, after a send the host's queue refused, until half of
+// this flow's datagrams in that queue have left (at most noBufsPause), or
+// for noBufsPause when none are there to watch, and counts the time in
+// FactNoBufsWait.
+func (s *Sender) waitQueue() error {
+	fd, q0 := -1, 0
+	if s.f.Sock != nil {
+		fd = s.f.Sock.FD()
+		if n, err := hostQueued(fd); err == nil {
+			q0 = n
+		}
+	}
+	start := s.Now()
+	defer func() { s.noBufsWait.Add(int64(s.Now().Sub(start))) }()
+	if q0 <= 0 {
+		return s.sleep(noBufsPause)
+	}
+	for s.Now().Sub(start) < noBufsPause {
+		if err := s.sleep(noBufsStep); err != nil {
+			return err
+		}
+		if n, err := hostQueued(fd); err != nil || n <= q0/2 {
+			return nil
+		}
+	}
+	return nil
 }
 
 // WriteAll writes p on fd with write(2) (send with MSG_NOSIGNAL) until the

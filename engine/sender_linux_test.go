@@ -405,8 +405,9 @@ func TestAhead(t *testing.T) {
 	}
 }
 
-// TestRetry: ENOBUFS on UDP is counted and paused for noBufsPause on the
-// flow's clock, then sent again; a send timeout or EAGAIN is retried
+// TestRetry: ENOBUFS on UDP is counted and, with no socket to watch the
+// host's queue on, paused for noBufsPause on the flow's clock (the wait
+// counted), then sent again; a send timeout or EAGAIN is retried
 // until the time limit and then ends the send; EINTR is retried; anything
 // else is returned.
 func TestRetry(t *testing.T) {
@@ -420,6 +421,10 @@ func TestRetry(t *testing.T) {
 	}
 	if n, e := f.Facts.Count(FactNoBufs), f.Stats.Snapshot().Errors; n != 1 || e != 1 {
 		t.Errorf("after ENOBUFS: %s %d, errors %d; want 1, 1", FactNoBufs, n, e)
+	}
+	// No socket to watch the host's queue on: the whole pause, counted.
+	if w := time.Duration(f.Facts.Count(FactNoBufsWait)); w != noBufsPause {
+		t.Errorf("after ENOBUFS: %s %v, want %v", FactNoBufsWait, w, noBufsPause)
 	}
 	if again, err := s.Retry(unix.EINTR); !again || err != nil {
 		t.Errorf("EINTR: %v, %v; want true, nil", again, err)

@@ -365,16 +365,22 @@ func (m *sender) sendBatch() error {
 				} else {
 					m.dropGSO(err)
 				}
-				skip := 0
-				for _, k := range m.mdg[:len(m.mdg)-len(mdg)] {
-					skip += k
-				}
-				m.dgs = m.dgs[skip:]
-				m.build()
-				msgs, mdg = m.msgs, m.mdg
+				msgs, mdg = m.relayout(mdg)
 				continue
 			}
+			queueFull := m.segs > 1 && errors.Is(err, unix.ENOBUFS)
 			again, rerr := m.s.Retry(err)
+			if again && queueFull {
+				// The host's queue is the bottleneck: a qdisc that
+				// shapes (tbf) cuts a train longer than its burst
+				// into datagrams and drops those it has no room
+				// for without a word (the send succeeds), so the
+				// rest go one datagram per message, each refused
+				// whole. Through a 50 Mbit/s tbf, 4 streams at
+				// -b 100M lost 40% with trains, none without.
+				m.queueGSO()
+				msgs, mdg = m.relayout(mdg)
+			}
 			if again {
 				continue
 			}
@@ -400,6 +406,26 @@ func (m *sender) sendBatch() error {
 		msgs, mdg = msgs[n:], mdg[n:]
 	}
 	return nil
+}
+
+// relayout lays out again what is left of the batch after a change of the
+// train length: left are the per-message datagram counts not yet sent.
+func (m *sender) relayout(left []int) ([]unix.Mmsghdr, []int) {
+	skip := 0
+	for _, k := range m.mdg[:len(m.mdg)-len(left)] {
+		skip += k
+	}
+	m.dgs = m.dgs[skip:]
+	m.build()
+	return m.msgs, m.mdg
+}
+
+// queueGSO turns UDP_SEGMENT off after the host's queue refused a train.
+func (m *sender) queueGSO() {
+	unix.SetsockoptInt(m.fd, unix.SOL_UDP, unix.UDP_SEGMENT, 0)
+	m.segs = 0
+	m.f.Facts.Notef("the host's queue refused a train of datagrams (ENOBUFS): one datagram per message from then on, as a shaping qdisc cuts a train up and drops what it has no room for unseen")
+	m.f.Facts.Add("gso_fallbacks", 1)
 }
 
 // gsoRefused tells the errors of a GSO message the same datagrams would not
