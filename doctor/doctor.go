@@ -248,7 +248,9 @@ func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, b
 		name, flag = "download", " -R"
 	}
 	var lists [][]nicinfo.Finding
+	var lastErr string
 	run := func(what string, rate float64, judged bool) *pathdiag.Direction {
+		lastErr = ""
 		c := ucfg
 		c.Rate, c.Reverse = rate, !up
 		// A receiver held up for a few milliseconds by a busy host
@@ -263,6 +265,9 @@ func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, b
 			cfg.Progress(Step{N: 3, Of: 4, Name: what, Command: cmd})
 		}
 		res, err := control.Run(ctx, c)
+		if err != nil {
+			lastErr = err.Error()
+		}
 		if res == nil {
 			rep.Tests = append(rep.Tests, Test{Name: what, Command: cmd, RateBps: rate, Err: err.Error()})
 			return nil
@@ -296,7 +301,10 @@ func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, b
 		for rate := overFactor * td.Goodput; rate <= maxOverRate && ctx.Err() == nil; rate *= overFactor {
 			p.Over = run("udp "+name+" above the tcp rate", rate, false)
 			if p.Over == nil {
-				return lists
+				// What the clean probe showed still stands,
+				// its rate a lower bound.
+				p.OverErr = lastErr
+				break
 			}
 			if p.Over.Sent > 0 && 100*float64(p.Over.Lost) >= pathdiag.OverLoss*float64(p.Over.Sent) {
 				break

@@ -30,6 +30,9 @@ type Probe struct {
 	Name        string
 	TCP         *Direction
 	Clean, Over *Direction
+	// OverErr is why the probe above TCP's rate failed ("": it ran,
+	// or was not run).
+	OverErr string
 }
 
 // LossPct is the share of a TCP direction's segments that were lost, per
@@ -57,6 +60,19 @@ func LossPct(d Direction) float64 {
 // no shaper or policer on either end (D14's) explains that.
 func Probable(d Direction) bool {
 	return !d.UDP && d.Goodput > 0 && LossPct(d) >= PolicerLoss && !localLimiter(&d)
+}
+
+// hostShort: a UDP sender that sent less than this share of its rate was
+// held by its host.
+const hostShort = 0.9
+
+// sentRate is what a UDP direction's sender sent in bit/s (its
+// datagrams' payload over the test), 0 when unknown.
+func sentRate(d *Direction) float64 {
+	if d == nil || d.Sent <= 0 || d.Datagram <= 0 || d.Seconds <= 0 {
+		return 0
+	}
+	return 8 * float64(d.Sent) * float64(d.Datagram) / d.Seconds
 }
 
 // udpLossPct is a UDP direction's datagrams lost per 100 sent; -1 when
@@ -98,9 +114,9 @@ func localLimiter(d *Direction) bool {
 // on the path rules it out (it costs the slow UDP as much), and so does
 // UDP offered above TCP's goodput that passes with little loss (no rate
 // limit there); a shaper or policer on either end is D14's. The rate:
-// what UDP offered above it delivered, when that probe ran and lost
-// what exceeded the rate (at least 5%); otherwise the clean UDP rate
-// is a lower bound.
+// what UDP offered above it delivered, when that probe ran, lost what
+// exceeded the rate (at least 5%) and its sender kept to its rate;
+// otherwise what UDP delivered is a lower bound.
 func D26(p Probe) []nicinfo.Finding {
 	t := p.TCP
 	if t == nil || !Probable(*t) {
@@ -114,6 +130,9 @@ func D26(p Probe) []nicinfo.Finding {
 	ev := fmt.Sprintf("tcp %s %s with %.1f%% of its segments lost (retransmitted, less what the receiver already had); udp %s at %s: %d of %d datagrams lost (%.2f%%)",
 		p.Name, bits(t.Goodput), loss, p.Name, bits(p.Clean.Goodput), p.Clean.Lost, p.Clean.Sent, clean)
 	rate, what := p.Clean.Goodput, "at least"
+	if p.OverErr != "" {
+		ev += fmt.Sprintf("; udp %s above that rate failed (%s)", p.Name, p.OverErr)
+	}
 	if o := p.Over; o != nil {
 		ol := udpLossPct(o)
 		if ol < 0 || o.Goodput <= 0 {
@@ -123,7 +142,15 @@ func D26(p Probe) []nicinfo.Finding {
 			return nil // UDP above TCP's rate passed: no rate limit there
 		}
 		ev += fmt.Sprintf("; udp %s offered at %s: %.0f%% lost, %s delivered", p.Name, bits(o.Rate), ol, bits(o.Goodput))
-		if o.Goodput >= p.Clean.Goodput {
+		sent := sentRate(o)
+		switch {
+		case sent > 0 && sent < hostShort*o.Rate:
+			// A UDP sender does not slow for loss: one that fell
+			// short was held by its host, and the policer's rate may
+			// have gone unused while it waited.
+			ev += fmt.Sprintf(" (the sender sent only %s of it: a busy host)", bits(sent))
+			rate = max(rate, o.Goodput)
+		case o.Goodput >= p.Clean.Goodput:
 			rate, what = o.Goodput, "about"
 		}
 	}
@@ -131,7 +158,7 @@ func D26(p Probe) []nicinfo.Finding {
 	if what == "about" {
 		ev += fmt.Sprintf("the policer passes about %s (what UDP offered above it delivered)", bits(rate))
 	} else {
-		ev += fmt.Sprintf("the policer passes at least %s (the UDP rate that passed clean)", bits(rate))
+		ev += fmt.Sprintf("the policer passes at least %s (what UDP delivered; a lower bound)", bits(rate))
 	}
 	pace := 0.95 * rate
 	if what == "at least" {

@@ -30,6 +30,7 @@ func TestD26(t *testing.T) {
 	}{
 		{"policer, rate from the over-rate probe", Probe{Name: "upload", TCP: tcp, Clean: clean, Over: over}, []string{"WARN D26"}},
 		{"policer, lower bound only", Probe{Name: "download", TCP: tcp, Clean: clean}, []string{"WARN D26"}},
+		{"policer, the over-rate probe failed", Probe{Name: "upload", TCP: tcp, Clean: clean, OverErr: "server error: unable to receive parameters from client"}, []string{"WARN D26"}},
 		{"random loss: the slow UDP loses too", Probe{Name: "upload", TCP: tcp, Clean: udp(72e6, 70.5e6, 6114, 122), Over: over}, nil},
 		{"no limit above TCP's rate", Probe{Name: "upload", TCP: tcp, Clean: clean, Over: udp(200e6, 199e6, 16985, 20)}, nil},
 		{"TCP lost little", Probe{Name: "upload", TCP: &Direction{Goodput: 80e6, SentBytes: 10e6, Retransmits: 60, MSS: 1448}, Clean: clean, Over: over}, nil},
@@ -73,5 +74,24 @@ func TestMergePolicer(t *testing.T) {
 	)
 	if diff := cmp.Diff([]string{"WARN D26", "INFO D21"}, rulesOf(fs)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// A UDP sender that fell short of its rate was held by its host, and the
+// policer's rate may have gone unused meanwhile: what passed is a lower
+// bound, said so, never "about".
+func TestD26BusySender(t *testing.T) {
+	tcp := &Direction{Seconds: 2, Goodput: 98e6, SentBytes: 25e6, Retransmits: 4389, MSS: 1448}
+	fs := D26(Probe{Name: "upload", TCP: tcp,
+		Clean: &Direction{UDP: true, Seconds: 2, Rate: 78.4e6, Goodput: 68.4e6, Sent: 11678, Datagram: 1472},
+		// 35397 datagrams in 2.57 s: 162 Mbit/s of the 245 offered.
+		Over: &Direction{UDP: true, Seconds: 2.57, Rate: 245e6, Goodput: 68.8e6, Sent: 35397, Lost: 20378, Datagram: 1472}})
+	if len(fs) != 1 {
+		t.Fatalf("got %v, want one D26", fs)
+	}
+	for _, want := range []string{"passing at least 68.8 Mbit/s", "(the sender sent only 162.2 Mbit/s of it: a busy host)", "a lower bound"} {
+		if !strings.Contains(fs[0].Summary+" "+fs[0].Evidence, want) {
+			t.Errorf("no %q in %s", want, fs[0])
+		}
 	}
 }
