@@ -130,6 +130,41 @@ func (s *rawSock) sendAll(p []byte) error {
 	return nil
 }
 
+// sendWithin writes p on a stream socket whose SO_SNDTIMEO holds write,
+// all of it within write: after a send that moved only part (a client
+// that takes its replies a trickle at a time), the timeout is cut to
+// what is left of write, and put back after. EAGAIN: it did not.
+func (s *rawSock) sendWithin(p []byte, write time.Duration) error {
+	start := time.Now()
+	shortened := false
+	defer func() {
+		if shortened {
+			s.setSendTimeout(write)
+		}
+	}()
+	for {
+		n, e := s.send(p)
+		switch {
+		case e == unix.EINTR:
+		case e != 0:
+			return os.NewSyscallError("sendto", e)
+		default:
+			p = p[n:]
+		}
+		if len(p) == 0 {
+			return nil
+		}
+		left := write - time.Since(start)
+		if left <= 0 {
+			return os.NewSyscallError("sendto", unix.EAGAIN)
+		}
+		if err := s.setSendTimeout(left); err != nil {
+			return err
+		}
+		shortened = true
+	}
+}
+
 // addrPort reads a socket address as recvFrom filled it in.
 func addrPort(sa *unix.RawSockaddrAny) netip.AddrPort {
 	switch sa.Addr.Family {
@@ -374,14 +409,14 @@ func echoRaw(s *rawSock, write time.Duration) (int64, error) {
 		case n == 0:
 			return total, nil // the client is done, or interrupt
 		}
-		if err := s.sendAll(buf[:n]); err != nil {
+		if err := s.sendWithin(buf[:n], write); err != nil {
 			switch {
 			case s.shut.Load():
 				return total, nil
 			case errors.Is(err, unix.EAGAIN):
 				return total, fmt.Errorf("%w for %v", ErrNotReading, write)
 			}
-			return total, os.NewSyscallError("sendto", err)
+			return total, err
 		}
 		total += int64(n)
 		if cnt++; cnt%yieldRequests == 0 {
