@@ -10,6 +10,7 @@ import (
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 // A UDP count the server sends (-R -n) through a path that loses 1% of
@@ -84,6 +85,26 @@ func TestLabUDPCountThroughLossBlastClient(t *testing.T) {
 			t.Errorf("run %d: the server sent %d bytes of a count of %d", i, sent, lossyCount)
 		}
 		lost += checkLossyRun(t, fmt.Sprintf("run %d", i), r)
+	}
+	if lost == 0 {
+		t.Error("no datagram lost in 5 runs through a path that drops 1%: the test tested nothing")
+	}
+}
+
+// An iperf3 server also sends until TEST_END: blast's client ends on the
+// count received.
+func TestLabUDPCountThroughLossBlastClientIperf3Server(t *testing.T) {
+	bin := needIperf3(t)
+	lab := lossyLab(t)
+	var lost int64
+	for i := range 5 {
+		port := testkit.FreePort(t)
+		srv := blasttest.Listening(t, lab.B, "tcp", port, bin, "-s", "-1", "-B", lab.B.Addr4.String(), "-p", strconv.Itoa(port))
+		r := lossyBlastRun(t, lab, port, fmt.Sprintf("run %d", i))
+		lost += checkLossyRun(t, fmt.Sprintf("run %d", i), r)
+		if err := srv.WaitErr(countEnd); err != nil {
+			t.Fatalf("run %d: iperf3 -s -1: %v\n%s%s", i, err, srv.Stdout.String(), srv.Stderr.String())
+		}
 	}
 	if lost == 0 {
 		t.Error("no datagram lost in 5 runs through a path that drops 1%: the test tested nothing")

@@ -307,8 +307,30 @@ func (h *Host) Command(name string, args ...string) *Cmd {
 
 // Start starts the command; the lab kills it at Close if it still runs.
 // Its pid is the command's own (ip execs it in place).
+//
+// The kernel sends Pdeathsig when the thread that forked the command
+// exits, not the process, and Go ends a thread that a goroutine locked
+// and never unlocked (engine.Run's flows): a command forked from a
+// thread that went on to carry a flow was killed mid-test with no word
+// (iperf3 -s died of SIGKILL in 1 of 4 blast client -u -R tests through
+// a lossy lab, and in TestLabShapedRatesIperf3). It is forked from a
+// thread locked for the purpose, which stays until the command exits.
 func (c *Cmd) Start() error {
-	if err := c.Cmd.Start(); err != nil {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := c.Cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		// Wait for the exit without reaping it: Wait does that.
+		var info unix.Siginfo
+		for unix.Waitid(unix.P_PID, c.Cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+		}
+	}()
+	if err := <-started; err != nil {
 		return err
 	}
 	l := c.host.lab
