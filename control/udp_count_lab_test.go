@@ -41,8 +41,12 @@ func TestLabUDPCountThroughLossIperf3Client(t *testing.T) {
 	port, rl := labServer(t, lab, ServerConfig{Interval: time.Second})
 	var lost int64
 	for i := range 5 {
-		args := []string{"-c", lab.B.Addr4.String(), "-p", strconv.Itoa(port), "-J",
-			"-u", "-b", "100M", "-l", "1400", "-n", strconv.Itoa(lossyCount), "-R"}
+		count := []string{"-n", strconv.Itoa(lossyCount)}
+		if i%2 == 1 { // a block count ends the same way
+			count = []string{"-k", strconv.Itoa((lossyCount + 1399) / 1400)}
+		}
+		args := append([]string{"-c", lab.B.Addr4.String(), "-p", strconv.Itoa(port), "-J",
+			"-u", "-b", "100M", "-l", "1400", "-R"}, count...)
 		p := blasttest.Start(t, lab.A, nil, bin, args...)
 		if err := p.WaitErr(countEnd); err != nil {
 			t.Fatalf("run %d: iperf3 %v: %v (a client that waits for datagrams that were lost)\nstdout: %s\nstderr: %s",
