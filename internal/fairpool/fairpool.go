@@ -13,6 +13,18 @@ package fairpool
 
 import "net/netip"
 
+// Share is the share an address counts in: itself for IPv4, its /64
+// for IPv6 (one host or site is given a /64 or more, so counting its
+// addresses one by one would give it as many shares as it likes).
+func Share(a netip.Addr) netip.Addr {
+	a = a.Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.Addr()
+	}
+	return a
+}
+
 // Pool is a set of places.
 type Pool struct {
 	max, perHost int
@@ -27,8 +39,8 @@ type Pool struct {
 
 // Place is a connection's place in a Pool.
 type Place struct {
-	Host netip.Addr
-	Seq  uint64 // accept order: the oldest has the lowest
+	Host netip.Addr // the Share of the connection's address
+	Seq  uint64     // accept order: the oldest has the lowest
 	// Kick wakes the connection's owner when its place is taken away;
 	// the caller of Add runs a victim's Kick once it has let go of the
 	// Pool's lock.
@@ -54,8 +66,10 @@ func New(max, perHost int, evictEqual bool) *Pool {
 // Add gives a connection from host, accepted seq-th, a place, taking one
 // from another connection if it must (victim), or refuses it (nil). A
 // newcomer that would push out a younger connection of its own address
-// (its goroutine ran late) is the oldest itself, and refused.
+// (its goroutine ran late) is the oldest itself, and refused. Addresses
+// count by their Share.
 func (p *Pool) Add(host netip.Addr, seq uint64, kick func()) (pl, victim *Place) {
+	host = Share(host)
 	mine := len(p.by[host])
 	switch {
 	case mine >= p.perHost:

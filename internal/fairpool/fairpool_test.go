@@ -113,3 +113,25 @@ func TestFairPoolRelease(t *testing.T) {
 		t.Errorf("after the second gave its place back: %d held, %d addresses", p.n, len(p.by))
 	}
 }
+
+// IPv6 addresses count by their /64: a flood from one /64 is one address.
+func TestFairPoolShareIPv6(t *testing.T) {
+	p := New(4, 2, true)
+	var victims []string
+	for i := range 4 {
+		_, v := p.Add(netip.MustParseAddr(fmt.Sprintf("2001:2::%x", i+1)), uint64(i+1), nil)
+		if v != nil {
+			victims = append(victims, fmt.Sprint(v.Host, "#", v.Seq))
+		}
+	}
+	pl, v := p.Add(netip.MustParseAddr("2001:2:0:1::1"), 5, nil)
+	if pl == nil || v != nil {
+		t.Errorf("another /64 with places free: %v, took %v", pl, v)
+	}
+	if diff := cmp.Diff([]string{"2001:2::#1", "2001:2::#2"}, victims); diff != "" {
+		t.Errorf("4 addresses of one /64 with a share of 2 (-want +got):\n%s", diff)
+	}
+	if got := Share(netip.MustParseAddr("::ffff:198.18.0.1")); got != netip.MustParseAddr("198.18.0.1") {
+		t.Errorf("Share of a v4-mapped address: %v", got)
+	}
+}
