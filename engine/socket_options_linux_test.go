@@ -22,15 +22,33 @@ func needRoot(t *testing.T) {
 	}
 }
 
-// captureLo opens an AF_PACKET socket on lo that sees IPv6 packets; read
-// returns the IPv6 header and payload of the next one.
-func captureLo(t *testing.T) (read func() ([]byte, error)) {
+// captureLo opens an AF_PACKET socket on lo that keeps the IPv6 TCP
+// packets to port and nothing else, so that no other traffic on lo (a
+// busy host's other tests) fills its buffer and crowds them out. read
+// returns the IPv6 header and payload of the next one, waiting for it up
+// to 30 s: a bound for a failure, not a timing.
+func captureLo(t *testing.T, port uint16) (read func() ([]byte, error)) {
 	t.Helper()
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, int(netOrder16(unix.ETH_P_IPV6)))
+	// Protocol 0: the socket sees nothing until it is bound, after its
+	// filter is on.
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Close(fd) })
+	// A SOCK_DGRAM packet socket's filter sees the packet from its IPv6
+	// header on: next header at byte 6, the TCP destination port at 42.
+	prog := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 6},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 3, K: unix.IPPROTO_TCP},
+		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: 42},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: uint32(port)},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 1 << 16},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 0},
+	}
+	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}); err != nil {
+		t.Fatal(err)
+	}
 	lo, err := net.InterfaceByName("lo")
 	if err != nil {
 		t.Fatal(err)
@@ -38,13 +56,19 @@ func captureLo(t *testing.T) (read func() ([]byte, error)) {
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: netOrder16(unix.ETH_P_IPV6), Ifindex: lo.Index}); err != nil {
 		t.Fatal(err)
 	}
-	tv := unix.NsecToTimeval(int64(2 * time.Second))
+	tv := unix.NsecToTimeval(int64(30 * time.Second))
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 65536)
 	return func() ([]byte, error) {
 		n, _, err := unix.Recvfrom(fd, buf, 0)
+		for err == unix.EINTR { // the runtime's preemption signal
+			n, _, err = unix.Recvfrom(fd, buf, 0)
+		}
+		if errors.Is(err, unix.EAGAIN) {
+			return nil, errors.New("no packet to the listener in 30 s")
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -62,12 +86,12 @@ func TestDialFlowLabel(t *testing.T) {
 	if _, err := net.Listen("tcp6", "[::1]:0"); err != nil {
 		t.Skip("no IPv6 loopback:", err)
 	}
-	read := captureLo(t)
 	ln, err := Listen(context.Background(), "tcp6", "[::1]:0", SockOpts{TOS: NoTOS})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	read := captureLo(t, ln.Addr().Port()) // on before the flow starts
 	const label = 0x5b1a5
 	s, err := Dial(context.Background(), "tcp6", net.JoinHostPort("::1", strconv.Itoa(int(ln.Addr().Port()))), SockOpts{TOS: NoTOS, FlowLabel: label})
 	if err != nil {
@@ -79,7 +103,7 @@ func TestDialFlowLabel(t *testing.T) {
 	}
 	seen := 0
 	// Reading stops at 30 s: a bound for a failure (the packets were
-	// sent before), not a timing.
+	// sent before, and the capture kept them), not a timing.
 	for deadline := time.Now().Add(30 * time.Second); seen < 2 && time.Now().Before(deadline); {
 		p, err := read()
 		if err != nil {
