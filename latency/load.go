@@ -2,6 +2,8 @@ package latency
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -28,9 +30,21 @@ func waitUntil(clk clock.Clock, t time.Time) {
 	}
 }
 
+// loadStartTimeout bounds the wait for the load stream's first echo:
+// a bound for a server that takes the stream and echoes nothing, not a
+// timing (cfg.Timeout when longer).
+const loadStartTimeout = 10 * time.Second
+
 // startLoad opens a bulk TCP stream to cfg's server beside the ping-pong:
 // it writes 128 KiB buffers as fast as the path takes them and reads the
-// echo. stop ends it and returns its rate in bit/s, both directions.
+// echo. It returns once the stream moves (its first bytes have come back),
+// so the requests that follow run beside it however slowly the host lets
+// it start. stop ends it and returns its rate in bit/s, both directions:
+// the bytes written and read back from its start to stop, over that time.
+// That span holds the requests and the one round trip of the stream before
+// them; the bytes counted include that first echo, so a stream that ran
+// never reports 0, even when the requests were over before the host ran
+// the stream again.
 func startLoad(ctx context.Context, cfg Config) (stop func() float64, err error) {
 	addr := hostPort(cfg.Host, cfg.Port)
 	d := net.Dialer{Control: cfg.Sock.Control(), Timeout: 10 * time.Second}
@@ -44,6 +58,8 @@ func startLoad(ctx context.Context, cfg Config) (stop func() float64, err error)
 	}
 	var moved atomic.Int64
 	var wg sync.WaitGroup
+	moving, readDone := make(chan struct{}), make(chan struct{})
+	var readErr error // set before readDone closes
 	begin := time.Now()
 	wg.Go(func() {
 		buf := pattern(128 << 10)
@@ -56,9 +72,41 @@ func startLoad(ctx context.Context, cfg Config) (stop func() float64, err error)
 		}
 	})
 	wg.Go(func() {
-		n, _ := io.Copy(io.Discard, c)
-		moved.Add(n)
+		defer close(readDone)
+		var once sync.Once
+		buf := make([]byte, 128<<10)
+		for {
+			n, err := c.Read(buf)
+			if n > 0 {
+				moved.Add(int64(n))
+				once.Do(func() { close(moving) })
+			}
+			if err != nil {
+				readErr = err
+				return
+			}
+		}
 	})
+	abort := func(err error) (func() float64, error) {
+		c.Close()
+		wg.Wait()
+		return nil, err
+	}
+	bound := max(cfg.Timeout, loadStartTimeout)
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	select {
+	case <-moving:
+	case <-readDone:
+		if readErr == io.EOF {
+			readErr = errors.New("the server closed it")
+		}
+		return abort(fmt.Errorf("the load stream to %s ended before its first echo: %w", addr, readErr))
+	case <-ctx.Done():
+		return abort(ctx.Err())
+	case <-timer.C:
+		return abort(fmt.Errorf("the load stream to %s: no echo in %v (is the server an echo server, blast lat -s?)", addr, bound))
+	}
 	return func() float64 {
 		secs := time.Since(begin).Seconds()
 		bytes := moved.Load()
