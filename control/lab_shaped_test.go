@@ -30,23 +30,34 @@ func shapeBoth(t *testing.T, lab *netlab.Lab) {
 	}
 }
 
-// checkWithinLink fails when a rate r reports (each interval, each
-// stream's and each direction's summary, its own figures and, with
-// peerToo, the peer's) exceeds the link's goodput ceiling by more than
-// 2%, or when its intervals do not add up to its summary exactly. An
-// iperf3 peer's figures are iperf3's, not blast's: its sender counts
-// what it wrote, queued or not.
+// intervalSlack is how far above the link a 1 s interval may go in a
+// test: a busy host holds packets that left the shaper in the receiver's
+// backlog until it gives the stack CPU time, and the receiving kernel
+// (tcpi_bytes_received) then takes in 106% of the shaper's rate in a 1 s
+// interval, measured with six busy loops on 2 CPUs; no count at an end
+// host can be held to the shaper's rate over so short a window there.
+// Within 2% on a quiet host is a timing property
+// (TestTimingShapedIntervals). A summary spans the test's time, which the
+// end sample cuts at the end: it is held to 2% on any host.
+const intervalSlack = 1.2
+
+// checkWithinLink fails when a rate r reports (each stream's and each
+// direction's summary, its own figures and, with peerToo, the peer's)
+// exceeds the link's goodput ceiling by more than 2%, or an interval by
+// more than intervalSlack; or when its intervals do not add up to its
+// summary exactly. An iperf3 peer's figures are iperf3's, not blast's:
+// its sender counts what it wrote, queued or not.
 func checkWithinLink(t *testing.T, who string, r *Result, ceiling float64, peerToo bool) {
 	t.Helper()
-	limit := ceiling * 1.02
-	over := func(what string, bytes int64, secs float64) {
+	check := func(limit float64, what string, bytes int64, secs float64) {
 		if secs <= 0 || bytes <= 0 {
 			return
 		}
 		if bps := 8 * float64(bytes) / secs; bps > limit {
-			t.Errorf("%s: %s: %d bytes in %.3f s = %.2f Mbit/s, over the link's %.2f (+2%%)", who, what, bytes, secs, bps/1e6, ceiling/1e6)
+			t.Errorf("%s: %s: %d bytes in %.3f s = %.2f Mbit/s, over the link's %.2f (+%.0f%%)", who, what, bytes, secs, bps/1e6, ceiling/1e6, 100*(limit/ceiling-1))
 		}
 	}
+	over := func(what string, bytes int64, secs float64) { check(ceiling*1.02, what, bytes, secs) }
 	for _, sender := range []bool{true, false} {
 		var bytes, peer int64
 		var secs, peerSecs float64
@@ -86,20 +97,39 @@ func checkWithinLink(t *testing.T, who string, r *Result, ceiling float64, peerT
 			over(fmt.Sprintf("the peer's summary of the streams with sender %v", sender), peer, peerSecs)
 		}
 		for i, iv := range r.Intervals {
-			var b int64
-			var s float64
-			for _, si := range iv.Streams {
-				if si.Sender == sender {
-					b += si.Bytes
-					s = si.End - si.Start
-				}
-			}
+			b, s := intervalSum(iv, sender)
 			if s <= 0 {
 				t.Errorf("%s: interval %d is %.3f s long", who, i, s)
 			}
-			over(fmt.Sprintf("interval %d (%.2f-%.2f s) of the streams with sender %v", i, iv.Streams[0].Start, iv.Streams[0].End, sender), b, s)
+			check(ceiling*intervalSlack, fmt.Sprintf("interval %d (%.2f-%.2f s) of the streams with sender %v", i, iv.Streams[0].Start, iv.Streams[0].End, sender), b, s)
 		}
 	}
+}
+
+// intervalSum is an interval's bytes on the streams that send (or
+// receive, sender false) on this side, and its length.
+func intervalSum(iv *Interval, sender bool) (bytes int64, secs float64) {
+	for _, si := range iv.Streams {
+		if si.Sender == sender {
+			bytes += si.Bytes
+			secs = si.End - si.Start
+		}
+	}
+	return bytes, secs
+}
+
+// maxIntervalRate is the highest rate of any interval of r, either
+// direction, in bit/s.
+func maxIntervalRate(r *Result) float64 {
+	top := 0.0
+	for _, iv := range r.Intervals {
+		for _, sender := range []bool{true, false} {
+			if b, s := intervalSum(iv, sender); s > 0 {
+				top = max(top, 8*float64(b)/s)
+			}
+		}
+	}
+	return top
 }
 
 // On a link shaped to 100 Mbit/s both ways, no rate a blast client or
