@@ -10,14 +10,16 @@
 // Addresses come only from the benchmarking ranges 198.18.0.0/15 and
 // 2001:2::/48. Names are unique per process and lab, so parallel tests do
 // not collide. Close removes everything a lab made, and kills the commands
-// it started; a later New also removes labs whose process died without
-// closing them. Building a lab needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN).
+// it started and waits for them; a later New also removes labs whose
+// process died without closing them. Namespaces are pinned in /run/netns,
+// which New makes a shared mount point of its own as `ip netns add` does,
+// so an `ip netns add` run beside a lab cannot bury the lab's pins under a
+// new mount. Building a lab needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN).
 package netlab
 
 import (
 	"fmt"
 	"net/netip"
-	"os/exec"
 	"sync"
 	"time"
 )
@@ -104,7 +106,7 @@ type Lab struct {
 	seq   int64 // numbers the lab's names within this process
 	hosts []*Host
 	mu    sync.Mutex // guards cmds
-	cmds  []*exec.Cmd
+	cmds  []*Cmd
 	stop  func() error // stops the delay line (Delayed)
 }
 

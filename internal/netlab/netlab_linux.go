@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -293,6 +294,8 @@ func (h *Host) Do(fn func() error) error {
 type Cmd struct {
 	*exec.Cmd
 	host *Host
+	done chan struct{} // closed when the command has ended and been reaped
+	err  error         // how it ended, once done is closed
 }
 
 // Command prepares name with args to run inside h. It runs through
@@ -305,8 +308,8 @@ func (h *Host) Command(name string, args ...string) *Cmd {
 	return &Cmd{Cmd: c, host: h}
 }
 
-// Start starts the command; the lab kills it at Close if it still runs.
-// Its pid is the command's own (ip execs it in place).
+// Start starts the command; the lab kills it at Close if it still runs,
+// and waits for it. Its pid is the command's own (ip execs it in place).
 //
 // The kernel sends Pdeathsig when the thread that forked the command
 // exits, not the process, and Go ends a thread that a goroutine locked
@@ -333,11 +336,26 @@ func (c *Cmd) Start() error {
 	if err := <-started; err != nil {
 		return err
 	}
+	c.done = make(chan struct{})
+	go func() {
+		c.err = c.Cmd.Wait()
+		close(c.done)
+	}()
 	l := c.host.lab
 	l.mu.Lock()
-	l.cmds = append(l.cmds, c.Cmd)
+	l.cmds = append(l.cmds, c)
 	l.mu.Unlock()
 	return nil
+}
+
+// Wait waits for the started command to end and returns how it ended;
+// any number of goroutines may wait, before or after the lab's Close.
+func (c *Cmd) Wait() error {
+	if c.done == nil {
+		return errors.New("netlab: wait for a command that was not started")
+	}
+	<-c.done
+	return c.err
 }
 
 // Run starts the command and waits for it.
@@ -373,13 +391,15 @@ func (l *Lab) Close() error {
 		return nil
 	}
 	l.mu.Lock()
-	for _, c := range l.cmds {
-		if c.Process != nil && c.ProcessState == nil {
-			c.Process.Kill()
-		}
-	}
+	cmds := l.cmds
 	l.cmds = nil
 	l.mu.Unlock()
+	for _, c := range cmds {
+		c.Process.Kill() // fails, harmlessly, for one that has ended
+	}
+	for _, c := range cmds {
+		<-c.done // reaped: no process of the lab outlives Close
+	}
 	var errs []error
 	if l.stop != nil {
 		errs = append(errs, l.stop()) // its sockets would keep R's namespace alive
@@ -396,9 +416,43 @@ func (l *Lab) Close() error {
 	return errors.Join(errs...)
 }
 
+// netnsDirMu serialises this process's check that /run/netns is a
+// shared mount point of its own.
+var netnsDirMu sync.Mutex
+
+// shareNetnsDir makes /run/netns a shared mount point of its own, as
+// `ip netns add` does, before a lab pins a namespace there. Were it a
+// plain directory, the first `ip netns add` on the host while a lab lives
+// would bind /run/netns over itself, recursively: the lab's pins get
+// copies on top, and the originals beneath are out of reach. Close would
+// unmount only the copy, and the file, still a mount point beneath,
+// could not be removed (EBUSY): the namespace would leak. Once the
+// directory is a shared mount point, iproute2 binds nothing over it, and
+// an unmount in any peer propagates to the others.
+func shareNetnsDir() error {
+	netnsDirMu.Lock()
+	defer netnsDirMu.Unlock()
+	if err := os.MkdirAll(netnsDir, 0o755); err != nil {
+		return err
+	}
+	err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+	if errors.Is(err, unix.EINVAL) { // not a mount point yet
+		if err = unix.Mount(netnsDir, netnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err == nil {
+			err = unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("make %s a shared mount point: %w", netnsDir, err)
+	}
+	return nil
+}
+
 // newNamedNS creates a network namespace pinned at /run/netns/name without
 // moving the caller out of its own.
 func newNamedNS(name string) (nsHandle, error) {
+	if err := shareNetnsDir(); err != nil {
+		return netns.None(), err
+	}
 	runtime.LockOSThread()
 	orig, err := netns.Get()
 	if err != nil {
@@ -437,7 +491,11 @@ func sweepStale() {
 				continue // its owner still runs
 			}
 			if dir == netnsDir {
-				netns.DeleteNamed(e.Name())
+				// The file goes even when it is no mount point (any
+				// more): a lab whose process died mid-Close.
+				p := filepath.Join(netnsDir, e.Name())
+				unix.Unmount(p, unix.MNT_DETACH)
+				os.Remove(p)
 			} else {
 				removeEtc(e.Name())
 			}
