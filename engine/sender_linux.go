@@ -397,6 +397,20 @@ func (s *Sender) waitQueue() error {
 			q0 = n
 		}
 	}
+	if fd >= 0 && q0 <= 0 {
+		// Refused with none of this flow's datagrams in the host's
+		// queue: no queue is full, a device dropped it (a veth whose
+		// peer's MTU is smaller drops every datagram above it). Waiting
+		// cannot help: the flow stops asking, and such datagrams are
+		// lost as they were without IP_RECVERR, for the receiver to
+		// count (doctor's D16 names the MTU; waiting had hidden it
+		// behind a full send buffer).
+		if err := s.f.Sock.reportQueueDrops(false); err != nil {
+			return err
+		}
+		s.f.Facts.Notef("a send was refused (ENOBUFS) with none of this flow's datagrams queued in the host: a device drops them, not a full queue; no more waits for the host's queue")
+		return nil
+	}
 	start := s.Now()
 	defer func() { s.noBufsWait.Add(int64(s.Now().Sub(start))) }()
 	if q0 <= 0 {
