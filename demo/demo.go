@@ -118,10 +118,10 @@ func runStep(ctx context.Context, c Config, s step) (res Result, err error) {
 	if err := tx.Start(); err != nil {
 		return Result{}, err
 	}
-	if err := wait(ctx, tx.Cmd); err != nil {
+	if err := wait(ctx, tx, tx.Process); err != nil {
 		return Result{}, fmt.Errorf("transmitter: %w\n%s", err, txOut.String())
 	}
-	if err := wait(ctx, rx.Cmd); err != nil {
+	if err := wait(ctx, rx, rx.Process); err != nil {
 		return Result{}, fmt.Errorf("receiver: %w\n%s", err, rxOut.String())
 	}
 	io.WriteString(c.Out, indent(txOut.String()))
@@ -159,10 +159,10 @@ func loopback(ctx context.Context, c Config) (Result, error) {
 	if err := tx.Start(); err != nil {
 		return Result{}, err
 	}
-	if err := wait(ctx, tx); err != nil {
+	if err := wait(ctx, tx, tx.Process); err != nil {
 		return Result{}, fmt.Errorf("transmitter: %w\n%s", err, txOut.String())
 	}
-	if err := wait(ctx, rx); err != nil {
+	if err := wait(ctx, rx, rx.Process); err != nil {
 		return Result{}, fmt.Errorf("receiver: %w\n%s", err, rxOut.String())
 	}
 	io.WriteString(c.Out, indent(txOut.String()))
@@ -178,14 +178,20 @@ func listening(port string) bool {
 	return err == nil && strings.Contains(string(data), fmt.Sprintf(":%04X 00000000:0000 0A", p))
 }
 
-func wait(ctx context.Context, cmd *exec.Cmd) error {
+// waiter is a command to wait for: an exec.Cmd, or a lab's netlab.Cmd,
+// whose own Wait reaps it (its exec.Cmd must not be waited for twice).
+type waiter interface {
+	Wait() error
+}
+
+func wait(ctx context.Context, cmd waiter, proc *os.Process) error {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		cmd.Process.Kill()
+		proc.Kill()
 		<-done
 		return errors.New("interrupted")
 	}
