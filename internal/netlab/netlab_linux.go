@@ -294,8 +294,9 @@ func (h *Host) Do(fn func() error) error {
 type Cmd struct {
 	*exec.Cmd
 	host *Host
-	done chan struct{} // closed when the command has ended and been reaped
-	err  error         // how it ended, once done is closed
+	// exited is closed when the command has ended (not reaped: its
+	// owner's Wait, on the exec.Cmd, does that).
+	exited chan struct{}
 }
 
 // Command prepares name with args to run inside h. It runs through
@@ -320,6 +321,7 @@ func (h *Host) Command(name string, args ...string) *Cmd {
 // thread locked for the purpose, which stays until the command exits.
 func (c *Cmd) Start() error {
 	started := make(chan error, 1)
+	exited := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -328,34 +330,22 @@ func (c *Cmd) Start() error {
 			return
 		}
 		started <- nil
-		// Wait for the exit without reaping it: Wait does that.
+		// Wait for the exit without reaping it: the exec.Cmd's Wait,
+		// by whoever owns the command, does that.
 		var info unix.Siginfo
 		for unix.Waitid(unix.P_PID, c.Cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
 		}
+		close(exited)
 	}()
 	if err := <-started; err != nil {
 		return err
 	}
-	c.done = make(chan struct{})
-	go func() {
-		c.err = c.Cmd.Wait()
-		close(c.done)
-	}()
+	c.exited = exited
 	l := c.host.lab
 	l.mu.Lock()
 	l.cmds = append(l.cmds, c)
 	l.mu.Unlock()
 	return nil
-}
-
-// Wait waits for the started command to end and returns how it ended;
-// any number of goroutines may wait, before or after the lab's Close.
-func (c *Cmd) Wait() error {
-	if c.done == nil {
-		return errors.New("netlab: wait for a command that was not started")
-	}
-	<-c.done
-	return c.err
 }
 
 // Run starts the command and waits for it.
@@ -398,7 +388,7 @@ func (l *Lab) Close() error {
 		c.Process.Kill() // fails, harmlessly, for one that has ended
 	}
 	for _, c := range cmds {
-		<-c.done // reaped: no process of the lab outlives Close
+		<-c.exited // no process of the lab outlives Close
 	}
 	var errs []error
 	if l.stop != nil {
