@@ -218,6 +218,11 @@ func TestServerConsole(t *testing.T) {
 	if _, err := srvClient(t, s.port, control.Config{Duration: time.Second, Parallel: 2}); err != nil {
 		t.Fatal(err)
 	}
+	// The blast client is done once it has the server's results, which
+	// can be before the server has printed its summary; a test started
+	// meanwhile would have its lines tagged ("#2: "). The iperf3 test
+	// starts after the banner that says the server waits again.
+	s.waitOutput(t, "the banner for test #2", func(out string) bool { return strings.Contains(out, "(test #2)\n") })
 	if out, err := srvIperf3(t, s.port, "-t", "1", "-R"); err != nil {
 		t.Fatalf("iperf3: %v\n%s", err, out)
 	}
