@@ -387,8 +387,8 @@ func (s *Sender) Retry(err error) (bool, error) {
 
 // waitQueue waits, after a send the host's queue refused, until half of
 // this flow's datagrams in that queue have left (at most noBufsPause), or
-// for noBufsPause when none are there to watch, and counts the time in
-// FactNoBufsWait.
+// for noBufsPause when the queue holds only other flows' datagrams, and
+// counts the time in FactNoBufsWait.
 func (s *Sender) waitQueue() error {
 	fd, q0 := -1, 0
 	if s.f.Sock != nil {
@@ -399,17 +399,22 @@ func (s *Sender) waitQueue() error {
 	}
 	if fd >= 0 && q0 <= 0 {
 		// Refused with none of this flow's datagrams in the host's
-		// queue: no queue is full, a device dropped it (a veth whose
-		// peer's MTU is smaller drops every datagram above it). Waiting
-		// cannot help: the flow stops asking, and such datagrams are
-		// lost as they were without IP_RECVERR, for the receiver to
-		// count (doctor's D16 names the MTU; waiting had hidden it
-		// behind a full send buffer).
-		if err := s.f.Sock.reportQueueDrops(false); err != nil {
-			return err
+		// queue: either other flows fill it (-P 4 through a shaper),
+		// and the flow waits its turn, or nothing is queued at all and
+		// a device dropped the datagram (a veth whose peer's MTU is
+		// smaller drops every datagram above it). Waiting cannot help
+		// then: the flow stops asking, and such datagrams are lost as
+		// they were without IP_RECVERR, for the receiver to count
+		// (doctor's D16 names the MTU; waiting had hidden it behind a
+		// full send buffer). When the queue cannot be read, the flow
+		// waits, as for a full one.
+		if b, err := egressBacklog(fd); err == nil && b == 0 {
+			if err := s.f.Sock.reportQueueDrops(false); err != nil {
+				return err
+			}
+			s.f.Facts.Notef("a send was refused (ENOBUFS) while the interface's queue held nothing: a device drops the datagrams, not a full queue; no more waits for the host's queue")
+			return nil
 		}
-		s.f.Facts.Notef("a send was refused (ENOBUFS) with none of this flow's datagrams queued in the host: a device drops them, not a full queue; no more waits for the host's queue")
-		return nil
 	}
 	start := s.Now()
 	defer func() { s.noBufsWait.Add(int64(s.Now().Sub(start))) }()

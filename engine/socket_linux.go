@@ -592,10 +592,6 @@ func (s *Socket) reportQueueDrops(on bool) error {
 	})
 }
 
-// hostQueued is what the kernel holds of this socket's sends in the host
-// (SIOCOUTQ: for UDP, the datagrams in the qdisc and the device's queue
-// not yet sent).
-func hostQueued(fd int) (int, error) { return unix.IoctlGetInt(fd, unix.SIOCOUTQ) }
 
 // IOErr turns a failed data call into an error naming op: the timeout of
 // a blocking socket (EAGAIN) wraps ErrTimeout and os.ErrDeadlineExceeded.
