@@ -112,10 +112,13 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 			d.MaxWnd = max(d.MaxWnd, tcp.MaxSndWnd)
 			rtt += float64(tcp.MeanRTT)
 			nRTT++
-			if d.MinRTTus == 0 || float64(tcp.MinRTT) < d.MinRTTus {
-				d.MinRTTus = float64(tcp.MinRTT)
+			if p := float64(tcp.PathRTTUs); p > 0 && (d.MinRTTus == 0 || p < d.MinRTTus) {
+				d.MinRTTus = p
 			}
 			d.PMTU, d.MSS = int(tcp.PMTU), int(tcp.MSS)
+			d.BusyUs += tcp.BusyUs
+			d.RwndLimitedUs += tcp.RwndLimitedUs
+			d.SndbufLimitedUs += tcp.SndbufLimitedUs
 		}
 		if sr.Retransmits >= 0 {
 			d.Retransmits = max(d.Retransmits, 0) + sr.Retransmits
@@ -175,7 +178,7 @@ func (sr *StreamResult) tcpSummary() *TCPSummary {
 		return nil
 	}
 	return &TCPSummary{MaxSndCwnd: sr.MaxSndCwnd, MaxSndWnd: sr.MaxSndWnd, MeanRTT: sr.MeanRTT, MinRTT: sr.MinRTT,
-		PMTU: sr.PMTU, MSS: sr.MSS, Acked: sr.Acked}
+		PMTU: sr.PMTU, MSS: sr.MSS, Acked: sr.Acked, TCPLimits: sr.Limits}
 }
 
 // topFinding is the most serious finding of the test at WARN or above,

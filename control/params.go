@@ -340,6 +340,34 @@ type TCPSummary struct {
 	PMTU       int64 `json:"pmtu"`
 	MSS        int64 `json:"mss"`
 	Acked      int64 `json:"bytes_acked"`
+	TCPLimits
+}
+
+// TCPLimits are the smallest RTT a sending stream's kernel measured and
+// the microseconds it had data in flight
+// (TCP_INFO's tcpi_busy_time) and, of that, could not send more because
+// the receiver's advertised window was full (tcpi_rwnd_limited) or its
+// own send buffer was (tcpi_sndbuf_limited), over the test. All 0 when
+// the kernel (before Linux 4.10) or the peer (blast before them) does
+// not tell.
+type TCPLimits struct {
+	// PathRTTUs is the smallest RTT the kernel measured on the
+	// connection (tcpi_min_rtt), the path's without queues.
+	PathRTTUs       int64 `json:"path_rtt_us,omitempty"`
+	BusyUs          int64 `json:"busy_us,omitempty"`
+	RwndLimitedUs   int64 `json:"rwnd_limited_us,omitempty"`
+	SndbufLimitedUs int64 `json:"sndbuf_limited_us,omitempty"`
+}
+
+// limitsOf is TCP_INFO's times since the connection began.
+func limitsOf(ti TCPInfo) TCPLimits {
+	return TCPLimits{PathRTTUs: ti.MinRTT, BusyUs: ti.BusyTime, RwndLimitedUs: ti.RwndLimited, SndbufLimitedUs: ti.SndbufLimited}
+}
+
+// sub is l less an earlier reading (the RTT is l's).
+func (l TCPLimits) sub(b TCPLimits) TCPLimits {
+	return TCPLimits{PathRTTUs: l.PathRTTUs, BusyUs: l.BusyUs - b.BusyUs, RwndLimitedUs: l.RwndLimitedUs - b.RwndLimitedUs,
+		SndbufLimitedUs: l.SndbufLimitedUs - b.SndbufLimitedUs}
 }
 
 // check reports what is missing from results a peer sent, as iperf3's

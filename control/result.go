@@ -178,6 +178,9 @@ type StreamResult struct {
 	// PMTU and MSS are the sending stream's last path MTU and send MSS;
 	// Acked the bytes the peer acknowledged since the connection began.
 	PMTU, MSS, Acked int64
+	// Limits are the sending stream's busy and limited times over the
+	// test.
+	Limits TCPLimits
 	// PeerTCP is the same summary from the peer when it sent on the
 	// stream and is blast.
 	PeerTCP *TCPSummary

@@ -51,6 +51,9 @@ type stream struct {
 	maxCwnd, maxWnd, minRTT, maxRT int64
 	sumRTT, nRTT                   int64
 	pmtu, mss, acked               int64
+	// limitBase and limitLast are TCP_INFO's busy, rwnd-limited and
+	// sndbuf-limited times at the start and at the last sample.
+	limitBase, limitLast TCPLimits
 	udpBase, lastUDP               UDPStats
 	// endSnap and endUDP are the counts at the end sample (session.ended).
 	endSnap engine.Sample
@@ -524,6 +527,8 @@ func (s *session) endOmitLocked(now time.Time) {
 			st.retransBase = ti.TotalRetrans
 			st.lastRetrans = ti.TotalRetrans
 			st.ackBase = ti.BytesAcked
+			st.limitBase = limitsOf(ti)
+			st.limitLast = st.limitBase
 		}
 		st.ackCount = 0
 		st.maxCwnd, st.maxWnd, st.minRTT, st.maxRT, st.sumRTT, st.nRTT = 0, 0, 0, 0, 0, 0
@@ -576,6 +581,7 @@ func (s *session) sampleLocked(now time.Time, final bool) bool {
 				st.maxCwnd = max(st.maxCwnd, ti.SndCwnd)
 				st.maxWnd = max(st.maxWnd, ti.SndWnd)
 				st.pmtu, st.mss, st.acked = ti.PMTU, ti.SndMSS, ti.BytesAcked
+				st.limitLast = limitsOf(ti)
 				st.maxRT = max(st.maxRT, ti.RTT)
 				if st.minRTT == 0 || ti.RTT < st.minRTT {
 					st.minRTT = ti.RTT
@@ -852,6 +858,7 @@ func (s *session) finish(now time.Time) {
 			sr.Retransmits = st.lastRetrans - st.retransBase
 			sr.MaxSndCwnd, sr.MaxSndWnd, sr.MinRTT, sr.MaxRTT = st.maxCwnd, st.maxWnd, st.minRTT, st.maxRT
 			sr.PMTU, sr.MSS, sr.Acked = st.pmtu, st.mss, st.acked
+			sr.Limits = st.limitLast.sub(st.limitBase)
 			if st.nRTT > 0 {
 				sr.MeanRTT = st.sumRTT / st.nRTT
 			}

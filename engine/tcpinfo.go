@@ -17,4 +17,9 @@ type TCPInfo struct {
 	DeliveryRate int64 // bytes per second
 	BytesAcked   int64
 	NotSent      int64
+	// Microseconds since the connection began (Linux 4.10+, 0 before):
+	// with data in flight (busy), and of that, unable to send more
+	// because the peer's advertised window was full (rwnd limited) or
+	// the socket's send buffer was (sndbuf limited).
+	BusyTime, RwndLimited, SndbufLimited int64
 }

@@ -25,5 +25,8 @@ func (s *Socket) TCPInfo() (TCPInfo, error) {
 		DeliveryRate: int64(ti.Delivery_rate),
 		BytesAcked:   int64(ti.Bytes_acked),
 		NotSent:      int64(ti.Notsent_bytes),
+		BusyTime:      int64(ti.Busy_time),
+		RwndLimited:   int64(ti.Rwnd_limited),
+		SndbufLimited: int64(ti.Sndbuf_limited),
 	}, nil
 }

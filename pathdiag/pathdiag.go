@@ -69,12 +69,18 @@ type Direction struct {
 	Rate float64
 	// TCP, from the sender's TCP_INFO: retransmitted segments (negative
 	// when unknown), the largest congestion and send windows in bytes,
-	// the mean and smallest smoothed RTT in microseconds, the path MTU
-	// and the MSS.
+	// the mean smoothed RTT and the smallest RTT the kernel measured
+	// (tcpi_min_rtt: the path's without queues, 0 unknown) in
+	// microseconds, the path MTU and the MSS.
 	Retransmits     int64
 	MaxCwnd, MaxWnd int64
 	RTTus, MinRTTus float64
 	PMTU, MSS       int
+	// BusyUs is the microseconds the sender's streams had data in flight
+	// (TCP_INFO's tcpi_busy_time, summed), and of that, RwndLimitedUs
+	// unable to send because the receiver's window was full, and
+	// SndbufLimitedUs because the sender's buffer was (0: not known).
+	BusyUs, RwndLimitedUs, SndbufLimitedUs int64
 	// UDP: the datagram payload length, datagrams sent and lost.
 	Datagram   int
 	Sent, Lost int64

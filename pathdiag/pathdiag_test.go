@@ -80,23 +80,39 @@ func TestRules(t *testing.T) {
 		}, []string{"WARN D14"}, []string{"an ingress policer on veth-b shapes to 10.0 Mbit/s"}},
 		{"window-limited", func() Direction {
 			d := healthyTCP
-			// 64 KiB over 20 ms is 26.2 Mbit/s.
-			d.Goodput, d.RTTus, d.MaxWnd, d.MaxCwnd = 25e6, 20000, 64<<10, 200<<10
+			// 64 KiB over 19.9 ms is 26.3 Mbit/s.
+			d.Goodput, d.RTTus, d.MinRTTus, d.MaxWnd, d.MaxCwnd = 25e6, 20000, 19900, 64<<10, 200<<10
+			d.BusyUs, d.RwndLimitedUs, d.SndbufLimitedUs = 3e6, 1.2e6, 0.3e6
 			d.Receiver = end("remote", vethB(nil), nil)
 			d.Receiver.RcvBuf, d.Receiver.BufAsked = 128<<10, 64<<10
 			d.Receiver.Sysctls = map[string]string{"net.core.rmem_max": "212992"}
 			return d
-		}, []string{"WARN D15"}, []string{"window 64 KiB / RTT 20.0 ms = 26.2 Mbit/s", "receiver SO_RCVBUF 128 KiB", "remote net.core.rmem_max=212992"}},
+		}, []string{"WARN D15"}, []string{"window 64 KiB / RTT 19.9 ms (the path's smallest; smoothed 20.0 ms) = 26.3 Mbit/s",
+			"could send no more for 40% of the time because the receiver's window was full and 10% because its own send buffer was",
+			"receiver SO_RCVBUF 128 KiB", "remote net.core.rmem_max=212992"}},
+		// Recorded in make test on a busy host (doctor's MTU lab, veth):
+		// goodput 84% of the window over a smoothed RTT of 91 µs, but
+		// the path's own RTT is 3 µs: the queue is the host's CPU.
+		{"a window over an RTT the host's CPU inflated is not window-limited", func() Direction {
+			d := healthyTCP
+			d.Goodput, d.RTTus, d.MinRTTus, d.MaxWnd, d.MaxCwnd = 14.39e9, 91, 3, 190<<10, 1<<20
+			return d
+		}, nil, nil},
+		{"no path RTT: no claim", func() Direction {
+			d := healthyTCP
+			d.Goodput, d.RTTus, d.MinRTTus, d.MaxWnd, d.MaxCwnd = 25e6, 20000, 0, 64<<10, 200<<10
+			return d
+		}, nil, nil},
 		// Recorded in make test on a busy host: a healthy routed lab's
 		// download, its mean RTT inflated by late ACKs.
 		{"a goodput above the window's bound is not window-limited", func() Direction {
 			d := healthyTCP
-			d.Goodput, d.RTTus, d.MaxWnd, d.MaxCwnd = 13.77e9, 101, 133<<10, 200<<10
+			d.Goodput, d.RTTus, d.MinRTTus, d.MaxWnd, d.MaxCwnd = 13.77e9, 101, 80, 133<<10, 200<<10
 			return d
 		}, nil, nil},
 		{"cwnd-limited is not window-limited", func() Direction {
 			d := healthyTCP
-			d.Goodput, d.RTTus, d.MaxWnd, d.MaxCwnd = 25e6, 20000, 64<<10, 60<<10
+			d.Goodput, d.RTTus, d.MinRTTus, d.MaxWnd, d.MaxCwnd = 25e6, 20000, 20000, 64<<10, 60<<10
 			return d
 		}, nil, nil},
 		{"UDP datagrams over the receiver's MTU", func() Direction {
@@ -225,7 +241,7 @@ func TestRules(t *testing.T) {
 
 // The window rule's fix names the buffer a long path needs.
 func TestWindowFix(t *testing.T) {
-	d := Direction{Seconds: 3, Goodput: 25e6, RTTus: 20000, MaxWnd: 64 << 10, MaxCwnd: 200 << 10,
+	d := Direction{Seconds: 3, Goodput: 25e6, RTTus: 20000, MinRTTus: 20000, MaxWnd: 64 << 10, MaxCwnd: 200 << 10,
 		Sender:   &End{Name: "local", CPUPct: -1, NIC: nic("eth0", 2, 0, 1500, 1000, nil)},
 		Receiver: &End{Name: "remote", CPUPct: -1, BufAsked: 64 << 10}}
 	fs := Diagnose(d)

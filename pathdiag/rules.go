@@ -87,12 +87,17 @@ func D14(d Direction) []nicinfo.Finding {
 		Fix:      "if the limit is not intended, remove it (tc qdisc show dev " + n.iface + "; tc qdisc del dev " + n.iface + " root, or the filter's police action); otherwise this is the expected rate"}}
 }
 
-// D15: TCP whose pace is the peer's advertised window over the round trip.
+// D15: TCP whose pace is the peer's advertised window over the round
+// trip. A window that binds keeps the path's queues empty, so the RTT it
+// divides by is the path's own, the smallest the kernel measured
+// (tcpi_min_rtt): a goodput near the window over the smoothed RTT alone
+// holds for any flow (what is in flight over the RTT), a CPU-bound one
+// included, whose smoothed RTT a busy host inflates 20 to 200 times.
 func D15(d Direction) []nicinfo.Finding {
-	if d.UDP || d.RTTus <= 0 || d.MaxWnd <= 0 || d.Goodput <= 0 {
+	if d.UDP || d.RTTus <= 0 || d.MinRTTus <= 0 || d.MaxWnd <= 0 || d.Goodput <= 0 {
 		return nil
 	}
-	rtt := d.RTTus / 1e6
+	rtt := d.MinRTTus / 1e6
 	limit := 8 * float64(d.MaxWnd) / rtt
 	// The window binds when congestion control would have sent more.
 	if d.MaxCwnd > 0 && d.MaxCwnd < d.MaxWnd {
@@ -104,10 +109,14 @@ func D15(d Direction) []nicinfo.Finding {
 	// A window moves at most window / RTT: a goodput over 10% above that
 	// says the RTT the samples saw was not the data's (a busy host's
 	// late ACKs inflate it), and the evidence claims nothing.
-	if d.Goodput > 1.1*limit {
+	if d.Goodput > 1.1*8*float64(d.MaxWnd)/(d.RTTus/1e6) {
 		return nil
 	}
-	ev := fmt.Sprintf("goodput %s, window %s / RTT %s = %s", bits(d.Goodput), bytesWords(d.MaxWnd), usWords(d.RTTus), bits(limit))
+	ev := fmt.Sprintf("goodput %s, window %s / RTT %s (the path's smallest; smoothed %s) = %s", bits(d.Goodput), bytesWords(d.MaxWnd), usWords(d.MinRTTus), usWords(d.RTTus), bits(limit))
+	if d.BusyUs > 0 {
+		ev += fmt.Sprintf("; with data in flight, the sender could send no more for %.0f%% of the time because the receiver's window was full and %.0f%% because its own send buffer was (tcpi_rwnd_limited, tcpi_sndbuf_limited)",
+			100*float64(d.RwndLimitedUs)/float64(d.BusyUs), 100*float64(d.SndbufLimitedUs)/float64(d.BusyUs))
+	}
 	target, what := 10*d.Goodput, "10 times this rate"
 	if s := speedBps(d.Sender); s > 0 && s > d.Goodput {
 		target, what = lineRateShare*s, "the link's line rate"

@@ -37,6 +37,7 @@ func (r *run) pathFindings(res *report.TTCPResult, nic *nicinfo.Result) []nicinf
 			ti := r.tcpInfo
 			d.Retransmits, d.MaxCwnd, d.MaxWnd, d.RTTus, d.MinRTTus = ti.TotalRetrans, ti.SndCwnd, ti.SndWnd, float64(ti.RTT), float64(ti.MinRTT)
 			d.MSS, d.PMTU = int(ti.SndMSS), int(ti.PMTU)
+			d.BusyUs, d.RwndLimitedUs, d.SndbufLimitedUs = ti.BusyTime, ti.RwndLimited, ti.SndbufLimited
 			d.ReceivedBytes = ti.BytesAcked
 		}
 	} else {
