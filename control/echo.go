@@ -88,7 +88,7 @@ func (s *Server) latSession(ctx context.Context, c net.Conn, seq uint64, port ui
 	err := s.openUDPLocked()
 	var end func()
 	if err == nil {
-		end = s.udp.session(peer, rate)
+		end = s.udp.sessions.Open(peer, rate)
 	}
 	s.udpMu.Unlock()
 	if err != nil {

@@ -322,63 +322,13 @@ func udpHandshake(ctx context.Context, sock *engine.Socket) error {
 type udpGate struct {
 	sock *engine.Socket
 	done chan struct{}
-	// now is the server's clock, for the rates of latency sessions.
-	now func() time.Time
 
 	mu      sync.Mutex
 	waiting map[netip.Addr][]*udpWaiter
 	// sessions are the blast lat clients the gate echoes: each opened a
-	// latency session over TCP, which registered its address and port.
-	sessions map[netip.AddrPort]*echoSession
-}
-
-// echoSession is a UDP latency client's allowance: a token bucket of
-// requests at its rate (a quarter over it, and a second's worth plus 64
-// at once, for the warm-up's requests, which go back to back).
-type echoSession struct {
-	rate, burst, tokens float64
-	last                time.Time
-}
-
-// session lets the gate echo blast lat requests from peer, at no more
-// than rate a second (0: a client that sends one at a time, bounded only
-// by latency.MaxRate); the returned func ends that.
-func (g *udpGate) session(peer netip.AddrPort, rate float64) func() {
-	if rate <= 0 {
-		rate = latency.MaxRate
-	}
-	es := &echoSession{rate: rate * 1.25, burst: rate + 64, last: g.now()}
-	es.tokens = es.burst
-	peer = unmap(peer)
-	g.mu.Lock()
-	g.sessions[peer] = es
-	g.mu.Unlock()
-	return func() {
-		g.mu.Lock()
-		if g.sessions[peer] == es {
-			delete(g.sessions, peer)
-		}
-		g.mu.Unlock()
-	}
-}
-
-// mayEcho says whether a blast lat request from peer is answered: peer
-// holds a session, and the session's rate allows one more.
-func (g *udpGate) mayEcho(peer netip.AddrPort) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	es := g.sessions[peer]
-	if es == nil {
-		return false
-	}
-	now := g.now()
-	es.tokens = min(es.burst, es.tokens+now.Sub(es.last).Seconds()*es.rate)
-	es.last = now
-	if es.tokens < 1 {
-		return false
-	}
-	es.tokens--
-	return true
+	// latency session over TCP, which registered its address and port;
+	// their rates run on the server's clock.
+	sessions *latency.Sessions
 }
 
 type udpWaiter struct {
@@ -394,8 +344,8 @@ func openUDPGate(nw, address string, opts engine.SockOpts, now func() time.Time)
 	if err != nil {
 		return nil, err
 	}
-	g := &udpGate{sock: sock, done: make(chan struct{}), now: now, waiting: map[netip.Addr][]*udpWaiter{},
-		sessions: map[netip.AddrPort]*echoSession{}}
+	g := &udpGate{sock: sock, done: make(chan struct{}), waiting: map[netip.Addr][]*udpWaiter{},
+		sessions: latency.NewSessions(now)}
 	go g.loop()
 	return g, nil
 }
@@ -409,7 +359,7 @@ func (g *udpGate) loop() {
 			return // shut down (close), or the socket failed
 		}
 		if latency.IsUDPRequest(buf[:n]) {
-			if g.mayEcho(unmap(from)) {
+			if g.sessions.MayEcho(from) {
 				g.sock.WriteTo(buf[:n], from)
 			}
 			continue

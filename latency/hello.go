@@ -89,7 +89,7 @@ func Echo(ctx context.Context, c net.Conn, idle, write time.Duration) (int64, er
 		stop := context.AfterFunc(ctx, func() { rs.interrupt(shutRDWR) })
 		defer stop()
 		defer rs.close()
-		return echoRaw(rs, write)
+		return echoRaw(rs, write, nil)
 	}
 	if !errors.Is(err, engine.ErrNotSupported) {
 		return 0, err // detach closed c
@@ -97,17 +97,17 @@ func Echo(ctx context.Context, c net.Conn, idle, write time.Duration) (int64, er
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 	defer c.Close()
-	return echoTCP(c, write)
+	return echoTCP(c, write, nil)
 }
 
 // A UDP client opens a latency session over TCP before its first
 // request: its greeting, as long as Hello, names the client's UDP port
 // and the requests a second it will send (0: one at a time, each after
-// the last reply). blast server echoes UDP requests only to an address
-// and port that holds a session, at no more than the session's rate, so
-// its port cannot be used to reflect datagrams at someone else; an echo
-// server returns the greeting like any bytes (blast lat -s echoes UDP to
-// anyone).
+// the last reply). blast server and blast lat -s echo UDP requests only
+// to an address and port that holds a session (Sessions), at no more
+// than the session's rate, so their port cannot be used to reflect
+// datagrams at someone else; lat -s's TCP echo returns the greeting as it
+// returns any bytes, having opened the session first.
 var udpGreetingPrefix = [12]byte{'b', 'L', 'a', 't', ' ', 'u', 'd', 'p', ' ', 'v', '1', '\n'}
 
 // UDPGreeting is the session greeting of a UDP client on port at rate.
@@ -141,7 +141,8 @@ func ParseUDPGreeting(g [len(Hello)]byte) (port uint16, rate float64, ok bool) {
 // (no session, and no error) when the server takes none: no TCP there
 // (a UDP echo server of another kind), or an answer other than the
 // greeting (a blast server older than sessions, which echoes UDP to
-// anyone), or none within timeout.
+// anyone), or none within timeout. (An older blast lat -s echoes the
+// greeting, and UDP to anyone.)
 func udpSession(ctx context.Context, udp net.Conn, addr string, opts engine.SockOpts, rate float64, timeout time.Duration) (net.Conn, error) {
 	la, ok := udp.LocalAddr().(*net.UDPAddr)
 	if !ok {

@@ -389,7 +389,7 @@ func newRawFlow(c net.Conn, addr string, cfg Config) (roundTripper, error) {
 // that moves nothing for write (SO_SNDTIMEO) ends the echo with
 // ErrNotReading: a client that sends and never reads holds no thread for
 // longer.
-func echoRaw(s *rawSock, write time.Duration) (int64, error) {
+func echoRaw(s *rawSock, write time.Duration, see func([]byte)) (int64, error) {
 	if err := s.setSendTimeout(write); err != nil {
 		return 0, err
 	}
@@ -409,6 +409,9 @@ func echoRaw(s *rawSock, write time.Duration) (int64, error) {
 		case n == 0:
 			return total, nil // the client is done, or interrupt
 		}
+		if see != nil {
+			see(buf[:n])
+		}
 		if err := s.sendWithin(buf[:n], write); err != nil {
 			switch {
 			case s.shut.Load():
@@ -425,8 +428,9 @@ func echoRaw(s *rawSock, write time.Duration) (int64, error) {
 	}
 }
 
-// udpLoopRaw sends each datagram back to its sender, except a client's
-// goodbye, which ends that client, until interrupt.
+// udpLoopRaw sends each datagram from a client with a session back to
+// its sender, except a client's goodbye, which ends that client, until
+// interrupt.
 func (s *Server) udpLoopRaw(rs *rawSock) error {
 	cnt := 0
 	buf := make([]byte, 64<<10)
@@ -448,6 +452,9 @@ func (s *Server) udpLoopRaw(rs *rawSock) error {
 		}
 		if kind, _, ok := header(buf[:n]); ok && kind == kindBye {
 			s.udpBye(addrPort(&sa))
+			continue
+		}
+		if !s.sessions.MayEcho(addrPort(&sa)) {
 			continue
 		}
 		if _, e := rs.sendTo(buf[:n], &sa, salen); e != 0 {

@@ -31,6 +31,6 @@ func newRawFlow(c net.Conn, _ string, _ Config) (roundTripper, error) {
 	return nil, errNoRaw
 }
 
-func echoRaw(*rawSock, time.Duration) (int64, error) { return 0, errNoRaw }
+func echoRaw(*rawSock, time.Duration, func([]byte)) (int64, error) { return 0, errNoRaw }
 
 func (s *Server) udpLoopRaw(*rawSock) error { return errNoRaw }

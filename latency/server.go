@@ -29,7 +29,10 @@ type Server struct {
 	conns    map[interface{ interrupt() }]struct{} // TCP clients being echoed
 	places   *fairpool.Pool                        // theirs, by address
 	udpPeers map[netip.AddrPort]int64              // datagrams echoed per peer
-	done     chan struct{}                         // closed when a client is done (Once)
+	// sessions are the UDP clients the echo answers: each holds a
+	// latency session over TCP (UDPGreeting).
+	sessions *Sessions
+	done     chan struct{} // closed when a client is done (Once)
 	doneOnce sync.Once
 }
 
@@ -47,7 +50,7 @@ func Listen(cfg Config, log io.Writer) (*Server, error) {
 	}
 	opts := cfg.Sock
 	lc := net.ListenConfig{Control: opts.Control()}
-	s := &Server{cfg: cfg, log: log, conns: map[interface{ interrupt() }]struct{}{}, places: fairpool.New(MaxClients, MaxClientsPerHost, false), udpPeers: map[netip.AddrPort]int64{}, done: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, conns: map[interface{ interrupt() }]struct{}{}, places: fairpool.New(MaxClients, MaxClientsPerHost, false), udpPeers: map[netip.AddrPort]int64{}, sessions: NewSessions(time.Now), done: make(chan struct{})}
 	// With port 0 the TCP port is chosen first and UDP takes the same
 	// number; if that one is taken, try again.
 	for try := 0; ; try++ {
@@ -184,13 +187,16 @@ func (s *Server) acceptLoop(wg *sync.WaitGroup) error {
 			return fmt.Errorf("accept: %w", err)
 		}
 		remote := c.RemoteAddr()
+		// A UDP client's session greeting opens its session as it is
+		// echoed; the session lasts as long as the connection.
+		watch := &greetingWatch{sessions: s.sessions, host: peerAddr(remote)}
 		var (
 			stop    interface{ interrupt() } = closer{c}
-			echo                             = func() (int64, error) { return echoTCP(c, DefaultWriteTimeout) }
+			echo                             = func() (int64, error) { return echoTCP(c, DefaultWriteTimeout, watch.see) }
 			release                          = c.Close
 		)
 		if rs, err := detach(c); err == nil {
-			stop, echo, release = rawConn{rs}, func() (int64, error) { return echoRaw(rs, DefaultWriteTimeout) }, rs.close
+			stop, echo, release = rawConn{rs}, func() (int64, error) { return echoRaw(rs, DefaultWriteTimeout, watch.see) }, rs.close
 		} else if !errors.Is(err, engine.ErrNotSupported) {
 			fmt.Fprintf(s.log, "blast lat: tcp %s: take the socket off the runtime poller: %v\n", remote, err)
 			continue // detach closed c
@@ -218,14 +224,18 @@ func (s *Server) acceptLoop(wg *sync.WaitGroup) error {
 		go func() {
 			defer wg.Done()
 			n, err := echo()
+			watch.close()
 			s.mu.Lock()
 			delete(s.conns, stop)
 			s.places.Release(pl)
 			s.mu.Unlock()
 			release()
-			if err != nil && !errors.Is(err, net.ErrClosed) {
+			switch {
+			case err != nil && !errors.Is(err, net.ErrClosed):
 				fmt.Fprintf(s.log, "blast lat: tcp %s: %v (after %d bytes echoed)\n", remote, err, n)
-			} else {
+			case watch.end != nil:
+				fmt.Fprintf(s.log, "blast lat: tcp %s: the session of UDP port %d done\n", remote, watch.port)
+			default:
 				fmt.Fprintf(s.log, "blast lat: tcp %s: done, %d bytes echoed\n", remote, n)
 			}
 			s.clientDone()
@@ -252,13 +262,17 @@ func peerAddr(a net.Addr) netip.Addr {
 }
 
 // echoTCP writes back everything it reads until the client closes; a
-// write that cannot finish within write ends it (ErrNotReading).
-func echoTCP(c net.Conn, write time.Duration) (int64, error) {
+// write that cannot finish within write ends it (ErrNotReading). see
+// (nil: none) is shown what was read before it is written back.
+func echoTCP(c net.Conn, write time.Duration, see func([]byte)) (int64, error) {
 	buf := make([]byte, 256<<10)
 	var total int64
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {
+			if see != nil {
+				see(buf[:n])
+			}
 			c.SetWriteDeadline(time.Now().Add(write))
 			if _, werr := c.Write(buf[:n]); werr != nil {
 				if errors.Is(werr, os.ErrDeadlineExceeded) {
@@ -277,8 +291,8 @@ func echoTCP(c net.Conn, write time.Duration) (int64, error) {
 	}
 }
 
-// udpLoop sends each datagram back to its sender, except a client's
-// goodbye, which ends that client.
+// udpLoop sends each datagram from a client with a session back to its
+// sender, except a client's goodbye, which ends that client.
 func (s *Server) udpLoop() error {
 	buf := make([]byte, 64<<10)
 	for {
@@ -293,6 +307,9 @@ func (s *Server) udpLoop() error {
 		}
 		if kind, _, ok := header(buf[:n]); ok && kind == kindBye {
 			s.udpBye(from)
+			continue
+		}
+		if !s.sessions.MayEcho(from) {
 			continue
 		}
 		if _, err := s.udp.WriteToUDPAddrPort(buf[:n], from); err != nil {
