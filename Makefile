@@ -63,8 +63,9 @@ deps: ## install the Debian packages the tests need (as root, when missing)
 	fi
 	$(GO) mod download
 
-vet: ## go.mod tidy, go vet for Linux, for another OS and with the timing checks; tests that sleep or skip on a slow host
+vet: ## go.mod tidy, gofmt, go vet for Linux, for another OS and with the timing checks; tests that sleep or skip on a slow host
 	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit the result"; exit 1; }
+	@f=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go')) && test -z "$$f" || { echo "not gofmt'ed (run gofmt -w on them): $$f"; exit 1; }
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./...
 	$(GO) vet -tags timing ./...

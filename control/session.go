@@ -54,7 +54,7 @@ type stream struct {
 	// limitBase and limitLast are TCP_INFO's busy, rwnd-limited and
 	// sndbuf-limited times at the start and at the last sample.
 	limitBase, limitLast TCPLimits
-	udpBase, lastUDP               UDPStats
+	udpBase, lastUDP     UDPStats
 	// endSnap and endUDP are the counts at the end sample (session.ended).
 	endSnap engine.Sample
 	endUDP  UDPStats

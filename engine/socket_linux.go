@@ -592,7 +592,6 @@ func (s *Socket) reportQueueDrops(on bool) error {
 	})
 }
 
-
 // IOErr turns a failed data call into an error naming op: the timeout of
 // a blocking socket (EAGAIN) wraps ErrTimeout and os.ErrDeadlineExceeded.
 func IOErr(op string, err error) error {
