@@ -728,6 +728,7 @@ wait:
 		fail = ErrInterrupted
 	}
 	idle.tick.Stop()
+	res.SendStall, res.RecvStall = idle.stalls()
 	sess.stopTicker()
 	if fail == nil && cfg.UDP && limit > 0 {
 		// The count is in. A UDP server sends until it reads TEST_END

@@ -23,19 +23,54 @@ type idleWatch struct {
 	every  time.Duration
 	cl     *client
 	last   int64 // received
+	sent   int64
 	lastAt time.Time
 	moved  int64 // received and sent
 	// movedAt is when moved last grew; stall how long it may not.
 	movedAt time.Time
 	stall   time.Duration
 	timeout time.Duration // receive timeout (0: none)
+	// start is the test's; recv and send find the longest stall of the
+	// receivers' count and of the senders'.
+	start      time.Time
+	recv, send stallTrack
+}
+
+// Stall is the longest time a direction of a test moved no byte between
+// its first and its last, as the client's watch saw it (a check every
+// 100 ms at most): Start seconds into the test, for Seconds (0: none).
+type Stall struct {
+	Start, Seconds float64
+}
+
+// stallTrack finds a count's longest stall: from the last check that saw
+// it grow to the next one that did, with at least one check between that
+// saw it stand still (a watch that itself ran late sees none).
+type stallTrack struct {
+	grew    bool      // it has grown once
+	at      time.Time // the last check that saw it grow
+	still   int       // checks since then that saw it stand still
+	longest Stall
+}
+
+func (s *stallTrack) see(grew bool, now, start time.Time) {
+	if !grew {
+		if s.grew {
+			s.still++
+		}
+		return
+	}
+	if d := now.Sub(s.at).Seconds(); s.grew && s.still > 0 && d > s.longest.Seconds {
+		s.longest = Stall{Start: s.at.Sub(start).Seconds(), Seconds: d}
+	}
+	s.grew, s.at, s.still = true, now, 0
 }
 
 // idleWatch starts the watch.
 func (cl *client) idleWatch() *idleWatch {
 	clk := clock.Or(cl.cfg.Clock)
 	now := clk.Now()
-	w := &idleWatch{cl: cl, timeout: cl.cfg.RcvTimeout, lastAt: now, movedAt: now}
+	w := &idleWatch{cl: cl, timeout: cl.cfg.RcvTimeout, lastAt: now, movedAt: now, start: now}
 	hasRecv := false
 	cl.sess.each(false, func(*stream) { hasRecv = true })
 	if !hasRecv {
@@ -59,15 +94,22 @@ func (cl *client) idleWatch() *idleWatch {
 	return w
 }
 
+// stalls are the longest stalls the watch saw, the senders' and the
+// receivers'.
+func (w *idleWatch) stalls() (send, recv Stall) { return w.send.longest, w.recv.longest }
+
 // check looks at the counts at now: ErrNoData once the receivers' has not
 // grown for the receive timeout, or neither direction's for the stall
 // limit.
 func (w *idleWatch) check(now time.Time) error {
-	got := w.cl.sess.total(false)
+	got, sent := w.cl.sess.total(false), w.cl.sess.total(true)
+	w.recv.see(got != w.last, now, w.start)
+	w.send.see(sent != w.sent, now, w.start)
+	w.sent = sent
 	if got != w.last {
 		w.last, w.lastAt = got, now
 	}
-	if m := got + w.cl.sess.total(true); m != w.moved {
+	if m := got + sent; m != w.moved {
 		w.moved, w.movedAt = m, now
 	}
 	switch {

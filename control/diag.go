@@ -79,8 +79,10 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 			BufLen: int(r.Params.blockLen())}
 	}
 	d := &pathdiag.Direction{UDP: r.UDP(), Sender: local, Receiver: remote, Retransmits: -1, Rate: float64(r.Params.Bandwidth)}
+	d.Stall = pathdiag.Stall(r.SendStall)
 	if !localSends {
 		d.Sender, d.Receiver = remote, local
+		d.Stall = pathdiag.Stall(r.RecvStall)
 	}
 	var n int
 	var rtt float64
@@ -119,6 +121,8 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 			d.BusyUs += tcp.BusyUs
 			d.RwndLimitedUs += tcp.RwndLimitedUs
 			d.SndbufLimitedUs += tcp.SndbufLimitedUs
+			d.RTOs += tcp.RTOs
+			d.RTOTimeMs = max(d.RTOTimeMs, tcp.RTOTimeMs)
 		}
 		if sr.Retransmits >= 0 {
 			d.Retransmits = max(d.Retransmits, 0) + sr.Retransmits

@@ -357,17 +357,23 @@ type TCPLimits struct {
 	BusyUs          int64 `json:"busy_us,omitempty"`
 	RwndLimitedUs   int64 `json:"rwnd_limited_us,omitempty"`
 	SndbufLimitedUs int64 `json:"sndbuf_limited_us,omitempty"`
+	// RTOs are the retransmission timeouts over the test, RTOTimeMs the
+	// milliseconds spent recovering from them (tcpi_total_rto,
+	// tcpi_total_rto_time: Linux 6.7+).
+	RTOs      int64 `json:"rtos,omitempty"`
+	RTOTimeMs int64 `json:"rto_time_ms,omitempty"`
 }
 
 // limitsOf is TCP_INFO's times since the connection began.
 func limitsOf(ti TCPInfo) TCPLimits {
-	return TCPLimits{PathRTTUs: ti.MinRTT, BusyUs: ti.BusyTime, RwndLimitedUs: ti.RwndLimited, SndbufLimitedUs: ti.SndbufLimited}
+	return TCPLimits{PathRTTUs: ti.MinRTT, BusyUs: ti.BusyTime, RwndLimitedUs: ti.RwndLimited, SndbufLimitedUs: ti.SndbufLimited,
+		RTOs: ti.TotalRTO, RTOTimeMs: ti.RTOTimeMs}
 }
 
 // sub is l less an earlier reading (the RTT is l's).
 func (l TCPLimits) sub(b TCPLimits) TCPLimits {
 	return TCPLimits{PathRTTUs: l.PathRTTUs, BusyUs: l.BusyUs - b.BusyUs, RwndLimitedUs: l.RwndLimitedUs - b.RwndLimitedUs,
-		SndbufLimitedUs: l.SndbufLimitedUs - b.SndbufLimitedUs}
+		SndbufLimitedUs: l.SndbufLimitedUs - b.SndbufLimitedUs, RTOs: l.RTOs - b.RTOs, RTOTimeMs: l.RTOTimeMs - b.RTOTimeMs}
 }
 
 // check reports what is missing from results a peer sent, as iperf3's

@@ -71,6 +71,10 @@ type Result struct {
 	Path, RemotePath           *pathinfo.Delta
 	Sysctls, RemoteSysctls     map[string]string
 	RemoteSndBuf, RemoteRcvBuf int
+	// SendStall and RecvStall are the longest stalls of this side's
+	// senders and receivers between their first and last bytes (the
+	// client's watch; none on the server).
+	SendStall, RecvStall Stall
 	// Findings are the path and transport findings of the test (pathdiag,
 	// D14 and up, and D7 for --bidir), both ends' facts judged together;
 	// the interfaces' own findings are in NIC and RemoteNIC.

@@ -22,4 +22,7 @@ type TCPInfo struct {
 	// because the peer's advertised window was full (rwnd limited) or
 	// the socket's send buffer was (sndbuf limited).
 	BusyTime, RwndLimited, SndbufLimited int64
+	// Retransmission timeouts since the connection began, and the
+	// milliseconds spent recovering from them (Linux 6.7+, 0 before).
+	TotalRTO, RTOTimeMs int64
 }

@@ -28,5 +28,7 @@ func (s *Socket) TCPInfo() (TCPInfo, error) {
 		BusyTime:      int64(ti.Busy_time),
 		RwndLimited:   int64(ti.Rwnd_limited),
 		SndbufLimited: int64(ti.Sndbuf_limited),
+		TotalRTO:      int64(ti.Total_rto),
+		RTOTimeMs:     int64(ti.Total_rto_time),
 	}, nil
 }

@@ -81,12 +81,25 @@ type Direction struct {
 	// unable to send because the receiver's window was full, and
 	// SndbufLimitedUs because the sender's buffer was (0: not known).
 	BusyUs, RwndLimitedUs, SndbufLimitedUs int64
+	// RTOs are the sender's retransmission timeouts over the test (its
+	// streams' summed), RTOTimeMs the most milliseconds a stream spent
+	// recovering from them (0: none, or not known).
+	RTOs, RTOTimeMs int64
+	// Stall is the longest time the direction moved no byte between its
+	// first and its last (seconds into the test; 0: none seen).
+	Stall Stall
 	// UDP: the datagram payload length, datagrams sent and lost.
 	Datagram   int
 	Sent, Lost int64
 	// Failed: the test ended in an error (a stall, the peer's results
 	// never came); what it measured up to then is still judged.
 	Failed bool
+}
+
+// Stall is a time a direction moved nothing: Start seconds into the
+// test, for Seconds.
+type Stall struct {
+	Start, Seconds float64
 }
 
 // rule is one path rule.
@@ -108,6 +121,7 @@ var rules = []rule{
 	{"D19", D19, 4}, // qdisc drops
 	{"D15", D15, 5}, // window
 	{"D21", D21, 6}, // reader
+	{"D27", D27, 7}, // outage
 	{"D20", D20, 7}, // loss on the path
 	{"D22", D22, 8}, // CPU
 	{"D23", D23, 9}, // line rate
@@ -141,19 +155,20 @@ func Diagnose(d Direction) []nicinfo.Finding {
 }
 
 // explained drops the findings that a stronger one explains, so the
-// verdict names the cause once: the asymmetry a shaper, a window or a
-// policer makes (D7 at WARN beside D14, D15 or D26 at WARN), and the loss
-// on the path (D20) that a black hole (D17), an MTU (D16 at ERROR), the
-// sender's own queue (D19) or a policer between the hosts (D26) accounts
-// for; and the distance from line rate (D23) that D9 names
+// verdict names the cause once: the asymmetry a shaper, a window, a
+// policer or an outage makes (D7 at WARN beside D14, D15, D26 or D27 at
+// WARN), and the loss on the path (D20) that a black hole (D17), an MTU
+// (D16 at ERROR), the sender's own queue (D19), a policer between the
+// hosts (D26) or an outage (D27) accounts for; and the distance from line rate (D23) that D9 names
 // as the NIC's.
 func explained(fs []nicinfo.Finding) []nicinfo.Finding {
 	has := func(rule string, sev nicinfo.Severity) bool {
 		return slices.ContainsFunc(fs, func(f nicinfo.Finding) bool { return f.Rule == rule && f.Severity >= sev })
 	}
 	policed := has("D26", nicinfo.Warn)
-	shaped := has("D14", nicinfo.Warn) || has("D15", nicinfo.Warn) || policed
-	lost := has("D17", nicinfo.Error) || has("D16", nicinfo.Error) || has("D19", nicinfo.Warn) || policed
+	outage := has("D27", nicinfo.Warn) // the retransmits, and a slow direction, are the outage's
+	shaped := has("D14", nicinfo.Warn) || has("D15", nicinfo.Warn) || policed || outage
+	lost := has("D17", nicinfo.Error) || has("D16", nicinfo.Error) || has("D19", nicinfo.Warn) || policed || outage
 	nicBound := has("D9", nicinfo.Warn)
 	return slices.DeleteFunc(fs, func(f nicinfo.Finding) bool {
 		return f.Rule == "D7" && f.Severity == nicinfo.Warn && shaped || f.Rule == "D20" && lost || f.Rule == "D23" && nicBound ||

@@ -154,6 +154,44 @@ func TestRules(t *testing.T) {
 			d.Retransmits = 80000
 			return d
 		}, []string{"WARN D20"}, []string{"80000 retransmissions for about 5179558 segments sent (1.54%)"}},
+		// A 1 s drop of everything between the hosts: TCP's timer fired
+		// at 0.2, 0.6 and 1.4 s; the retransmits are the outage's, not
+		// loss on the path (D20).
+		{"outage", func() Direction {
+			d := healthyTCP
+			d.Retransmits, d.RTOs, d.RTOTimeMs = 80000, 3, 1420
+			d.Stall = Stall{Start: 2.1, Seconds: 1.4}
+			d.Sender = end("local", vethA(nil), nil)
+			d.Sender.NIC.Delta.CarrierChanges = ptr[uint64](0)
+			return d
+		}, []string{"WARN D27"}, []string{"no byte moved from 2.1 s to 3.5 s into the test (1.4 s); the sender's retransmission timer fired 3 times, 1420 ms spent recovering (tcpi_total_rto, tcpi_total_rto_time); no carrier change on local veth-a"}},
+		{"a stall without a retransmission timeout is the host's, no outage", func() Direction {
+			d := healthyTCP
+			d.Stall = Stall{Start: 2.1, Seconds: 1.4}
+			return d
+		}, nil, nil},
+		{"a stall under a second is no outage", func() Direction {
+			d := healthyTCP
+			d.RTOs, d.Stall = 1, Stall{Start: 2.1, Seconds: 0.9}
+			return d
+		}, nil, nil},
+		{"a stall with the carrier lost is D10's", func() Direction {
+			d := healthyTCP
+			d.RTOs, d.Stall = 3, Stall{Start: 2.1, Seconds: 1.4}
+			d.Receiver = end("remote", vethB(nil), nil)
+			d.Receiver.NIC.Delta.CarrierChanges = ptr[uint64](2)
+			return d
+		}, nil, nil},
+		{"UDP paced too slow to tell", func() Direction {
+			d := healthyTCP
+			d.UDP, d.Rate, d.Datagram, d.Stall = true, 64e3, 1400, Stall{Start: 1, Seconds: 1.2}
+			return d
+		}, nil, nil},
+		{"UDP outage", func() Direction {
+			d := healthyTCP
+			d.UDP, d.Rate, d.Datagram, d.Stall = true, 100e6, 1400, Stall{Start: 1, Seconds: 1.2}
+			return d
+		}, []string{"WARN D27"}, []string{"no byte moved from 1.0 s to 2.2 s into the test (1.2 s)"}},
 		// Counters of a doctor download on a busy host's veth pair:
 		// IpOutRequests at the sender equalled IpInReceives at the
 		// receiver, and 1510 of 1756 retransmissions came back D-SACKed.

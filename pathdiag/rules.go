@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/blastnet/blast/nicinfo"
 )
@@ -630,4 +631,54 @@ func mtuWords(m int) string {
 		return "unknown"
 	}
 	return strconv.Itoa(m)
+}
+
+// outageMin is the shortest stall D27 calls an outage: TCP's first
+// retransmission timeouts (200 ms, then 400) end a drop of a few hundred
+// milliseconds within that, and a busy host's scheduler can hold a flow
+// for a good part of it.
+const outageMin = time.Second
+
+// D27: an outage: the direction moved nothing for a second or more
+// between its first and last bytes. TCP needs its sender's retransmission
+// timer to have fired (a host that stopped running the flow fires none);
+// UDP needs a sender that was due at least 10 datagrams meanwhile. Not
+// when an end's interface lost its carrier: that is D10's.
+func D27(d Direction) []nicinfo.Finding {
+	st := d.Stall
+	if st.Seconds < outageMin.Seconds() {
+		return nil
+	}
+	for _, e := range []*End{d.Sender, d.Receiver} {
+		if e != nil && e.NIC != nil && e.NIC.Delta != nil {
+			if c := e.NIC.Delta.CarrierChanges; c != nil && *c > 0 {
+				return nil
+			}
+		}
+	}
+	ev := fmt.Sprintf("no byte moved from %.1f s to %.1f s into the test (%.1f s)", st.Start, st.Start+st.Seconds, st.Seconds)
+	if d.UDP {
+		if d.Rate > 0 && d.Datagram > 0 && d.Rate*st.Seconds/8/float64(d.Datagram) < 10 {
+			return nil
+		}
+	} else {
+		if d.RTOs <= 0 {
+			return nil
+		}
+		ev += fmt.Sprintf("; the sender's retransmission timer fired %d times, %d ms spent recovering (tcpi_total_rto, tcpi_total_rto_time)", d.RTOs, d.RTOTimeMs)
+	}
+	var up []string
+	for _, e := range []*End{d.Sender, d.Receiver} {
+		if e != nil && e.NIC != nil && e.NIC.Delta != nil && e.NIC.Delta.CarrierChanges != nil {
+			up = append(up, e.Name+" "+e.NIC.Delta.Name)
+		}
+	}
+	if len(up) > 0 {
+		ev += "; no carrier change on " + strings.Join(up, " or ")
+	}
+	return []nicinfo.Finding{{Rule: "D27", Severity: nicinfo.Warn,
+		Summary:  fmt.Sprintf("an outage on the path: nothing got through for %.1f s while the links stayed up", st.Seconds),
+		Evidence: ev,
+		Fix: fmt.Sprintf("look between the hosts for what dropped everything for %.1f s: a switch or router restarting, a routing or spanning-tree change, a firewall or NAT losing its state; "+
+			"run with -i 0.1 to see when it starts and ends", st.Seconds)}}
 }
