@@ -1,6 +1,8 @@
 package control
 
 import (
+	"time"
+
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathdiag"
@@ -138,6 +140,14 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 			recvIO.Errors += io.Errors
 			recvIO.Idle += io.Idle
 			recvIOKnown = true
+		}
+		facts := &sr.Facts
+		if !localSends {
+			facts = sr.PeerFacts
+		}
+		if facts != nil {
+			d.Resent += facts.Counts[engine.FactNoBufs]
+			d.ResentWait += time.Duration(facts.Counts[engine.FactNoBufsWait])
 		}
 		sent, lost := r.udpLoss(sr)
 		d.Sent += sent

@@ -297,3 +297,24 @@ func TestLabHealthyOwnRate(t *testing.T) {
 		}
 	}
 }
+
+// UDP at twice a shaper on the sender's own interface: the shaper sets the
+// pace (D14), and its queue's drops were sends refused to blast's sender
+// and sent again, which D19 says at INFO: no loss there, nor on the path.
+func TestLabUDPSenderWaitsForItsShaper(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	tc(t, lab.A, "qdisc", "add", "dev", lab.A.Iface, "root", "tbf", "rate", "50mbit", "burst", "64kb", "latency", "50ms")
+	// readwrite: datagrams one at a time (a train of them that a tbf
+	// cuts up loses what has no room unseen; the engine sends trains
+	// no more once it saw a refusal).
+	fs := clientFindings(t, lab, server(t, lab), "-u", "-b", "100M", "-l", "1400", "-t", "2", "-P", "4", "--backend", "readwrite")
+	for _, f := range fs {
+		t.Logf("%s %s: %s\n  evidence: %s", f.Severity, f.Rule, f.Summary, f.Evidence)
+	}
+	onlyRule(t, fs, "D14", nicinfo.Warn)
+	for _, f := range fs {
+		if f.Rule == "D19" && (f.Severity != nicinfo.Info || !strings.Contains(f.Evidence, "sent each again")) {
+			t.Errorf("%s %s: %s (%s)", f.Severity, f.Rule, f.Summary, f.Evidence)
+		}
+	}
+}

@@ -17,6 +17,8 @@
 package pathdiag
 
 import (
+	"time"
+
 	"slices"
 
 	"github.com/blastnet/blast/engine"
@@ -91,6 +93,11 @@ type Direction struct {
 	// UDP: the datagram payload length, datagrams sent and lost.
 	Datagram   int
 	Sent, Lost int64
+	// Resent: UDP sends the sender's own queue refused (ENOBUFS), which
+	// the sender sent again once there was room, after waiting ResentWait
+	// in all (blast senders; 0 unknown).
+	Resent     int64
+	ResentWait time.Duration
 	// Failed: the test ended in an error (a stall, the peer's results
 	// never came); what it measured up to then is still judged.
 	Failed bool

@@ -1,6 +1,8 @@
 package pathdiag
 
 import (
+	"time"
+
 	"strings"
 	"testing"
 
@@ -327,5 +329,41 @@ func TestMergeExplained(t *testing.T) {
 	fs = Merge([]nicinfo.Finding{{Rule: "D17", Severity: nicinfo.Error}, {Rule: "D20", Severity: nicinfo.Warn}, {Rule: "D7", Severity: nicinfo.Error}})
 	if diff := cmp.Diff([]string{"ERROR D17", "ERROR D7"}, rulesOf(fs)); diff != "" {
 		t.Errorf("black hole (-want +got):\n%s", diff)
+	}
+}
+
+// UDP at twice a 50 Mbit/s tbf on the sender's interface: the tbf's drops
+// that the sender was told of (ENOBUFS) and sent again are no loss (INFO),
+// the rest are (WARN from 1%), up to what the receiver lost.
+func TestD19Resent(t *testing.T) {
+	udp := func(drops uint64, resent, lost int64) Direction {
+		return Direction{UDP: true, Seconds: 2, Goodput: 48e6, Rate: 100e6, Datagram: 1400, Sent: 8900, Lost: lost,
+			Resent: resent, ResentWait: 5400 * time.Millisecond,
+			Sender: end("local", nic("veth-a", 5, 6, 1500, 0, nil), &pathinfo.Delta{Iface: "veth-a", Qdiscs: []pathinfo.Qdisc{
+				{Kind: "tbf", Handle: "8001:", RateBps: 50e6, LimitBytes: 377000, Drops: drops, SentPackets: 8900 - drops + uint64(resent)}}})}
+	}
+	for _, tc := range []struct {
+		name     string
+		d        Direction
+		sev      nicinfo.Severity
+		evidence string
+	}{
+		{"every drop resent", udp(300, 300, 0), nicinfo.Info,
+			"300 packets refused by the sender's qdiscs on veth-a: tbf 8001: 300 (queue limit 368 KiB); the sender had 300 sends refused (ENOBUFS), sent each again and waited 5.4s in all"},
+		{"more dropped than resent", udp(1300, 300, 1000), nicinfo.Warn,
+			"1300 packets dropped by the sender's qdiscs on veth-a, which refused 300 sends to the sender (ENOBUFS) that it sent again: 1000 lost there (10.87% of what they handled)"},
+		// Recorded: -P 4 with GSO trains through a 50 Mbit/s tbf; a
+		// refused train is one refusal and many drops.
+		{"no more lost there than the receiver lost", udp(690, 312, 99), nicinfo.Warn,
+			"690 packets dropped by the sender's qdiscs on veth-a, which refused 312 sends to the sender (ENOBUFS) that it sent again: 99 lost there (1.07% of what they handled)"},
+		{"a sender that resent nothing", udp(300, 0, 300), nicinfo.Warn,
+			"300 packets dropped by the sender's qdiscs on veth-a (3.37% of what they handled)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := D19(tc.d)
+			if len(fs) != 1 || fs[0].Severity != tc.sev || !strings.Contains(fs[0].Evidence, tc.evidence) {
+				t.Errorf("got %v, want one %s D19 with %q", fs, tc.sev, tc.evidence)
+			}
+		})
 	}
 }

@@ -326,8 +326,30 @@ func D19(d Direction) []nicinfo.Finding {
 	if drops == 0 {
 		return nil
 	}
-	pct := 100 * float64(drops) / float64(sent+drops)
-	ev := fmt.Sprintf("%d packets dropped by the sender's qdiscs on %s (%.2f%% of what they handled): %s", drops, s.Path.Iface, pct, strings.Join(where, ", "))
+	// A UDP send the queue refused fails with ENOBUFS, and a blast
+	// sender waits for room and sends it again: a drop, and no loss.
+	if d.UDP && d.Resent > 0 && int64(drops) <= d.Resent {
+		return []nicinfo.Finding{{Rule: "D19", Severity: nicinfo.Info, Iface: s.Path.Iface,
+			Summary: "the sender's egress queue was full: the sender waited for room and lost nothing there",
+			Evidence: fmt.Sprintf("%d packets refused by the sender's qdiscs on %s: %s; the sender had %d sends refused (ENOBUFS), sent each again and waited %v in all",
+				drops, s.Path.Iface, strings.Join(where, ", "), d.Resent, d.ResentWait.Round(time.Millisecond)),
+			Fix: "none needed; a sender at the queue's rate (-b) would not wait"}}
+	}
+	lost := drops
+	if d.UDP && d.Resent > 0 {
+		lost -= uint64(d.Resent)
+		// A refused train of datagrams (GSO) is one refusal and many
+		// drops: what is lost there is no more than the receiver lost.
+		if d.Sent > 0 && d.Lost >= 0 {
+			lost = min(lost, uint64(d.Lost))
+		}
+	}
+	pct := 100 * float64(lost) / float64(sent+drops)
+	ev := fmt.Sprintf("%d packets dropped by the sender's qdiscs on %s (%.2f%% of what they handled): %s", lost, s.Path.Iface, pct, strings.Join(where, ", "))
+	if lost < drops {
+		ev = fmt.Sprintf("%d packets dropped by the sender's qdiscs on %s, which refused %d sends to the sender (ENOBUFS) that it sent again: %d lost there (%.2f%% of what they handled): %s",
+			drops, s.Path.Iface, d.Resent, lost, pct, strings.Join(where, ", "))
+	}
 	if !d.UDP && d.Retransmits >= 0 {
 		ev += fmt.Sprintf("; %d retransmissions", d.Retransmits)
 	}
