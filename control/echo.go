@@ -24,25 +24,12 @@ const echoIdle = time.Minute
 func (s *Server) echo(ctx context.Context, c net.Conn, seq uint64) {
 	ctx, kick := context.WithCancel(ctx)
 	defer kick()
-	host := peerAddr(c)
-	s.mu.Lock()
-	pl, victim := s.echoes.Add(host, seq, kick)
-	s.mu.Unlock()
-	if pl == nil {
-		s.logf("%s: refused a latency client: %d are running (--max-clients), %d from its address (--max-per-host)", c.RemoteAddr(), s.cfg.MaxClients, s.cfg.MaxPerHost)
+	release := s.echoPlace(c, seq, kick, "client")
+	if release == nil {
 		c.Close()
 		return
 	}
-	if victim != nil {
-		victim.Kick()
-		s.logf("%s: ended the oldest latency client of %v to make room (%d places, %d from one address)", c.RemoteAddr(), victim.Host, s.cfg.MaxClients, s.cfg.MaxPerHost)
-	}
-	defer func() {
-		s.mu.Lock()
-		s.echoes.Release(pl)
-		s.mu.Unlock()
-		s.touch()
-	}()
+	defer release()
 	idle := echoIdle
 	if s.cfg.RcvTimeout > 0 {
 		idle = s.cfg.RcvTimeout
@@ -65,25 +52,12 @@ func (s *Server) latSession(ctx context.Context, c net.Conn, seq uint64, port ui
 	defer c.Close()
 	ctx, kick := context.WithCancel(ctx)
 	defer kick()
-	host := peerAddr(c)
-	s.mu.Lock()
-	pl, victim := s.echoes.Add(host, seq, kick)
-	s.mu.Unlock()
-	if pl == nil {
-		s.logf("%s: refused a latency session: %d are running (--max-clients), %d from its address (--max-per-host)", c.RemoteAddr(), s.cfg.MaxClients, s.cfg.MaxPerHost)
+	release := s.echoPlace(c, seq, kick, "session")
+	if release == nil {
 		return
 	}
-	if victim != nil {
-		victim.Kick()
-		s.logf("%s: ended the oldest latency client of %v to make room (%d places, %d from one address)", c.RemoteAddr(), victim.Host, s.cfg.MaxClients, s.cfg.MaxPerHost)
-	}
-	defer func() {
-		s.mu.Lock()
-		s.echoes.Release(pl)
-		s.mu.Unlock()
-		s.touch()
-	}()
-	peer := netip.AddrPortFrom(host, port)
+	defer release()
+	peer := netip.AddrPortFrom(peerAddr(c), port)
 	s.udpMu.Lock()
 	err := s.openUDPLocked()
 	var end func()
@@ -114,4 +88,27 @@ func (s *Server) latSession(ctx context.Context, c net.Conn, seq uint64, port ui
 		}
 	}
 	s.logf("%s: latency session for UDP port %d done", c.RemoteAddr(), port)
+}
+
+// echoPlace takes one of the latency places for the client on c (what:
+// "client" or "session"), which kick ends to make room for another;
+// nil when it gets none. The returned func gives the place back.
+func (s *Server) echoPlace(c net.Conn, seq uint64, kick func(), what string) (release func()) {
+	s.mu.Lock()
+	pl, victim := s.echoes.Add(peerAddr(c), seq, kick)
+	s.mu.Unlock()
+	if pl == nil {
+		s.logf("%s: refused a latency %s: %d are running (--max-clients), %d from its address (--max-per-host)", c.RemoteAddr(), what, s.cfg.MaxClients, s.cfg.MaxPerHost)
+		return nil
+	}
+	if victim != nil {
+		victim.Kick()
+		s.logf("%s: ended the oldest latency client of %v to make room (%d places, %d from one address)", c.RemoteAddr(), victim.Host, s.cfg.MaxClients, s.cfg.MaxPerHost)
+	}
+	return func() {
+		s.mu.Lock()
+		s.echoes.Release(pl)
+		s.mu.Unlock()
+		s.touch()
+	}
 }

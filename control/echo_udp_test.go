@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/netip"
 	"strconv"
 	"testing"
 	"time"
@@ -25,18 +24,6 @@ func latRequest(seq uint64) []byte {
 	b[4] = 1 // a request
 	binary.BigEndian.PutUint64(b[8:], seq)
 	return b
-}
-
-// udpPeer is a UDP socket on from, talking to the server's port.
-func udpPeer(t *testing.T, from string, port int) *net.UDPConn {
-	t.Helper()
-	c, err := net.DialUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(from), 0)),
-		net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
 }
 
 // openSession opens a latency session for u at rate over TCP, as blast
@@ -105,13 +92,13 @@ func marker(t *testing.T, m *net.UDPConn, seq uint64) {
 func TestEchoUDPOnlyToSessions(t *testing.T) {
 	fake := clock.NewFake()
 	srv, port, _ := blastServer(t, ServerConfig{NoNIC: true, Clock: fake})
-	mark := udpPeer(t, "127.0.0.1", port)
+	mark := testkit.UDPFrom(t, "127.0.0.1", port)
 	openSession(t, mark, port, 0)
 
 	// No session: a request from another address, and one from another
 	// port of the session's address.
-	spoofed := udpPeer(t, "127.0.0.2", port)
-	otherPort := udpPeer(t, "127.0.0.1", port)
+	spoofed := testkit.UDPFrom(t, "127.0.0.2", port)
+	otherPort := testkit.UDPFrom(t, "127.0.0.1", port)
 	spoofed.Write(latRequest(1))
 	otherPort.Write(latRequest(1))
 	marker(t, mark, 1)
@@ -124,7 +111,7 @@ func TestEchoUDPOnlyToSessions(t *testing.T) {
 	// each lot followed by the marker: a few hundred at once would
 	// overflow the server's socket buffer.)
 	const rate = 20
-	u := udpPeer(t, "127.0.0.3", port)
+	u := testkit.UDPFrom(t, "127.0.0.3", port)
 	sess := openSession(t, u, port, rate)
 	seq := uint64(10)
 	send := func(n int) {

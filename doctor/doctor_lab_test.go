@@ -163,6 +163,12 @@ func TestLabDoctorMTUMismatch(t *testing.T) {
 func clientFindings(t *testing.T, lab *netlab.Lab, port string, args ...string) []nicinfo.Finding {
 	t.Helper()
 	out, _ := run(t, lab, append([]string{"client", lab.B.Addr4.String(), "-p", port, "-J"}, args...)...)
+	return findingsOf(t, out)
+}
+
+// findingsOf is the findings in a client's -J document.
+func findingsOf(t *testing.T, out string) []nicinfo.Finding {
+	t.Helper()
 	var doc struct {
 		End struct {
 			Blast struct {

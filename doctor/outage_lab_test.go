@@ -1,7 +1,6 @@
 package doctor_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -64,20 +63,11 @@ func TestLabOutage(t *testing.T) {
 			if err := c.WaitErr(3 * time.Minute); err != nil {
 				t.Fatalf("client: %v\n%s", err, c.Stderr.String())
 			}
-			var doc struct {
-				End struct {
-					Blast struct {
-						Findings []nicinfo.Finding `json:"findings"`
-					} `json:"blast"`
-				} `json:"end"`
-			}
-			if err := json.Unmarshal(c.Stdout.Bytes(), &doc); err != nil {
-				t.Fatalf("client -J: %v\n%s", err, c.Stdout.String())
-			}
-			for _, f := range doc.End.Blast.Findings {
+			fs := findingsOf(t, c.Stdout.String())
+			for _, f := range fs {
 				t.Logf("%s %s: %s\n  evidence: %s", f.Severity, f.Rule, f.Summary, f.Evidence)
 			}
-			f := onlyRule(t, doc.End.Blast.Findings, "D27", nicinfo.Warn)
+			f := onlyRule(t, fs, "D27", nicinfo.Warn)
 			var secs float64
 			if _, err := fmt.Sscanf(f.Summary, "an outage on the path: nothing got through for %f s", &secs); err != nil || secs < 1.1 || secs > 8 {
 				// 1.1: a sender's count stops once its buffer is

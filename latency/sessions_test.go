@@ -54,18 +54,6 @@ func TestGreetingWatch(t *testing.T) {
 	}
 }
 
-// udpFrom is a UDP socket on the loopback address from, talking to port.
-func udpFrom(t *testing.T, from string, port int) *net.UDPConn {
-	t.Helper()
-	c, err := net.DialUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(from), 0)),
-		net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // request is a UDP latency request with sequence number seq.
 func request(seq uint64) []byte {
 	b := make([]byte, 64)
@@ -149,13 +137,13 @@ func TestServerEchoesUDPOnlyToSessions(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	port := s.Port()
 
-	mark := udpFrom(t, "127.0.0.1", port)
+	mark := testkit.UDPFrom(t, "127.0.0.1", port)
 	openSession(t, mark, port)
-	spoofed := udpFrom(t, "127.0.0.2", port)
+	spoofed := testkit.UDPFrom(t, "127.0.0.2", port)
 	if answered(t, spoofed, mark, 1) {
 		t.Errorf("a request from a source without a session was answered")
 	}
-	u := udpFrom(t, "127.0.0.3", port)
+	u := testkit.UDPFrom(t, "127.0.0.3", port)
 	sess := openSession(t, u, port)
 	if !answered(t, u, mark, 2) {
 		t.Errorf("a request from a source with a session was not answered")

@@ -329,10 +329,6 @@ func LatencyRuns(path string, rep LatencyRepeated) error {
 
 	bp, bl := runsPanel(rep.Values, rep.Summary.Mean, iv, "", ciName, runColor, 0, rttRunsAxis)
 
-	runs := "runs"
-	if n == 1 {
-		runs = "run"
-	}
 	title := rep.Title
 	if title == "" {
 		// Without the last run's length: the title is of every run.
@@ -340,21 +336,12 @@ func LatencyRuns(path string, rep LatencyRepeated) error {
 		t.Elapsed = 0
 		title = latencyTitle(&t)
 	}
-	f := &figure{title: fmt.Sprintf("%s, %d %s", title, n, runs), panels: []*panel{
+	f := &figure{title: runsTitle(title, n), panels: []*panel{
 		{p: cp, legend: cl, weight: 3},
 		{p: bp, legend: bl, weight: 2, noLegend: true},
 	}}
-	f.caption = append(f.caption, sentence(rep.Line))
-	notes := []string{"lines: each run's CDF of round-trip times", "bars: each run's median round trip, the figure the summary is of"}
-	if iv != nil {
-		notes = append(notes, fmt.Sprintf("dashed line and band: their mean and its %s confidence interval", stats.LevelPercent(rep.Summary.Level)))
-	} else {
-		notes = append(notes, "dashed line: their mean")
-	}
-	f.caption = append(f.caption, sentence(notes...))
-	if rep.Note != "" {
-		f.caption = append(f.caption, sentence(rep.Note))
-	}
+	f.captionRuns(rep.Line, []string{"lines: each run's CDF of round-trip times", "bars: each run's median round trip, the figure the summary is of"},
+		iv != nil, rep.Summary.Level, rep.Note)
 	return f.save(path)
 }
 

@@ -125,27 +125,38 @@ func ClientRuns(path string, rep Repeated) error {
 	}
 	panels = append(panels, &panel{p: bp, legend: bl, weight: 2, noLegend: len(panels) > 0})
 
-	runs := "runs"
-	if n == 1 {
-		runs = "run"
-	}
-	f := &figure{title: fmt.Sprintf("%s, %d %s", clientTitle(last), n, runs), panels: panels}
-	f.caption = append(f.caption, sentence(rep.Line))
+	f := &figure{title: runsTitle(clientTitle(last), n), panels: panels}
 	var notes []string
 	if end > 0 {
 		notes = append(notes, fmt.Sprintf("lines: each run's throughput over time, %s bytes summed over its streams per interval", sideWhose(last)))
 	}
 	notes = append(notes, "bars: each run's "+whose+" throughput, the figure the summary is of")
-	if iv != nil {
-		notes = append(notes, fmt.Sprintf("dashed line and band: their mean and its %s confidence interval", stats.LevelPercent(rep.Summary.Level)))
+	f.captionRuns(rep.Line, notes, iv != nil, rep.Summary.Level, rep.Note)
+	return f.save(path)
+}
+
+// runsTitle is a figure of n runs' title.
+func runsTitle(title string, n int) string {
+	if n == 1 {
+		return title + ", 1 run"
+	}
+	return fmt.Sprintf("%s, %d runs", title, n)
+}
+
+// captionRuns writes a figure of runs' caption: the summary's line, what
+// its lines and bars are (notes), its mean's line (and band, with ci, at
+// level), and the report's note.
+func (f *figure) captionRuns(line string, notes []string, ci bool, level float64, note string) {
+	f.caption = append(f.caption, sentence(line))
+	if ci {
+		notes = append(notes, fmt.Sprintf("dashed line and band: their mean and its %s confidence interval", stats.LevelPercent(level)))
 	} else {
 		notes = append(notes, "dashed line: their mean")
 	}
 	f.caption = append(f.caption, sentence(notes...))
-	if rep.Note != "" {
-		f.caption = append(f.caption, sentence(rep.Note))
+	if note != "" {
+		f.caption = append(f.caption, sentence(note))
 	}
-	return f.save(path)
 }
 
 // runSum is a run's throughput over time: this side's bytes on all its

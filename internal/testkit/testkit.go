@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -142,4 +143,18 @@ func Eventually(bound time.Duration, cond func() bool) bool {
 			return cond()
 		}
 	}
+}
+
+// UDPFrom is a UDP socket bound to the loopback address from (127.0.0.0/8:
+// a source of its own), connected to port on 127.0.0.1, closed when the
+// test ends.
+func UDPFrom(tb testing.TB, from string, port int) *net.UDPConn {
+	tb.Helper()
+	c, err := net.DialUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(from), 0)),
+		net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c
 }
