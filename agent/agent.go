@@ -67,7 +67,10 @@ type Agent struct {
 	auth     *verifier
 	guard    *connGuard
 	slots    chan struct{}
-	logMu    sync.Mutex
+	// proof is this agent's answer to a proof request, and what it
+	// wants from the agents it tests to.
+	proof control.ProofFunc
+	logMu sync.Mutex
 }
 
 // Listen opens the data server and the control endpoint.
@@ -89,6 +92,8 @@ func Listen(cfg Config) (*Agent, error) {
 	if cfg.MaxTests <= 0 {
 		cfg.MaxTests = DefaultMaxTests
 	}
+	proof := proofFunc(cfg.Token)
+	cfg.Server.AgentProof = proof
 	srv, err := control.Listen(cfg.Server)
 	if err != nil {
 		return nil, err
@@ -103,7 +108,7 @@ func Listen(cfg Config) (*Agent, error) {
 		srv.Close()
 		return nil, fmt.Errorf("agent: control port: %w (choose another with --control-port)", err)
 	}
-	a := &Agent{cfg: cfg, clk: clock.Or(cfg.Clock), srv: srv, ln: ln, instance: newInstance(), slots: make(chan struct{}, cfg.MaxTests)}
+	a := &Agent{cfg: cfg, clk: clock.Or(cfg.Clock), srv: srv, ln: ln, instance: newInstance(), slots: make(chan struct{}, cfg.MaxTests), proof: proof}
 	a.auth = newVerifier(cfg.Token, keyID(cfg.Name, a.instance))
 	a.guard = newConnGuard(ctl, a.clk, a.logf)
 	return a, nil
@@ -243,7 +248,14 @@ func (a *Agent) handleTest(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, err := control.Run(ctx, cfg)
+	// Test traffic goes only to an agent that proves it holds the token:
+	// anything else gets the one error, and nothing past the proof's
+	// request.
+	var res *control.Result
+	err = control.ProveAgent(ctx, &net.Dialer{}, net.JoinHostPort(req.Host, strconv.Itoa(req.Port)), a.proof)
+	if err == nil {
+		res, err = control.Run(ctx, cfg)
+	}
 	reply := newReply(res, err)
 	a.logf("test to %s: %s", net.JoinHostPort(req.Host, strconv.Itoa(req.Port)), reply.line())
 	answer(w, http.StatusOK, reply)

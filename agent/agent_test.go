@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -445,4 +446,122 @@ func TestListenName(t *testing.T) {
 	if _, err := Listen(cfg); err == nil || err.Error() != `agent: name "nöde\n": use at most 253 printable ASCII characters (a host or node name)` {
 		t.Errorf("Listen: %v", err)
 	}
+}
+
+// A request to test to anything but an agent holding the token is
+// answered with the one error, whatever the port does, and the target
+// gets nothing past the proof's request (37 bytes): a plain blast server
+// (it runs no test), a real iperf3 server, a port that answers like
+// iperf3 and then waits, one that closes, a closed port, an agent of
+// another mesh.
+func TestOnlyToAgents(t *testing.T) {
+	_, c := start(t, nil)
+	want := control.ErrNotAgent.Error()
+	ask := func(t *testing.T, port int) {
+		t.Helper()
+		r, err := c.Test(context.Background(), TestRequest{Host: "127.0.0.1", Port: port, Seconds: 1, Streams: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Err != want || r.Bytes != 0 {
+			t.Errorf("reply %+v, want the error %q and nothing measured", r, want)
+		}
+	}
+	// raw listens on a port of its own; each connection gets answer, and
+	// what it sent is returned when it hangs up.
+	raw := func(t *testing.T, answer []byte) (port int, got <-chan []byte) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		ch := make(chan []byte, 1)
+		go func() {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			var b bytes.Buffer
+			buf := make([]byte, 64)
+			for b.Len() < control.CookieSize {
+				n, err := conn.Read(buf)
+				b.Write(buf[:n])
+				if err != nil {
+					break
+				}
+			}
+			if answer != nil {
+				conn.Write(answer)
+				io.Copy(&b, conn) // until the client hangs up
+			}
+			ch <- b.Bytes()
+		}()
+		return l.Addr().(*net.TCPAddr).Port, ch
+	}
+	t.Run("a blast server", func(t *testing.T) {
+		t.Parallel()
+		cfg := testServer()
+		var tests int
+		var mu sync.Mutex
+		cfg.OnResult = func(*control.Result) { mu.Lock(); tests++; mu.Unlock() }
+		srv, err := control.Listen(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { srv.Serve(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+		ask(t, srv.Addr().(*net.TCPAddr).Port)
+		mu.Lock()
+		defer mu.Unlock()
+		if tests != 0 {
+			t.Errorf("the server ran %d tests", tests)
+		}
+	})
+	t.Run("iperf3", func(t *testing.T) {
+		t.Parallel()
+		port := testkit.FreePort(t)
+		cmd := exec.Command("iperf3", "-s", "-1", "-p", strconv.Itoa(port), "-B", "127.0.0.1")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("iperf3 (Debian's iperf3 package; make test installs it): %v", err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		testkit.WaitFor(t, 10*time.Second, "iperf3 listening", func() bool {
+			c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		})
+		ask(t, port)
+	})
+	t.Run("answers like iperf3, then waits", func(t *testing.T) {
+		t.Parallel()
+		port, got := raw(t, []byte{byte(control.ParamExchange)})
+		ask(t, port)
+		if b := <-got; len(b) != control.CookieSize || !bytes.HasPrefix(b, []byte("bAgt proof 1\n")) {
+			t.Errorf("the target got %q, want the 37-byte proof request alone", b)
+		}
+	})
+	t.Run("closes", func(t *testing.T) {
+		t.Parallel()
+		port, got := raw(t, nil)
+		ask(t, port)
+		if b := <-got; len(b) != control.CookieSize {
+			t.Errorf("the target got %d bytes, want the 37-byte proof request alone", len(b))
+		}
+	})
+	t.Run("a closed port", func(t *testing.T) {
+		t.Parallel()
+		ask(t, testkit.FreePort(t))
+	})
+	t.Run("an agent of another mesh", func(t *testing.T) {
+		t.Parallel()
+		other, _ := start(t, func(c *Config) { c.Token = []byte("fedcba9876543210fedcba9876543210") })
+		ask(t, dataPort(other))
+	})
 }

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"github.com/blastnet/blast/control"
+
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -479,4 +481,17 @@ func describeKey(keyid string) string {
 		return fmt.Sprintf("keyid %q", keyid)
 	}
 	return fmt.Sprintf("agent %s instance %s", keyid[:i], keyid[i+1:])
+}
+
+// proofFunc is an agent's answer to another's proof request
+// (control.ProveAgent): an HMAC-SHA256 of the nonce under a key drawn
+// from the token for proofs alone, so that it signs nothing a control
+// request's signature would take.
+func proofFunc(token []byte) control.ProofFunc {
+	key := hmacSHA256(token, "blast agent proof v1")
+	return func(nonce []byte) [control.ProofSize]byte {
+		m := hmac.New(sha256.New, key)
+		m.Write(nonce)
+		return [control.ProofSize]byte(m.Sum(nil))
+	}
 }

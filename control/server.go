@@ -56,6 +56,10 @@ type ServerConfig struct {
 	// knows its cookie; by default they must come from the address of its
 	// control connection (relax it when NAT gives them other addresses).
 	AnyStreamSource bool
+	// AgentProof answers another agent's proof request (ProveAgent):
+	// the server is a blast agent's, and this is its proof under the
+	// mesh's token (nil: the server proves nothing and hangs up).
+	AgentProof ProofFunc
 	Backend         string // the backend to send with (readwrite)
 	// RxBackend receives ("" = Backend, or readwrite if that only sends).
 	RxBackend string
@@ -451,6 +455,14 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 	_, err := io.ReadFull(c, cookie[:])
 	if !stop() || err != nil {
 		c.Close()
+		return
+	}
+	if nonce, ok := proofRequest(cookie); ok {
+		if !pc.identified() {
+			c.Close()
+			return
+		}
+		s.answerProof(c, nonce)
 		return
 	}
 	if port, rate, ok := latency.ParseUDPGreeting(cookie); ok {
