@@ -50,9 +50,9 @@ func (r *Result) NICDirection(up bool) nicinfo.Direction {
 
 func nicDirection(d *pathdiag.Direction) nicinfo.Direction {
 	if d == nil {
-		return nicinfo.Direction{RetransPct: -1}
+		return nicinfo.Direction{RetransPct: -1, QueueMs: -1}
 	}
-	return nicinfo.Direction{Bps: d.Goodput, RetransPct: retransPct(d)}
+	return nicinfo.Direction{Bps: d.Goodput, RetransPct: retransPct(d), QueueMs: pathdiag.QueueMs(*d)}
 }
 
 func retransPct(d *pathdiag.Direction) float64 {

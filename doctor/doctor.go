@@ -320,9 +320,9 @@ func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, b
 func lossDirection(res *control.Result, up bool) nicinfo.Direction {
 	d := res.Direction(up)
 	if d == nil {
-		return nicinfo.Direction{RetransPct: -1}
+		return nicinfo.Direction{RetransPct: -1, QueueMs: -1}
 	}
-	return nicinfo.Direction{Bps: d.Goodput, RetransPct: pathdiag.LossPct(*d)}
+	return nicinfo.Direction{Bps: d.Goodput, RetransPct: pathdiag.LossPct(*d), QueueMs: pathdiag.QueueMs(*d)}
 }
 
 // Finish merges the findings of every test (or every interface of an

@@ -1,6 +1,7 @@
 package doctor_test
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,4 +125,41 @@ func TestLabDoctorPolicer(t *testing.T) {
 // mbit is a rate as the findings write it: 99.6 Mbit/s.
 func mbit(bps float64) string {
 	return strconv.FormatFloat(bps/1e6, 'f', 1, 64) + " Mbit/s"
+}
+
+// A shaper with a queue on the router, one way (a tbf at 100 Mbit/s with
+// 50 ms of queue; the other way runs at what the hosts carry): doctor
+// names the asymmetry, the slow direction, its rate within 20%, and the
+// queue TCP built there, and no other cause.
+func TestLabDoctorMidPathShaper(t *testing.T) {
+	for _, dir := range []string{"upload", "download"} {
+		t.Run(dir, func(t *testing.T) {
+			lab := labtest.New(t, netlab.Routed, netlab.Options{})
+			dev := towardB(t, lab)
+			if dir == "download" {
+				dev = lab.Router.Iface
+			}
+			tc(t, lab.Router, "qdisc", "add", "dev", dev, "root", "tbf", "rate", "100mbit", "burst", "64kb", "latency", "50ms")
+			rep, _ := doctorRun(t, lab, server(t, lab), "-t", "2", "-b", "20M")
+			for _, f := range rep.Findings {
+				t.Logf("%s %s: %s\n  evidence: %s", f.Severity, f.Rule, f.Summary, f.Evidence)
+			}
+			for _, tt := range rep.Tests {
+				t.Logf("test %s: %.4g bit/s, %d retransmits; %s", tt.Name, tt.Bps, tt.Retransmits, tt.Err)
+			}
+			f := onlyRule(t, rep.Findings, "D7", nicinfo.Warn)
+			want := fmt.Sprintf("asymmetric path: the %s direction is ", map[string]string{"upload": "forward", "download": "reverse"}[dir])
+			if !strings.HasPrefix(f.Summary, want) || !strings.Contains(f.Summary, "behind a queue: a shaper or a slower link that way, at about ") {
+				t.Errorf("D7 summary %q, want it to start %q and name the queue", f.Summary, want)
+			}
+			var rate float64
+			var unit string
+			if i := strings.Index(f.Summary, "at about "); i >= 0 {
+				fmt.Sscanf(f.Summary[i+len("at about "):], "%g %s", &rate, &unit)
+			}
+			if unit != "Mbit/s" || rate < 80 || rate > 120 {
+				t.Errorf("the slow direction's rate: %g %s, want 100 Mbit/s ±20%%", rate, unit)
+			}
+		})
+	}
 }

@@ -676,6 +676,11 @@ type Direction struct {
 	// less those the receiver reports it already had when that is
 	// known); negative when unknown.
 	RetransPct float64 `json:"retrans_pct"`
+	// QueueMs is how far TCP's smoothed RTT stood above the path's own
+	// (the smallest the kernel measured) while the test ran, in
+	// milliseconds: the queue the flow built at its bottleneck; negative
+	// when unknown.
+	QueueMs float64 `json:"queue_ms"`
 }
 
 // Path is two results over the same path, one per direction, with the findings
@@ -705,7 +710,20 @@ const (
 	// rates of two runs but loses nothing). Below collapseRatio, only
 	// this tells a path's asymmetry from a busy host's.
 	heavyLoss = 2
+	// standingQueue: a slow direction whose TCP stood this many
+	// milliseconds above the path's RTT, and queueFactor times more than
+	// the fast direction's, filled a queue at its bottleneck: a shaper or
+	// a slower link that way (a busy host delays both directions alike,
+	// and by less).
+	standingQueue = 2.0
+	queueFactor   = 4
 )
+
+// queued says whether the slow direction built a standing queue the fast
+// one did not.
+func queued(slow, fast Direction) bool {
+	return slow.QueueMs >= standingQueue && fast.QueueMs >= 0 && slow.QueueMs >= queueFactor*max(fast.QueueMs, standingQueue/queueFactor)
+}
 
 // duplexEvidence is the link evidence of a duplex mismatch in p: an end
 // running half duplex (the end's own state, or D1, D2, D5), a MAC that
@@ -790,8 +808,12 @@ func DiagnosePath(p Path) []Finding {
 		}
 		return []Finding{{Rule: "D7", Severity: Error, Summary: summary, Evidence: ev, Fix: fix}}
 	}
-	if ratio < collapseRatio && slow.RetransPct < heavyLoss {
+	queue := queued(slow, fast)
+	if ratio < collapseRatio && slow.RetransPct < heavyLoss && !queue {
 		return nil
+	}
+	if queue {
+		ev += fmt.Sprintf("; TCP's RTT stood %s above the path's own in the %s direction (a queue at its bottleneck), %s in the %s", msWords(slow.QueueMs), slowName, msWords(fast.QueueMs), fastName)
 	}
 	switch {
 	case len(link) > 0:
@@ -801,8 +823,12 @@ func DiagnosePath(p Path) []Finding {
 	default:
 		ev += "; no link errors counted (no late collisions, CRC errors or runts) and no end at half duplex: not a duplex mismatch"
 	}
+	summary := fmt.Sprintf("asymmetric path: the %s direction is %s slower than the %s (%s against %s)", slowName, ratioWords(ratio), fastName, rateWords(slow.Bps), rateWords(fast.Bps))
+	if queue && slow.RetransPct < heavyLoss {
+		summary += fmt.Sprintf(", behind a queue: a shaper or a slower link that way, at about %s", rateWords(slow.Bps))
+	}
 	return []Finding{{Rule: "D7", Severity: Warn,
-		Summary:  fmt.Sprintf("asymmetric path: the %s direction is %s slower than the %s (%s against %s)", slowName, ratioWords(ratio), fastName, rateWords(slow.Bps), rateWords(fast.Bps)),
+		Summary:  summary,
 		Evidence: ev,
 		Fix:      fmt.Sprintf("the %s direction stops at %s: look that way for a rate limit (a shaper or a policer on a router), a slower link, or a busy end receiving it; the findings beside this one may name it", slowName, rateWords(slow.Bps))}}
 }
@@ -920,4 +946,17 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
+}
+
+// msWords is a time in milliseconds with at most 3 significant digits.
+func msWords(ms float64) string {
+	switch {
+	case ms >= 100:
+		return fmt.Sprintf("%.0f ms", ms)
+	case ms >= 10:
+		return fmt.Sprintf("%.1f ms", ms)
+	case ms >= 1:
+		return fmt.Sprintf("%.2f ms", ms)
+	}
+	return fmt.Sprintf("%.0f µs", ms*1000)
 }

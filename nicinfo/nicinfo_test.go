@@ -603,8 +603,13 @@ func TestDiagnosePath(t *testing.T) {
 		{"retransmits only in the fast direction", Path{Forward: Direction{Bps: 96.7e6, RetransPct: 0}, Reverse: Direction{Bps: 8.33e9, RetransPct: 1.06}, SamePath: true}, []string{"D7 WARN"}, false},
 		{"asymmetric, clean counters", Path{Forward: Direction{Bps: 2e6, RetransPct: 0}, Reverse: Direction{Bps: 90e6, RetransPct: 0}, SamePath: true}, []string{"D7 WARN"}, false},
 		{"3x with losses", Path{Forward: Direction{Bps: 30e6, RetransPct: 3}, Reverse: Direction{Bps: 90e6}, SamePath: true}, []string{"D7 WARN"}, false},
-		// Below 10 times, only losses tell a path from a busy host.
+		// Below 10 times, only losses or a queue the slow direction
+		// built (and the fast did not) tell a path from a busy host.
 		{"3x without losses", Path{Forward: Direction{Bps: 30e6, RetransPct: 0.5}, Reverse: Direction{Bps: 90e6}, SamePath: true}, nil, false},
+		{"3x without losses, behind a queue", Path{Forward: Direction{Bps: 30e6, RetransPct: 0.5, QueueMs: 12}, Reverse: Direction{Bps: 90e6, QueueMs: 0.2}, SamePath: true}, []string{"D7 WARN"}, false},
+		{"3x without losses, a queue both ways (a busy host)", Path{Forward: Direction{Bps: 30e6, RetransPct: 0.5, QueueMs: 3}, Reverse: Direction{Bps: 90e6, QueueMs: 1.5}, SamePath: true}, nil, false},
+		{"3x without losses, a queue under 2 ms", Path{Forward: Direction{Bps: 30e6, RetransPct: 0.5, QueueMs: 1.5}, Reverse: Direction{Bps: 90e6, QueueMs: 0}, SamePath: true}, nil, false},
+		{"3x without losses, the fast direction's queue unknown", Path{Forward: Direction{Bps: 30e6, RetransPct: 0.5, QueueMs: 12}, Reverse: Direction{Bps: 90e6, QueueMs: -1}, SamePath: true}, nil, false},
 		{"1.4x with losses", Path{Forward: Direction{Bps: 64e6, RetransPct: 10}, Reverse: Direction{Bps: 90e6}, SamePath: true}, nil, false},
 		{"9x with late collisions, nothing lost", Path{Forward: Direction{Bps: 10e6}, Reverse: Direction{Bps: 90e6}, SamePath: true, Findings: d3}, nil, false},
 		{"different paths", Path{Forward: Direction{Bps: 1e6}, Reverse: Direction{Bps: 90e6}, Findings: d3}, nil, false},
@@ -660,5 +665,20 @@ func TestNoInterface(t *testing.T) {
 	}
 	if _, err := Load(t.TempDir()); err == nil {
 		t.Errorf("Load of an empty directory succeeded")
+	}
+}
+
+// The queue a slow direction built is in D7's summary and evidence.
+func TestD7Queue(t *testing.T) {
+	fs := DiagnosePath(Path{Forward: Direction{Bps: 30e6, RetransPct: 0, QueueMs: 12.34}, Reverse: Direction{Bps: 90e6, RetransPct: 0, QueueMs: 0.2}, SamePath: true})
+	if len(fs) != 1 {
+		t.Fatalf("findings %v, want one D7", fs)
+	}
+	f := fs[0]
+	if want := "asymmetric path: the forward direction is 3× slower than the reverse (30 Mbit/s against 90 Mbit/s), behind a queue: a shaper or a slower link that way, at about 30 Mbit/s"; f.Summary != want {
+		t.Errorf("summary %q, want %q", f.Summary, want)
+	}
+	if want := "TCP's RTT stood 12.3 ms above the path's own in the forward direction (a queue at its bottleneck), 200 µs in the reverse"; !strings.Contains(f.Evidence, want) {
+		t.Errorf("evidence %q lacks %q", f.Evidence, want)
 	}
 }

@@ -55,6 +55,16 @@ func LossPct(d Direction) float64 {
 	return min(100*float64(lost)/(float64(d.SentBytes)/float64(mss)), 100)
 }
 
+// QueueMs is how far a TCP direction's mean smoothed RTT stood above the
+// path's own (the smallest the kernel measured), in milliseconds: the
+// queue the flow built at its bottleneck; -1 when unknown.
+func QueueMs(d Direction) float64 {
+	if d.UDP || d.RTTus <= 0 || d.MinRTTus <= 0 {
+		return -1
+	}
+	return max(d.RTTus-d.MinRTTus, 0) / 1000
+}
+
 // Probable says whether a TCP direction is worth probing for a policer
 // between the hosts: it lost at least PolicerLoss of its segments, and
 // no shaper or policer on either end (D14's) explains that.
