@@ -60,7 +60,7 @@ type ServerConfig struct {
 	// the server is a blast agent's, and this is its proof under the
 	// mesh's token (nil: the server proves nothing and hangs up).
 	AgentProof ProofFunc
-	Backend         string // the backend to send with (readwrite)
+	Backend    string // the backend to send with (readwrite)
 	// RxBackend receives ("" = Backend, or readwrite if that only sends).
 	RxBackend string
 	// Interval of the server's own interval reports (what
