@@ -14,13 +14,16 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +58,9 @@ type Config struct {
 	// Control bounds the control endpoint's connections and requests
 	// (zero fields: the defaults).
 	Control ControlLimits
+	// TLS serves the control endpoint over TLS with its certificates
+	// (nil: plain HTTP, for labs; LoadTLS reads a certificate and key).
+	TLS *tls.Config
 }
 
 // Agent is a listening agent.
@@ -136,9 +142,16 @@ func (a *Agent) Serve(ctx context.Context) error {
 	lim := a.cfg.Control
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: lim.HeaderTimeout, ReadTimeout: lim.BodyTimeout,
 		IdleTimeout: lim.IdleTimeout, MaxHeaderBytes: maxHeaderBytes, ConnState: a.guard.state,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		// The HTTP server's own complaints (a failed TLS handshake) are
+		// the agent's log lines.
+		ErrorLog: log.New(logWriter{a}, "", 0)}
 	httpDone := make(chan error, 1)
-	go func() { httpDone <- hs.Serve(&guardListener{Listener: a.ln, g: a.guard}) }()
+	var ln net.Listener = &guardListener{Listener: a.ln, g: a.guard}
+	if a.cfg.TLS != nil {
+		ln = tls.NewListener(ln, a.cfg.TLS)
+	}
+	go func() { httpDone <- hs.Serve(ln) }()
 	err := a.srv.Serve(ctx)
 	cancel()
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -288,4 +301,12 @@ func (req *TestRequest) config(now time.Time) (control.Config, error) {
 		return control.Config{}, err
 	}
 	return cfg, nil
+}
+
+// logWriter writes the HTTP server's lines to the agent's log.
+type logWriter struct{ a *Agent }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.a.logf("control: %s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

@@ -3,12 +3,15 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,11 +108,15 @@ type Client struct {
 	Addr  string // host:port of the control endpoint
 	Token []byte
 	HTTP  *http.Client // nil: a client without a total timeout (each call takes a context)
+	// TLS speaks HTTPS to the agent, checking its certificate with this
+	// configuration (nil: plain HTTP). Ignored when HTTP is set.
+	TLS *tls.Config
 	// Clock signs requests' times (nil: the real clock).
 	Clock clock.Clock
 
 	mu    sync.Mutex
-	keyid string // the agent's, as its last refusal named it
+	keyid string       // the agent's, as its last refusal named it
+	https *http.Client // tlsClient's
 }
 
 // ErrAuth is an agent's refusal of the token.
@@ -192,7 +199,11 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, int
 // refuses it, naming its keyid), and returns the answer's status, header
 // and body.
 func (c *Client) send(ctx context.Context, method, path string, body []byte, keyid string) (int, http.Header, []byte, error) {
-	u := "http://" + c.Addr + path
+	scheme := "http://"
+	if c.TLS != nil {
+		scheme = "https://"
+	}
+	u := scheme + c.Addr + path
 	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("agent %s: %w", c.Addr, err)
@@ -211,7 +222,7 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, key
 	}
 	hc := c.HTTP
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = c.tlsClient()
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -241,4 +252,45 @@ func portOf(hostport string) string {
 		return "?"
 	}
 	return p
+}
+
+// tlsClient is the HTTP client of c's TLS configuration, made once
+// (http.DefaultClient without one).
+func (c *Client) tlsClient() *http.Client {
+	if c.TLS == nil {
+		return http.DefaultClient
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.https == nil {
+		c.https = &http.Client{Transport: &http.Transport{TLSClientConfig: c.TLS, ForceAttemptHTTP2: true}}
+	}
+	return c.https
+}
+
+// LoadTLS is the control endpoint's TLS configuration from a PEM
+// certificate (with its chain) and key (blast agent --tls-cert, --tls-key).
+func LoadTLS(certFile, keyFile string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert %s, --tls-key %s: %w", certFile, keyFile, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// ClientTLS is a mesh's TLS configuration: the agents' certificates are
+// checked against the CA certificates in caFile (PEM; blast mesh
+// --tls-ca), and against serverName when it is given (--tls-server-name:
+// one name every agent's certificate carries), else against the address
+// each agent is reached at.
+func ClientTLS(caFile, serverName string) (*tls.Config, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", caFile)
+	}
+	return &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}, nil
 }

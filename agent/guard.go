@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -195,6 +196,9 @@ func (g *connGuard) drop(c net.Conn) {
 
 // state follows the HTTP server's connections (http.Server.ConnState).
 func (g *connGuard) state(c net.Conn, s http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn() // the guard holds what its listener accepted
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch s {

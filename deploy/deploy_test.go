@@ -28,6 +28,7 @@ type variant struct {
 	hostnet bool // agents on the host network, namespace privileged
 	afxdp   bool // agents with the AF_XDP capabilities, mesh with --backend=afxdp
 	cron    bool // the mesh as a CronJob, no Job
+	tls     bool // TLS on the control endpoints, from the Secret blast-agent-tls
 }
 
 // variants lists every kustomization under kubernetes/ with what it
@@ -40,6 +41,7 @@ var variants = map[string]variant{
 	"overlays/hostnet":       {hostnet: true},
 	"overlays/afxdp":         {afxdp: true},
 	"overlays/hostnet-afxdp": {hostnet: true, afxdp: true, cron: true},
+	"overlays/tls":           {tls: true},
 }
 
 // The agents' ports in the base.
@@ -957,9 +959,16 @@ func TestMeshFindsAgents(t *testing.T) {
 // mounted there.
 func tokenSource(t *testing.T, where string, pod *podSpec, c *container) (secretName, key string) {
 	t.Helper()
-	file, ok := flagValue(c.Args, "--token-file")
+	return fileSource(t, where, pod, c, "--token-file")
+}
+
+// fileSource follows the file of the container's flag to the Secret and
+// key mounted there.
+func fileSource(t *testing.T, where string, pod *podSpec, c *container, flag string) (secretName, key string) {
+	t.Helper()
+	file, ok := flagValue(c.Args, flag)
 	if !ok {
-		t.Fatalf("%s: args %q have no --token-file", where, c.Args)
+		t.Fatalf("%s: args %q have no %s", where, c.Args, flag)
 	}
 	dir, base := path.Split(file)
 	dir = path.Clean(dir)
@@ -981,8 +990,50 @@ func tokenSource(t *testing.T, where string, pod *podSpec, c *container) (secret
 			}
 		}
 	}
-	t.Fatalf("%s: --token-file %s is in no Secret mounted at %s", where, file, dir)
+	t.Fatalf("%s: %s %s is in no Secret mounted at %s", where, flag, file, dir)
 	return "", ""
+}
+
+// TestTLSVariant: with TLS, the agents serve their control endpoint with
+// the certificate and key of the Secret blast-agent-tls (tls.crt,
+// tls.key, as cert-manager writes them), and the mesh checks them against
+// its ca.crt under the one name the certificate carries; without, none of
+// it.
+func TestTLSVariant(t *testing.T) {
+	for _, r := range renderAll(t) {
+		t.Run(r.dir, func(t *testing.T) {
+			ds, agent := r.agent(t)
+			tpl, mesh := r.mesh(t)
+			if !r.v.tls {
+				for _, c := range []*container{agent, mesh} {
+					for _, f := range []string{"--tls-cert", "--tls-key", "--tls-ca", "--tls-server-name"} {
+						if _, ok := flagValue(c.Args, f); ok {
+							t.Errorf("%s: %s has %s without TLS", r.dir, c.Name, f)
+						}
+					}
+				}
+				return
+			}
+			for _, f := range []struct {
+				pod  *podSpec
+				c    *container
+				flag string
+				key  string
+			}{
+				{&ds.Spec.Template.Spec, agent, "--tls-cert", "tls.crt"},
+				{&ds.Spec.Template.Spec, agent, "--tls-key", "tls.key"},
+				{&tpl.Spec, mesh, "--tls-ca", "ca.crt"},
+			} {
+				secret, key := fileSource(t, r.dir+": "+f.c.Name, f.pod, f.c, f.flag)
+				if secret != "blast-agent-tls" || key != f.key {
+					t.Errorf("%s: %s's %s is key %s of Secret %s, want %s of blast-agent-tls", r.dir, f.c.Name, f.flag, key, secret, f.key)
+				}
+			}
+			if name, _ := flagValue(mesh.Args, "--tls-server-name"); name != "blast-agent.blast.svc" {
+				t.Errorf("%s: the mesh's --tls-server-name is %q, want blast-agent.blast.svc", r.dir, name)
+			}
+		})
+	}
 }
 
 // TestCronJobMatchesJob holds the scheduled mesh equal to the one-off one:

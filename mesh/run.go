@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +47,9 @@ type Config struct {
 	Test Settings
 	// Token signs the requests to the agents.
 	Token []byte
+	// TLS speaks HTTPS to the agents' control endpoints (nil: plain
+	// HTTP; agent.ClientTLS).
+	TLS *tls.Config
 	// Log gets progress lines (nil: none).
 	Log io.Writer
 	// Version is blast's, for the document.
@@ -158,7 +162,7 @@ func (r *runner) identify(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i, p := range r.cfg.Found {
 		r.nodes[i] = Node{Name: p.Name, Addr: p.DataAddr(), Zone: p.Zone, Control: p.ControlAddr()}
-		r.clients[i] = &agent.Client{Addr: p.ControlAddr(), Token: r.cfg.Token}
+		r.clients[i] = &agent.Client{Addr: p.ControlAddr(), Token: r.cfg.Token, TLS: r.cfg.TLS}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

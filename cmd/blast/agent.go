@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -62,6 +63,7 @@ type agentFlags struct {
 	*serverFlags
 	controlPort, maxTests int
 	tokenFile, name, zone string
+	tlsCert, tlsKey       string
 }
 
 // newAgentFlags defines blast agent's flags: the server's (but -s, -1
@@ -74,6 +76,8 @@ func newAgentFlags() *agentFlags {
 	fs.StringVar(&f.name, "name", "", "the agent's name in a mesh (default: $NODE_NAME, then the host name)")
 	fs.StringVar(&f.zone, "zone", "", "the agent's zone in a mesh (default: $BLAST_ZONE)")
 	fs.IntVar(&f.maxTests, "max-tests", agent.DefaultMaxTests, "tests the agent runs to other agents at once")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve the control endpoint over TLS with the certificate (and its chain) in `FILE` (PEM; with --tls-key)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "the TLS certificate's private key in `FILE` (PEM)")
 	return f
 }
 
@@ -110,6 +114,15 @@ func runAgent(e *env, args []string) int {
 	}
 	if f.maxTests < 1 || f.maxTests > 64 {
 		return usage("--max-tests %d: must be 1 to 64", f.maxTests)
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return usage("--tls-cert and --tls-key go together: give both, or neither for plain HTTP")
+	}
+	var tlsCfg *tls.Config
+	if f.tlsCert != "" {
+		if tlsCfg, err = agent.LoadTLS(f.tlsCert, f.tlsKey); err != nil {
+			return usage("%v", err)
+		}
 	}
 	token, err := agent.ReadToken(f.tokenFile)
 	if err != nil {
@@ -152,7 +165,7 @@ func runAgent(e *env, args []string) int {
 		Text: control.Text{Verbose: f.verbose, Format: format}, MaxClients: srv.MaxClients})
 	console.Attach(&srv)
 	a, err := agent.Listen(agent.Config{Server: srv, ControlPort: f.controlPort, Token: token, Name: name, Zone: zone,
-		MaxTests: f.maxTests, Log: out})
+		MaxTests: f.maxTests, Log: out, TLS: tlsCfg})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "blast agent: %v\n", err)
 		return exitFailure
@@ -168,7 +181,11 @@ func runAgent(e *env, args []string) int {
 	if zone != "" {
 		zoneText = ", zone " + zone
 	}
-	fmt.Fprintf(out, "blast agent %s%s: data on %s, control on %s\n", name, zoneText, a.DataAddr(), a.ControlAddr())
+	proto := "TLS"
+	if tlsCfg == nil {
+		proto = "plain HTTP: anyone on the path reads requests and replies; --tls-cert and --tls-key for TLS"
+	}
+	fmt.Fprintf(out, "blast agent %s%s: data on %s, control on %s (%s)\n", name, zoneText, a.DataAddr(), a.ControlAddr(), proto)
 	if err := a.Serve(e.ctx); err != nil && !errors.Is(err, e.ctx.Err()) {
 		fmt.Fprintf(e.stderr, "blast agent: %v\n", err)
 		return exitFailure

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -79,6 +80,7 @@ Examples:
 type meshFlags struct {
 	fs                                  *pflag.FlagSet
 	peers, tokenFile, mode, zones, rate string
+	tlsCA, tlsServerName                string
 	backend                             string
 	secs, timeout, wait                 float64
 	streams, length, retries, minAgents int
@@ -95,6 +97,8 @@ func newMeshFlags() *meshFlags {
 	fs.SortFlags = false
 	fs.StringVar(&f.peers, "peers", "", "where the agents are: `FILE`, dns:NAME or k8s:SERVICE")
 	fs.StringVar(&f.tokenFile, "token-file", "", "read the agents' token from `FILE` (default: $BLAST_TOKEN)")
+	fs.StringVar(&f.tlsCA, "tls-ca", "", "speak TLS to the agents' control endpoints, checking their certificates against the CA certificates in `FILE` (PEM)")
+	fs.StringVar(&f.tlsServerName, "tls-server-name", "", "with --tls-ca: the `NAME` every agent's certificate carries (default: each agent's address)")
 	fs.StringVar(&f.mode, "mode", "pairs", "which tests: pairs, fan-in[:NAME], all, ring:K or sample:K")
 	fs.BoolVar(&f.isolate, "isolate", false, "one test at a time (pairs, ring, sample)")
 	fs.BoolVar(&f.baseline, "baseline", false, "fan-in: run each client alone first")
@@ -197,6 +201,15 @@ func runMesh(e *env, args []string) int {
 			return usage("--backend: %v", err)
 		}
 	}
+	if f.tlsServerName != "" && f.tlsCA == "" {
+		return usage("--tls-server-name needs --tls-ca")
+	}
+	var tlsCfg *tls.Config
+	if f.tlsCA != "" {
+		if tlsCfg, err = agent.ClientTLS(f.tlsCA, f.tlsServerName); err != nil {
+			return usage("%v", err)
+		}
+	}
 	var token []byte
 	if !f.dryRun {
 		if token, err = agent.ReadToken(f.tokenFile); err != nil {
@@ -238,7 +251,7 @@ func runMesh(e *env, args []string) int {
 	}
 
 	doc, err := mesh.Run(e.ctx, mesh.Config{Peers: f.peers, Found: found, Mode: mode, Options: opts, Test: set,
-		Token: token, Log: e.stderr, Version: control.Version})
+		Token: token, TLS: tlsCfg, Log: e.stderr, Version: control.Version})
 	if doc != nil && (len(doc.Cells) > 0 || len(doc.Nodes) > 0) {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
