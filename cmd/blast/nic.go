@@ -37,6 +37,10 @@ and bus address, so one renamed between the captures (eth0 became eth2
 under a new kernel) is reported as such; IFACE is its name in the first
 capture (or, if that has none of the name, in the second).
 
+Exit status: 0, or 1 when an interface's report holds an ERROR finding (a
+link that cannot carry a test as it is: a duplex mismatch, a flap), so a
+script or health check can act on it; 2 for a usage error.
+
 Options:
 `
 
@@ -238,15 +242,21 @@ func runNic(e *env, args []string) int {
 	if err != nil {
 		return nicFail(e, list, err)
 	}
+	// An ERROR finding (a link that cannot carry the test as it is)
+	// fails the command, for scripts and health checks.
+	code := exitOK
+	if slices.ContainsFunc(r.Findings, func(f nicinfo.Finding) bool { return f.Severity >= nicinfo.Error }) {
+		code = exitFailure
+	}
 	if c.JSON {
 		if route != nil {
-			return nicJSON(e, list, struct {
+			return max(code, nicJSON(e, list, struct {
 				Host  string         `json:"host"`
 				Route *nicinfo.Route `json:"route"`
 				*nicinfo.Result
-			}{c.To, route, r})
+			}{c.To, route, r}))
 		}
-		return nicJSON(e, list, r)
+		return max(code, nicJSON(e, list, r))
 	}
 	if route != nil {
 		fmt.Fprintln(e.stdout, nicinfo.Escape(routeLine(c.To, route)))
@@ -255,7 +265,7 @@ func runNic(e *env, args []string) int {
 	if err := nicinfo.WriteResult(e.stdout, r); err != nil {
 		return nicFail(e, list, err)
 	}
-	return exitOK
+	return code
 }
 
 // findMatch finds IFACE across two captures: the card named so in the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,25 +35,26 @@ func TestNicGolden(t *testing.T) {
 		golden string
 		args   []string
 		stderr string
+		code   int // exitFailure when it reports an ERROR
 	}{
-		{"nic-help.txt", []string{"--help"}, ""},
-		{"nic-virtio-all.txt", []string{"--sysfs", fx("virtio", "before")}, ""},
-		{"nic-tulip-eth1.txt", []string{"--sysfs", fx("tulip-enumerated", "before"), "eth1"}, ""},
-		{"nic-e1000-pair.txt", []string{"--sysfs", fx("e1000-100half-latecoll", "before"), "--after", fx("e1000-100half-latecoll", "after"), "enp0s11"}, ""},
-		{"nic-e1000e-pair-all.txt", []string{"--sysfs", fx("e1000e-full-crc", "before"), "--after", fx("e1000e-full-crc", "after")}, ""},
-		{"nic-counter-reset.txt", []string{"--sysfs", fx("counter-reset", "before"), "--after", fx("counter-reset", "after"), "enp4s0"}, ""},
-		{"nic-pin-tulip.txt", []string{"--sysfs", fx("tulip-enumerated", "before"), "eth1", "--pin", "lan0"}, ""},
-		{"nic-rename-eth0-eth2.txt", []string{"--sysfs", fx("rename-eth0-eth2", "before"), "--after", fx("rename-eth0-eth2", "after"), "eth0"}, ""},
-		{"nic-rename-eth0-eth2-all.txt", []string{"--sysfs", fx("rename-eth0-eth2", "before"), "--after", fx("rename-eth0-eth2", "after")}, ""},
-		{"nic-rename-pinned-lan0.txt", []string{"--sysfs", fx("rename-pinned-lan0", "before"), "--after", fx("rename-pinned-lan0", "after"), "lan0"}, ""},
-		{"nic-e1000e-10half-partner.txt", []string{"--sysfs", fx("e1000e-10half-partner", "before"), "--after", fx("e1000e-10half-partner", "after"), "enp0s25"}, ""},
-		{"nic-tulip-hub-excessive.txt", []string{"--sysfs", fx("tulip-hub-excessive", "before"), "--after", fx("tulip-hub-excessive", "after"), "eth0"}, ""},
-		{"nic-e1000e-100full-crc-noethtool.txt", []string{"--sysfs", fx("e1000e-100full-crc-noethtool", "before"), "--after", fx("e1000e-100full-crc-noethtool", "after"), "enp3s0"}, ""},
+		{"nic-help.txt", []string{"--help"}, "", exitOK},
+		{"nic-virtio-all.txt", []string{"--sysfs", fx("virtio", "before")}, "", exitOK},
+		{"nic-tulip-eth1.txt", []string{"--sysfs", fx("tulip-enumerated", "before"), "eth1"}, "", exitOK},
+		{"nic-e1000-pair.txt", []string{"--sysfs", fx("e1000-100half-latecoll", "before"), "--after", fx("e1000-100half-latecoll", "after"), "enp0s11"}, "", exitFailure},
+		{"nic-e1000e-pair-all.txt", []string{"--sysfs", fx("e1000e-full-crc", "before"), "--after", fx("e1000e-full-crc", "after")}, "", exitOK},
+		{"nic-counter-reset.txt", []string{"--sysfs", fx("counter-reset", "before"), "--after", fx("counter-reset", "after"), "enp4s0"}, "", exitOK},
+		{"nic-pin-tulip.txt", []string{"--sysfs", fx("tulip-enumerated", "before"), "eth1", "--pin", "lan0"}, "", exitOK},
+		{"nic-rename-eth0-eth2.txt", []string{"--sysfs", fx("rename-eth0-eth2", "before"), "--after", fx("rename-eth0-eth2", "after"), "eth0"}, "", exitOK},
+		{"nic-rename-eth0-eth2-all.txt", []string{"--sysfs", fx("rename-eth0-eth2", "before"), "--after", fx("rename-eth0-eth2", "after")}, "", exitOK},
+		{"nic-rename-pinned-lan0.txt", []string{"--sysfs", fx("rename-pinned-lan0", "before"), "--after", fx("rename-pinned-lan0", "after"), "lan0"}, "", exitFailure},
+		{"nic-e1000e-10half-partner.txt", []string{"--sysfs", fx("e1000e-10half-partner", "before"), "--after", fx("e1000e-10half-partner", "after"), "enp0s25"}, "", exitOK},
+		{"nic-tulip-hub-excessive.txt", []string{"--sysfs", fx("tulip-hub-excessive", "before"), "--after", fx("tulip-hub-excessive", "after"), "eth0"}, "", exitOK},
+		{"nic-e1000e-100full-crc-noethtool.txt", []string{"--sysfs", fx("e1000e-100full-crc-noethtool", "before"), "--after", fx("e1000e-100full-crc-noethtool", "after"), "enp3s0"}, "", exitFailure},
 	} {
 		t.Run(strings.TrimSuffix(tc.golden, ".txt"), func(t *testing.T) {
 			code, out, errs := runNicArgs(t, tc.args...)
-			if code != exitOK || errs != tc.stderr {
-				t.Fatalf("blast nic %s: exit %d, stderr %q; want 0, %q", strings.Join(tc.args, " "), code, errs, tc.stderr)
+			if code != tc.code || errs != tc.stderr {
+				t.Fatalf("blast nic %s: exit %d, stderr %q; want %d, %q", strings.Join(tc.args, " "), code, errs, tc.code, tc.stderr)
 			}
 			golden.Check(t, "testdata/"+tc.golden, out)
 		})
@@ -62,8 +64,8 @@ func TestNicGolden(t *testing.T) {
 // The duplex-mismatch pair must be diagnosed as such, whatever the golden says.
 func TestNicPairFindings(t *testing.T) {
 	code, out, _ := runNicArgs(t, "--sysfs", fx("e1000-100half-latecoll", "before"), "--after", fx("e1000-100half-latecoll", "after"), "enp0s11")
-	if code != exitOK {
-		t.Fatalf("exit %d", code)
+	if code != exitFailure {
+		t.Fatalf("exit %d, want 1 (it reports an ERROR)", code)
 	}
 	for _, want := range []string{
 		"enp0s11: counter changes over 10s",
@@ -154,7 +156,7 @@ func TestNicRename(t *testing.T) {
 	t.Run("by its new name", func(t *testing.T) {
 		// lan0 is only in the second capture: found there, followed back to eth0.
 		code, out, errs := runNicArgs(t, "--sysfs", fx("rename-pinned-lan0", "before"), "--after", fx("rename-pinned-lan0", "after"), "lan0")
-		if code != exitOK || !strings.HasPrefix(out, "eth0 before is lan0 after: same permanent MAC 74:d4:35:9b:20:4e and bus 0000:02:00.0\n") ||
+		if code != exitFailure || !strings.HasPrefix(out, "eth0 before is lan0 after: same permanent MAC 74:d4:35:9b:20:4e and bus 0000:02:00.0\n") ||
 			!strings.Contains(out, "\nlan0: counter changes over 5m12s\n") || !strings.Contains(out, "\nINFO  D25 lan0: renamed between the captures (eth0 → lan0): the new name is pinned by /etc/systemd/network/10-lan0.link\n") {
 			t.Errorf("exit %d, stderr %q, output:\n%s", code, errs, out)
 		}
@@ -188,9 +190,14 @@ func TestNicOfflineFindings(t *testing.T) {
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
 			args := []string{"--sysfs", fx(tc.scenario, "before"), "--after", fx(tc.scenario, "after"), tc.iface}
+			// An ERROR among the findings fails the command.
+			want := exitOK
+			if slices.ContainsFunc(tc.want, func(r string) bool { return strings.HasPrefix(r, "ERROR ") }) {
+				want = exitFailure
+			}
 			code, out, errs := runNicArgs(t, args...)
-			if code != exitOK || errs != "" {
-				t.Fatalf("exit %d, stderr %q", code, errs)
+			if code != want || errs != "" {
+				t.Fatalf("exit %d, stderr %q; want %d", code, errs, want)
 			}
 			for _, l := range tc.lines {
 				if !strings.Contains(out, l) {
@@ -199,7 +206,7 @@ func TestNicOfflineFindings(t *testing.T) {
 			}
 			code, out, errs = runNicArgs(t, append([]string{"-J"}, args...)...)
 			var r nicinfo.Result
-			if err := json.Unmarshal([]byte(out), &r); code != exitOK || err != nil {
+			if err := json.Unmarshal([]byte(out), &r); code != want || err != nil {
 				t.Fatalf("-J: exit %d, %v, stderr %q", code, err, errs)
 			}
 			if diff := cmp.Diff(tc.want, findingRules(r.Findings)); diff != "" {
@@ -220,7 +227,7 @@ func findingRules(fs []nicinfo.Finding) []string {
 func TestNicJSON(t *testing.T) {
 	t.Run("pair", func(t *testing.T) {
 		code, out, errs := runNicArgs(t, "-J", "--sysfs", fx("e1000-100half-latecoll", "before"), "--after", fx("e1000-100half-latecoll", "after"), "enp0s11")
-		if code != exitOK {
+		if code != exitFailure { // its findings hold an ERROR
 			t.Fatalf("exit %d: %s", code, errs)
 		}
 		var r nicinfo.Result
