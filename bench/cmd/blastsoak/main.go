@@ -1,5 +1,5 @@
 // Command blastsoak puts a `blast server` under the hostile loads and
-// faults of issue 13, on loopback, and prints a table: each load, whether
+// faults of issues 13 and 25, on loopback, and prints a table: each load, whether
 // the server held (a real test beside it ran with every byte counted),
 // and the server's memory and file descriptors after it.
 //
@@ -12,6 +12,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/blastnet/blast/control"
 	_ "github.com/blastnet/blast/engine/backends" // every backend
+	"github.com/blastnet/blast/latency"
 )
 
 type row struct {
@@ -103,6 +105,18 @@ func (s *server) stop() {
 }
 
 func (s *server) alive() bool { return s.cmd.ProcessState == nil && syscall.Kill(s.pid, 0) == nil }
+
+// threads is the server's thread count.
+func (s *server) threads() int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid))
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
 
 // usage reads the server's resident memory and open descriptors.
 func (s *server) usage() (float64, int) {
@@ -304,6 +318,119 @@ func run(blast, outPath string) error {
 		}
 		return s.realTest(control.Config{})
 	})
+
+	s3, err := startServer(blast)
+	if err != nil {
+		return err
+	}
+	measure("320 idle connections from 10 addresses, each redialled when closed, beside 25 real tests", s3, func() (string, string) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for a := range 10 {
+			for range 32 {
+				wg.Go(func() {
+					for ctx.Err() == nil {
+						c, err := dial(fmt.Sprintf("127.0.8.%d", a+1), s3.port)
+						if err != nil {
+							continue
+						}
+						stop := context.AfterFunc(ctx, func() { c.Close() })
+						io.Copy(io.Discard, c) // until the server closes it
+						stop()
+						c.Close()
+					}
+				})
+			}
+		}
+		served, lost := 0, "none"
+		for range 25 {
+			held, l := s3.realTest(control.Config{Bytes: 16 << 20})
+			if strings.HasPrefix(held, "yes") {
+				served++
+			}
+			if l != "none" && l != "-" {
+				lost = l
+			}
+		}
+		cancel()
+		wg.Wait()
+		return fmt.Sprintf("%d of 25 served", served), lost
+	})
+	measure("64 latency clients that send and never read, beside a blast lat run", s3, func() (string, string) {
+		var conns []net.Conn
+		ended := make(chan struct{}, 64)
+		for i := range 64 {
+			c, err := dial(fmt.Sprintf("127.0.9.%d", 1+i/16), s3.port)
+			if err != nil {
+				break
+			}
+			conns = append(conns, c)
+			go func() {
+				defer func() { ended <- struct{}{} }()
+				c.Write(latency.Hello[:])
+				junk := make([]byte, 64<<10)
+				for {
+					// Blocks once the server's buffers are full; fails
+					// once the server has closed the connection.
+					if _, err := c.Write(junk); err != nil {
+						return
+					}
+				}
+			}()
+		}
+		start := time.Now()
+		time.Sleep(time.Second) // their writes fill the server's socket buffers
+		threads := s3.threads()
+		cfg := latency.Defaults()
+		cfg.Host, cfg.Port, cfg.Count = "127.0.0.1", s3.port, 1000
+		r, err := latency.Run(context.Background(), cfg, nil)
+		// The server closes each within its write timeout (10 s).
+		closed, bound := 0, time.After(30*time.Second)
+	wait:
+		for range conns {
+			select {
+			case <-ended:
+				closed++
+			case <-bound:
+				break wait
+			}
+		}
+		after := time.Since(start).Round(100 * time.Millisecond)
+		for _, c := range conns {
+			c.Close()
+		}
+		if err != nil {
+			return fmt.Sprintf("no: blast lat: %v", err), "-"
+		}
+		return fmt.Sprintf("yes (blast lat: %d of %d round trips; server threads %d while they wrote; %d of %d closed by the server within %v)",
+			r.RoundTrips, cfg.Count, threads, closed, len(conns), after), "none"
+	})
+	measure("2000 UDP echo requests from a source with no latency session", s3, func() (string, string) {
+		u, err := net.DialUDP("udp4", &net.UDPAddr{IP: net.ParseIP("127.0.10.1")}, &net.UDPAddr{IP: net.ParseIP("127.0.0.1"), Port: s3.port})
+		if err != nil {
+			return "no: " + err.Error(), "-"
+		}
+		defer u.Close()
+		req := make([]byte, 64)
+		copy(req, "bLat")
+		req[4] = 1 // a request
+		for i := range 2000 {
+			binary.BigEndian.PutUint64(req[8:], uint64(i))
+			u.Write(req)
+		}
+		u.SetReadDeadline(time.Now().Add(2 * time.Second))
+		answered := 0
+		buf := make([]byte, 2048)
+		for {
+			if _, err := u.Read(buf); err != nil {
+				break
+			}
+			answered++
+		}
+		held, lost := s3.realTest(control.Config{})
+		return fmt.Sprintf("%s (%d of 2000 answered)", held, answered), lost
+	})
+	s3.stop()
 
 	s2, err := startServer(blast)
 	if err != nil {
