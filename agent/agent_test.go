@@ -509,10 +509,7 @@ func TestOnlyToAgents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { srv.Serve(ctx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
+		testkit.Serve(t, srv.Serve)
 		ask(t, srv.Addr().(*net.TCPAddr).Port)
 		mu.Lock()
 		defer mu.Unlock()

@@ -190,12 +190,9 @@ func TestHostReverse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { srv.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	testkit.Serve(t, srv.Serve)
 	cases := []compare.Case{{Tx: "readwrite", Rx: "readwrite"}, {Tx: "sendfile", Rx: "readwrite"}, {Tx: "readwrite", Rx: "trunc"}}
-	rows, err := compare.RunHost(ctx, compare.Config{Host: "127.0.0.1", Port: srv.Addr().(*net.TCPAddr).Port,
+	rows, err := compare.RunHost(context.Background(), compare.Config{Host: "127.0.0.1", Port: srv.Addr().(*net.TCPAddr).Port,
 		Duration: time.Second, BufLen: 128 << 10, Reverse: true, Cases: cases})
 	if err != nil {
 		t.Fatal(err)

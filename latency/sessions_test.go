@@ -1,7 +1,6 @@
 package latency
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -131,10 +130,7 @@ func TestServerEchoesUDPOnlyToSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	testkit.Serve(t, s.Serve)
 	port := s.Port()
 
 	mark := testkit.UDPFrom(t, "127.0.0.1", port)

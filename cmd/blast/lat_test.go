@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -18,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/blastnet/blast/latency"
+
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 func TestLatFlags(t *testing.T) {
@@ -95,10 +96,7 @@ func latServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	testkit.Serve(t, s.Serve)
 	return strconv.Itoa(s.Port())
 }
 

@@ -5,6 +5,7 @@ package testkit
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"math/rand/v2"
@@ -157,4 +158,13 @@ func UDPFrom(tb testing.TB, from string, port int) *net.UDPConn {
 	}
 	tb.Cleanup(func() { c.Close() })
 	return c
+}
+
+// Serve runs serve (a server's Serve) until the test ends: then its
+// context is cancelled, and the test waits for it to return.
+func Serve(tb testing.TB, serve func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { serve(ctx); close(done) }()
+	tb.Cleanup(func() { cancel(); <-done })
 }
