@@ -395,13 +395,23 @@ func (e *ttcpEnd) wait(t *testing.T) {
 	}
 }
 
-// waitListen waits until this process listens on TCP port.
-func waitListen(t *testing.T, port int) {
+// waitListen waits until the receiver r listens on TCP port, and fails
+// the test at once, with what it printed, if r ends first.
+func waitListen(t *testing.T, port int, r *ttcpEnd) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := netlab.WaitPort(ctx, os.Getpid(), "tcp", port); err != nil {
-		t.Fatal(err)
+	listening := make(chan error, 1)
+	go func() { listening <- netlab.WaitPort(ctx, os.Getpid(), "tcp", port) }()
+	select {
+	case err := <-listening:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-r.done:
+		cancel()
+		<-listening
+		t.Fatalf("the receiver ended before it listened on port %d: exit %d\n%s%s", port, r.code, r.out, r.err)
 	}
 }
 
@@ -419,7 +429,7 @@ func TestTTCPRepeatLoopback(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "runs.svg")
 	r := startTTCP(t, "-r", "-s", "-p", port, "--repeat", "3")
 	p, _ := strconv.Atoi(port)
-	waitListen(t, p)
+	waitListen(t, p, r)
 	tx := startTTCP(t, "-t", "-s", "-n", "2000", "-p", port, "--repeat", "3", "--csv", "-", "--plot", svg, "127.0.0.1")
 	tx.wait(t)
 	r.wait(t)
@@ -463,7 +473,7 @@ func TestTTCPConfidenceReceiverFollows(t *testing.T) {
 	port := strconv.Itoa(testkit.FreePort(t))
 	r := startTTCP(t, "-r", "-s", "-p", port, "--confidence", "95,60", "--max-runs", "5")
 	p, _ := strconv.Atoi(port)
-	waitListen(t, p)
+	waitListen(t, p, r)
 	tx := startTTCP(t, "-t", "-s", "-n", "2000", "-p", port, "--confidence", "95,60", "--max-runs", "5", "127.0.0.1")
 	tx.wait(t)
 	if tx.code != exitOK {
@@ -550,7 +560,7 @@ func TestTTCPJSON(t *testing.T) {
 	port := strconv.Itoa(testkit.FreePort(t))
 	p, _ := strconv.Atoi(port)
 	r := startTTCP(t, "-r", "-s", "-p", port, "-J")
-	waitListen(t, p)
+	waitListen(t, p, r)
 	tx := startTTCP(t, "-t", "-s", "-n", "1000", "-l", "8192", "-p", port, "-J", "127.0.0.1")
 	tx.wait(t)
 	r.wait(t)
@@ -583,7 +593,7 @@ func TestTTCPJSON(t *testing.T) {
 	}
 
 	r = startTTCP(t, "-r", "-s", "-p", port, "--repeat", "2", "-J")
-	waitListen(t, p)
+	waitListen(t, p, r)
 	tx = startTTCP(t, "-t", "-s", "-n", "100", "-p", port, "--repeat", "2", "-J", "127.0.0.1")
 	tx.wait(t)
 	r.wait(t)

@@ -18,23 +18,22 @@ import (
 	"time"
 )
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port that was free on every address a moment
+// ago, drawn below the kernel's ephemeral range as FreePorts does: a
+// port the kernel handed out (127.0.0.1:0) is one it hands out again, as
+// the source port of any connection a test beside this one makes, and
+// the listener that comes after finds it taken (make test-stress: a ttcp
+// receiver never listened, 1 run of 5).
 func FreePort(tb testing.TB) int {
 	tb.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return FreePorts(tb, 1)
 }
 
 // FreePorts returns the first of n consecutive TCP ports that were free
 // on every address a moment ago. They are drawn below the kernel's
 // ephemeral range (net.ipv4.ip_local_port_range, 32768 and up by
 // default), so the connections of tests running beside this one, whose
-// ports the kernel picks from that range, cannot take the ones after the
-// first (FreePort's neighbours can be anyone's).
+// ports the kernel picks from that range, cannot take them.
 func FreePorts(tb testing.TB, n int) int {
 	tb.Helper()
 	for try := 0; try < 100; try++ {
