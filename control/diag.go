@@ -149,7 +149,7 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 			d.Resent += facts.Counts[engine.FactNoBufs]
 			d.ResentWait += time.Duration(facts.Counts[engine.FactNoBufsWait])
 		}
-		sent, lost := r.udpLoss(sr)
+		sent, lost := r.UDPLoss(sr)
 		d.Sent += sent
 		d.Lost += lost
 	}
@@ -211,29 +211,43 @@ func topFinding(r *Result) *nicinfo.Finding {
 	return &fs[0]
 }
 
-// udpLoss is sr's UDPLoss, except on a stream the server sends a UDP
-// count on: it sends until the client has the count and says TEST_END,
-// and the client reads no further, so what it sent after the count is
-// no loss (the receiver's gaps are).
-func (r *Result) udpLoss(sr *StreamResult) (sent, lost int64) {
-	rcv := sr.UDP
-	if sr.Sender {
-		rcv = sr.PeerUDP
+// sentAfterCount is how many datagrams the senders of the streams this
+// side sends on (sender) or receives on sent after their receivers had a
+// UDP count: the server sends until TEST_END (UDPLoss), and those are no
+// part of the test. 0 on any other stream, or when a count is unknown.
+func (r *Result) sentAfterCount(sender bool) int64 {
+	var n int64
+	for _, sr := range r.Streams {
+		if sr.Sender != sender || !bool(r.Params.UDP) || r.Params.byteLimit() <= 0 || r.upstream(sr.Sender) {
+			continue
+		}
+		snd, rcv := sr.UDP, sr.PeerUDP
+		if !sr.Sender {
+			snd, rcv = sr.PeerUDP, sr.UDP
+		}
+		if snd != nil && rcv != nil {
+			n += max(snd.Packets-rcv.Packets, 0)
+		}
 	}
-	if bool(r.Params.UDP) && r.Params.byteLimit() > 0 && !r.upstream(sr.Sender) && rcv != nil {
-		return rcv.Packets, rcv.Lost
-	}
-	return sr.UDPLoss()
+	return n
 }
 
-// UDPLoss is a UDP stream's datagrams sent and lost, whichever side this
+// UDPLoss is a UDP stream's datagrams sent and lost, whichever side r
 // is: the receiver's count of gaps, or, when more is missing, what the
 // sender sent and the receiver never saw (a receiver that got nothing, or
-// lost the tail, counts no gap).
-func (sr *StreamResult) UDPLoss() (sent, lost int64) {
+// lost the tail, counts no gap). On a stream the server sends a UDP count
+// on, it sends until the client has the count and says TEST_END (as
+// iperf3's does, so that a lost datagram cannot hang the client), and the
+// client reads no further: what it sent after the count is no part of the
+// test and no loss, and the test's datagrams are those the receiver's
+// sequence numbers reached (its gaps are the loss).
+func (r *Result) UDPLoss(sr *StreamResult) (sent, lost int64) {
 	snd, rcv := sr.UDP, sr.PeerUDP
 	if !sr.Sender {
 		snd, rcv = sr.PeerUDP, sr.UDP
+	}
+	if bool(r.Params.UDP) && r.Params.byteLimit() > 0 && !r.upstream(sr.Sender) && rcv != nil {
+		return rcv.Packets, rcv.Lost
 	}
 	if snd != nil {
 		sent = snd.Packets

@@ -800,6 +800,12 @@ func (t Text) writeSummaryUDP(w io.Writer, r *Result) {
 					1000*jitter/float64(r.NumStreams()), lost, recvPkts, lostPercent(lost, totalPkts), "receiver")
 			}
 		}
+		if d := r.drained(sender); d != nil && (client || !sender) {
+			fmt.Fprintf(w, "[SUM]%s drained after the end: %d datagrams (%s) in %.0f ms, counted in no figure above\n", role, d.Datagrams, report.IperfBytes(float64(d.Bytes)), 1000*d.Seconds)
+		}
+		if n := r.sentAfterCount(sender); n > 0 {
+			fmt.Fprintf(w, "[SUM]%s sent after the receiver had the count, until TEST_END: %d datagrams, no part of the test and no loss\n", role, n)
+		}
 		t.groupTail(w, r, sender, gi == 0)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,11 +141,24 @@ func checkLossyRun(t *testing.T, what string, r *Result) int64 {
 	if s.downRecv < lossyCount {
 		t.Errorf("%s: received %d bytes of a count of %d: the client ended before the count", what, s.downRecv, lossyCount)
 	}
-	var lost int64
+	var lost, after int64
 	for _, st := range r.Streams {
 		if !st.Sender && st.UDP != nil {
 			lost += st.UDP.Lost
+			if st.PeerUDP != nil {
+				after += max(st.PeerUDP.Packets-st.UDP.Packets, 0)
+			}
+			if sent, l := r.UDPLoss(st); sent != st.UDP.Packets || l != st.UDP.Lost {
+				t.Errorf("%s: stream %d: UDPLoss says %d of %d lost; the receiver lost %d of %d", what, st.ID, l, sent, st.UDP.Lost, st.UDP.Packets)
+			}
 		}
+	}
+	// The summary says what the server sent after the count, apart.
+	var text strings.Builder
+	Text{}.WriteSummary(&text, r)
+	line := fmt.Sprintf("sent after the receiver had the count, until TEST_END: %d datagrams", after)
+	if got := strings.Contains(text.String(), line); got != (after > 0) {
+		t.Errorf("%s: the server sent %d datagrams after the count; the summary says:\n%s", what, after, text.String())
 	}
 	// What the server sent after the count, which the client never
 	// read, is no loss on the path.

@@ -392,7 +392,7 @@ func testOf(name, cmd string, res *control.Result, err error) Test {
 		if sr.Retransmits >= 0 {
 			t.Retransmits = max(t.Retransmits, 0) + sr.Retransmits
 		}
-		sent, lost := sr.UDPLoss()
+		sent, lost := res.UDPLoss(sr)
 		t.Sent += sent
 		t.Lost += lost
 	}

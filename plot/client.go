@@ -377,7 +377,7 @@ func clientCaption(r *control.Result, d *runData) []string {
 	var sent, lost int64
 	for _, sr := range r.Streams {
 		if sr != nil {
-			s, l := sr.UDPLoss()
+			s, l := r.UDPLoss(sr)
 			sent, lost = sent+s, lost+l
 		}
 	}
