@@ -29,6 +29,9 @@ echo
 if [ $st -ne 0 ] || grep -q 'TIMING FAIL' "$log"; then
 	echo "check-timing: FAILED"
 	printf '%s\n' "$fails"
+	# Each run's own figures (the tests' logs) are in the whole log.
+	kept=${TMPDIR:-/tmp}/check-timing.log
+	cp "$log" "$kept" && echo "check-timing: the whole log, each run's figures in it: $kept"
 	grep -q 'TIMING ' "$log" || cat "$log"
 	exit 1
 fi
