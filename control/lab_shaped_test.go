@@ -216,30 +216,41 @@ func runIperf3(t *testing.T, h *netlab.Host, args ...string) string {
 	return out.String()
 }
 
-// The same link against iperf3 3.12 (Debian's) at either end: a blast
-// server measuring iperf3 clients, and a blast client measuring an
+// The same link against iperf3 at either end (Debian's 3.12, or the one
+// $BLAST_IPERF3 names, such as a 3.21 built from source), TCP and UDP: a
+// blast server measuring iperf3 clients, and a blast client measuring an
 // iperf3 server. blast's own figures stay within the link, every one,
 // and its intervals add up to its summaries.
 func TestLabShapedRatesIperf3(t *testing.T) {
 	needIperf3(t)
 	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	shapeBoth(t, lab)
+	udp := []string{"-u", "-b", "200M", "-l", "1400"}
+	udpCfg := func(c Config) Config {
+		c.UDP, c.Rate, c.RateSet, c.BlockLen = true, 200e6/float64(max(c.Parallel, 1)), true, 1400
+		return c
+	}
 	modes := []struct {
-		name string
-		args []string
-		cfg  Config
+		name    string
+		args    []string
+		cfg     Config
+		ceiling float64
 	}{
-		{"forward", nil, Config{}},
-		{"reverse", []string{"-R"}, Config{Reverse: true}},
-		{"bidir", []string{"--bidir"}, Config{Bidir: true}},
-		{"P4", []string{"-P", "4"}, Config{Parallel: 4}},
+		{"forward", nil, Config{}, shapedCeiling},
+		{"reverse", []string{"-R"}, Config{Reverse: true}, shapedCeiling},
+		{"bidir", []string{"--bidir"}, Config{Bidir: true}, shapedCeiling},
+		{"P4", []string{"-P", "4"}, Config{Parallel: 4}, shapedCeiling},
+		{"udp forward", udp, udpCfg(Config{}), udpShapedCeiling},
+		{"udp reverse", append([]string{"-R"}, udp...), udpCfg(Config{Reverse: true}), udpShapedCeiling},
+		{"udp bidir", append([]string{"--bidir"}, udp...), udpCfg(Config{Bidir: true}), udpShapedCeiling},
+		{"udp P4", []string{"-u", "-b", "50M", "-l", "1400", "-P", "4"}, udpCfg(Config{Parallel: 4}), udpShapedCeiling},
 	}
 	t.Run("blast server", func(t *testing.T) {
 		port, rl := labServer(t, lab, ServerConfig{Interval: time.Second})
 		for n, m := range modes {
 			t.Run(m.name, func(t *testing.T) {
 				runIperf3(t, lab.A, append([]string{"-c", lab.B.Addr4.String(), "-p", strconv.Itoa(port), "-t", "3"}, m.args...)...)
-				checkWithinLink(t, "server", rl.wait(t, n+1)[n], shapedCeiling, false)
+				checkWithinLink(t, "server", rl.wait(t, n+1)[n], m.ceiling, false)
 			})
 		}
 	})
@@ -279,8 +290,50 @@ func TestLabShapedRatesIperf3(t *testing.T) {
 				}); err != nil {
 					t.Fatalf("%v\niperf3 -s: %s", err, out.String())
 				}
-				checkWithinLink(t, "client", r, shapedCeiling, false)
+				checkWithinLink(t, "client", r, m.ceiling, false)
 			})
 		}
 	})
+}
+
+// udpShapedCeiling is the most UDP goodput a 100 Mbit/s tbf lets through
+// with 1400-byte datagrams: 1400 bytes of payload in each 1442-byte frame
+// (IPv4, UDP and Ethernet headers) it counts.
+const udpShapedCeiling = 100e6 * 1400 / 1442
+
+// UDP on the same link, offered at twice what it carries: no rate a
+// blast client or server reports exceeds the link, the sender's
+// included (what it wrote that its own shaper still held at the end is
+// not on the link), and the intervals add up to the summaries.
+func TestLabShapedRatesUDP(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	shapeBoth(t, lab)
+	port, rl := labServer(t, lab, ServerConfig{Interval: time.Second})
+	n := 0
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"forward", Config{}},
+		{"reverse", Config{Reverse: true}},
+		{"bidir", Config{Bidir: true}},
+		{"P4", Config{Parallel: 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Host, cfg.Port, cfg.Duration, cfg.Interval, cfg.NoNIC = lab.B.Addr4.String(), port, 3*time.Second, time.Second, true
+			cfg.UDP, cfg.Rate, cfg.RateSet, cfg.BlockLen = true, 200e6/float64(max(cfg.Parallel, 1)), true, 1400
+			var r *Result
+			if err := lab.A.Do(func() (err error) {
+				r, err = Run(context.Background(), cfg)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			n++
+			s := rl.wait(t, n)[n-1]
+			checkWithinLink(t, "client", r, udpShapedCeiling, true)
+			checkWithinLink(t, "server", s, udpShapedCeiling, true)
+		})
+	}
 }
