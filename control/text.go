@@ -6,6 +6,7 @@ import (
 	"github.com/blastnet/blast/report"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/hostload"
@@ -486,7 +487,7 @@ func (t Text) writeSummaryTCP(w io.Writer, r *Result) {
 		}
 		if client || !sender {
 			if d := r.drained(sender); d != nil {
-				fmt.Fprintf(w, "[SUM]%s drained after the end: %s in %.0f ms, counted in no figure above\n", role, report.IperfBytes(float64(d.Bytes)), 1000*d.Seconds)
+				fmt.Fprintf(w, "[SUM]%s drained after the end: %ss in %.0f ms, counted in no figure above\n", role, report.IperfBytes(float64(d.Bytes)), 1000*d.Seconds)
 			}
 		}
 		t.groupTail(w, r, sender, gi == 0)
@@ -572,6 +573,7 @@ func (t Text) writeSummaryTail(w io.Writer, r *Result) {
 		writeDuplicates(w, r)
 		writeSendWaits(w, r)
 	}
+	writePaceBehind(w, r)
 	writeVerify(w, r)
 	if t.tail {
 		writeServerOutput(w, r)
@@ -801,7 +803,7 @@ func (t Text) writeSummaryUDP(w io.Writer, r *Result) {
 			}
 		}
 		if d := r.drained(sender); d != nil && (client || !sender) {
-			fmt.Fprintf(w, "[SUM]%s drained after the end: %d datagrams (%s) in %.0f ms, counted in no figure above\n", role, d.Datagrams, report.IperfBytes(float64(d.Bytes)), 1000*d.Seconds)
+			fmt.Fprintf(w, "[SUM]%s drained after the end: %d datagrams (%ss) in %.0f ms, counted in no figure above\n", role, d.Datagrams, report.IperfBytes(float64(d.Bytes)), 1000*d.Seconds)
 		}
 		if n := r.sentAfterCount(sender); n > 0 {
 			fmt.Fprintf(w, "[SUM]%s sent after the receiver had the count, until TEST_END: %d datagrams, no part of the test and no loss\n", role, n)
@@ -850,6 +852,30 @@ func writeSendWaits(w io.Writer, r *Result) {
 			}
 			fmt.Fprintf(w, "Send waits: [%3d]%s the %s sender waited %.1f ms for its host's full queue, %d times, and sent those datagrams again (no loss)\n",
 				st.Socket, r.role(sender), where, float64(f.Counts[engine.FactNoBufsWait])/1e6, f.Counts[engine.FactNoBufs])
+		}
+	}
+}
+
+// writePaceBehind writes blast's line for each paced stream (-b) whose
+// sender fell behind its rate and did not make it up (a thread the host
+// held up for longer than the pacer catches up): how long, and the bytes
+// that time is at the rate. Its figures are then short of -b by that.
+func writePaceBehind(w io.Writer, r *Result) {
+	for _, sender := range r.groups() {
+		for _, st := range r.Streams {
+			if st.Sender != sender {
+				continue
+			}
+			f, where := &st.Facts, "local"
+			if !st.Sender {
+				f, where = st.PeerFacts, "remote"
+			}
+			if f == nil || f.Counts[engine.FactPaceBehind] <= 0 {
+				continue
+			}
+			behind := time.Duration(f.Counts[engine.FactPaceBehind])
+			fmt.Fprintf(w, "Pace: [%3d]%s the %s sender fell %.1f ms behind its -b rate (its thread was held up) and did not make it up: %ss short\n",
+				st.Socket, r.role(sender), where, float64(behind)/1e6, report.IperfBytes(behind.Seconds()*float64(r.Params.Bandwidth)/8))
 		}
 	}
 }

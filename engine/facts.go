@@ -55,6 +55,12 @@ const (
 	// for that room, in nanoseconds.
 	FactNoBufs     = "enobufs"
 	FactNoBufsWait = "enobufs_wait_ns"
+	// FactPaceBehind is how far a paced sender fell behind its rate and
+	// did not make up, in nanoseconds: a stall longer than it catches up
+	// (more than maxDebt is forgiven), or a debt still unpaid when the
+	// send ended. Its rate over the send fell short by that much time.
+	// Absent when the sender was never behind by more than it made up.
+	FactPaceBehind = "pace_behind_ns"
 )
 
 // Counter returns the count called name, creating it at 0. Take it once,

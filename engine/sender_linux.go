@@ -69,7 +69,9 @@ type Sender struct {
 	handed       int64 // bytes handed out, for pacing
 	// owed is how far the schedule moved on after a stall, taken back a
 	// little with every buffer (pace).
-	owed    time.Duration
+	owed time.Duration
+	// behind is FactPaceBehind, taken when the schedule first moved on.
+	behind  *atomic.Int64
 	src     io.Reader
 	framing Framing
 	over    bool
@@ -314,6 +316,12 @@ func (s *Sender) pace(n int) error {
 		pay := min(s.owed, t-time.Duration(float64(t)/catchUp))
 		s.start = s.start.Add(-pay)
 		s.owed -= pay
+		// What the schedule moved on by and did not take back: the
+		// debt forgiven, and what is still owed.
+		if s.behind == nil {
+			s.behind = s.f.Facts.Counter(FactPaceBehind)
+		}
+		s.behind.Store(int64(s.start.Sub(s.began)))
 	}
 	if d := rel.Sub(now); d > 0 {
 		if !s.deadline.IsZero() && rel.After(s.deadline) {

@@ -238,6 +238,10 @@ func TestStallCatchUp(t *testing.T) {
 			if diff := cmp.Diff(schedule(n, tc.want), got); diff != "" {
 				t.Errorf("when each buffer left (-want +got):\n%s", diff)
 			}
+			// Every stall was made up: the sender is behind by nothing.
+			if b := f.Facts.Count(FactPaceBehind); b != 0 {
+				t.Errorf("%s = %v, want 0 (the stall was made up)", FactPaceBehind, time.Duration(b))
+			}
 		})
 	}
 }
@@ -269,6 +273,26 @@ func TestStallDebtForgiven(t *testing.T) {
 	})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("when each buffer left (-want +got):\n%s", diff)
+	}
+	// The 94 ms forgiven are what the sender fell behind and reports.
+	if b := time.Duration(f.Facts.Count(FactPaceBehind)); b != 94*time.Millisecond {
+		t.Errorf("%s = %v, want 94ms (forgiven)", FactPaceBehind, b)
+	}
+}
+
+// TestPaceBehindUnpaid: the same stall in a send that ends after buffer
+// 299: buffers 10 to 299 paid back 290 * 0.2 = 58 ms of the 100 owed, so
+// the sender ends 94 + 42 = 136 ms behind its rate, and says so.
+func TestPaceBehindUnpaid(t *testing.T) {
+	const n = 300
+	f, clk := fakeFlow(&Spec{Protocol: UDP, BufLen: 1250, Bytes: n * 1250, Rate: 10e6})
+	takeAll(t, NewSender(f), clk, func(i int) {
+		if i == 9 {
+			clk.Advance(200 * time.Millisecond)
+		}
+	})
+	if b := time.Duration(f.Facts.Count(FactPaceBehind)); b != 136*time.Millisecond {
+		t.Errorf("%s = %v, want 136ms (94 forgiven, 42 unpaid)", FactPaceBehind, b)
 	}
 }
 
