@@ -21,6 +21,12 @@ import (
 // accepts -update.
 var update = flag.Bool("update", false, "rewrite the golden files with what the tests produce")
 
+// Updating reports whether the tests run with -update: a test that keeps
+// golden files Check cannot compare byte for byte (pictures, compared
+// pixel by pixel within a tolerance) writes them then, and compares
+// otherwise.
+func Updating() bool { return *update }
+
 // Check compares got with the golden file at path (relative to the test's
 // package directory, e.g. "testdata/golden/client-p1.txt"). On a
 // difference it reports a go-cmp diff (-want +got) as a test error; a
