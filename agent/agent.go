@@ -7,7 +7,8 @@
 // what it measured. Every request is signed with the mesh's token for one
 // agent instance and taken once (see auth.go); the token itself never
 // crosses the network. An agent runs at most MaxTests tests of its own at
-// once and answers more with 429. The control port is guarded like the
+// once and answers more with 429, and, with MaxTestSeconds, at most that
+// many test-seconds a minute (429 with Retry-After). The control port is guarded like the
 // data port (guard.go): the allow list, a bound on its connections and on
 // those of one address, and deadlines on every request.
 package agent
@@ -20,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -49,6 +51,11 @@ type Config struct {
 	// MaxTests bounds the tests the agent runs as a client at once
 	// (0: DefaultMaxTests).
 	MaxTests int
+	// MaxTestSeconds is the agent's budget of test-seconds a minute
+	// (budget; 0: none, MaxTests alone bounds the load): a test asking
+	// for more than the budget holds gets 429 and when to retry, and one
+	// longer than a minute's budget is refused.
+	MaxTestSeconds int
 	// Log receives one line per control request that ran a test or was
 	// refused (nil: none).
 	Log io.Writer
@@ -73,6 +80,7 @@ type Agent struct {
 	auth     *verifier
 	guard    *connGuard
 	slots    chan struct{}
+	budget   *budget
 	// proof is this agent's answer to a proof request, and what it
 	// wants from the agents it tests to.
 	proof control.ProofFunc
@@ -115,6 +123,7 @@ func Listen(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("agent: control port: %w (choose another with --control-port)", err)
 	}
 	a := &Agent{cfg: cfg, clk: clock.Or(cfg.Clock), srv: srv, ln: ln, instance: newInstance(), slots: make(chan struct{}, cfg.MaxTests), proof: proof}
+	a.budget = newBudget(cfg.MaxTestSeconds, a.clk.Now())
 	a.auth = newVerifier(cfg.Token, keyID(cfg.Name, a.instance))
 	a.guard = newConnGuard(ctl, a.clk, a.logf)
 	return a, nil
@@ -244,10 +253,22 @@ func (a *Agent) handleTest(w http.ResponseWriter, r *http.Request) {
 		answer(w, http.StatusBadRequest, map[string]string{"err": err.Error()})
 		return
 	}
+	wait, never := a.budget.take(req.Seconds, a.clk.Now())
+	switch {
+	case never:
+		answer(w, http.StatusBadRequest, map[string]string{"err": fmt.Sprintf("a test of %g s is more than the agent's budget of %g test-seconds a minute (its --max-test-seconds)", req.Seconds, a.budget.perMinute)})
+		return
+	case wait > 0:
+		secs := int(math.Ceil(wait.Seconds()))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		answer(w, http.StatusTooManyRequests, map[string]string{"err": fmt.Sprintf("the agent's budget of %g test-seconds a minute is spent: a test of %g s can start in %d s", a.budget.perMinute, req.Seconds, secs)})
+		return
+	}
 	select {
 	case a.slots <- struct{}{}:
 		defer func() { <-a.slots }()
 	default:
+		a.budget.give(req.Seconds)
 		answer(w, http.StatusTooManyRequests, map[string]string{"err": fmt.Sprintf("the agent runs %d tests already (its most at once)", cap(a.slots))})
 		return
 	}

@@ -155,8 +155,9 @@ func (c *Client) KeyID() string {
 
 func (c *Client) call(ctx context.Context, method, path string, body []byte, into any) error {
 	var (
-		status int
-		b      []byte
+		status  int
+		b       []byte
+		lastHdr http.Header
 	)
 	for try := 0; ; try++ {
 		keyid := c.KeyID()
@@ -166,6 +167,7 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, int
 		if err != nil {
 			return err
 		}
+		lastHdr = hdr
 		if status != http.StatusUnauthorized {
 			break
 		}
@@ -184,10 +186,14 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, int
 		var e struct {
 			Err string `json:"err"`
 		}
+		msg := fmt.Sprintf("%d %s", status, http.StatusText(status))
 		if json.Unmarshal(b, &e) == nil && e.Err != "" {
-			return fmt.Errorf("agent %s: %s", c.Addr, e.Err)
+			msg = e.Err
 		}
-		return fmt.Errorf("agent %s: %d %s", c.Addr, status, http.StatusText(status))
+		if status == http.StatusTooManyRequests {
+			return &BusyError{Agent: c.Addr, Msg: msg, RetryAfter: retryAfter(lastHdr)}
+		}
+		return fmt.Errorf("agent %s: %s", c.Addr, msg)
 	}
 	if err := json.Unmarshal(b, into); err != nil {
 		return fmt.Errorf("agent %s: not an agent's answer: %w", c.Addr, err)
@@ -293,4 +299,23 @@ func ClientTLS(caFile, serverName string) (*tls.Config, error) {
 		return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", caFile)
 	}
 	return &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}, nil
+}
+
+// BusyError is an agent's 429: it runs its most tests at once, or its
+// budget of test-seconds is spent; RetryAfter is when it said to try
+// again (0: it did not say).
+type BusyError struct {
+	Agent, Msg string
+	RetryAfter time.Duration
+}
+
+func (e *BusyError) Error() string { return fmt.Sprintf("agent %s: %s", e.Agent, e.Msg) }
+
+// retryAfter reads a Retry-After header of whole seconds (0: none).
+func retryAfter(h http.Header) time.Duration {
+	n, err := strconv.Atoi(h.Get("Retry-After"))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
 }

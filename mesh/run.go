@@ -207,7 +207,8 @@ func (r *runner) step(ctx context.Context, round int, tests []plan.Test, live []
 }
 
 // test runs one test from node src to node dst, again while the server
-// says it is busy (at most Retries times, waiting 1, 2, 4 ... s).
+// says it is busy or the source agent answers 429 (at most Retries times,
+// waiting 1, 2, 4 ... s, or longer when the agent says when).
 func (r *runner) test(ctx context.Context, round, src, dst int, phase string, startAt time.Time) Cell {
 	s := r.cfg.Test
 	dir := "up"
@@ -228,18 +229,24 @@ func (r *runner) test(ctx context.Context, round, src, dst int, phase string, st
 		tctx, cancel := context.WithTimeout(ctx, limit)
 		rep, err := r.clients[src].Test(tctx, req)
 		cancel()
+		var full *agent.BusyError
 		switch {
+		case errors.As(err, &full) && c.Attempts <= r.cfg.Test.Retries:
+			// The source agent runs its most tests, or spent its
+			// budget of test-seconds: again when it says.
+			if !r.again(ctx, &c, full.Msg, max(wait, full.RetryAfter)) {
+				return c
+			}
+			wait *= 2
+			req.StartAt = time.Time{}
+			continue
 		case err != nil:
 			if errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("no answer from agent %s within %g s (--test-timeout)", r.nodes[src].Name, s.Timeout)
 			}
 			c.Err = err.Error()
 		case rep.Busy && c.Attempts <= r.cfg.Test.Retries:
-			r.logf("%s -> %s: %s; again in %v", c.Src, c.Dst, rep.Err, wait)
-			select {
-			case <-r.clk.After(wait):
-			case <-ctx.Done():
-				c.Err = ctx.Err().Error()
+			if !r.again(ctx, &c, rep.Err, wait) {
 				return c
 			}
 			wait *= 2
@@ -254,6 +261,19 @@ func (r *runner) test(ctx context.Context, round, src, dst int, phase string, st
 			r.logf("%s -> %s: %s", c.Src, c.Dst, report.SIRate(c.Bps))
 		}
 		return c
+	}
+}
+
+// again waits w before a test is tried again, for why; false (and the
+// cell's error set) when ctx ended first.
+func (r *runner) again(ctx context.Context, c *Cell, why string, w time.Duration) bool {
+	r.logf("%s -> %s: %s; again in %v", c.Src, c.Dst, why, w)
+	select {
+	case <-r.clk.After(w):
+		return true
+	case <-ctx.Done():
+		c.Err = ctx.Err().Error()
+		return false
 	}
 }
 

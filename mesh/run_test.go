@@ -37,6 +37,9 @@ type fakeAgents struct {
 	found []discover.Peer
 	mu    sync.Mutex
 	asked map[string][]request
+	// full, when set, makes an agent answer an attempt with 429 and
+	// that Retry-After ("": none) where it says so.
+	full func(i, attempt int) (retryAfter string, refuse bool)
 }
 
 func newFakeAgents(t *testing.T, clk *clock.Fake, n int, reply func(i, attempt int) agent.Reply) *fakeAgents {
@@ -55,7 +58,18 @@ func newFakeAgents(t *testing.T, clk *clock.Fake, n int, reply func(i, attempt i
 			f.mu.Lock()
 			f.asked[name] = append(f.asked[name], request{clk.Elapsed(), req})
 			attempt := len(f.asked[name])
+			full := f.full
 			f.mu.Unlock()
+			if full != nil {
+				if ra, refuse := full(i, attempt); refuse {
+					if ra != "" {
+						w.Header().Set("Retry-After", ra)
+					}
+					w.WriteHeader(http.StatusTooManyRequests)
+					json.NewEncoder(w).Encode(map[string]string{"err": "the agent's budget is spent"})
+					return
+				}
+			}
 			json.NewEncoder(w).Encode(reply(i, attempt))
 		})
 		srv := httptest.NewServer(mux)
@@ -208,5 +222,47 @@ func TestRunRetriesBusy(t *testing.T) {
 	}
 	if !d.Meta.Finished.Equal(clock.Epoch.Add(7 * s)) {
 		t.Errorf("finished %v, want 7 s after the start", d.Meta.Finished.Sub(clock.Epoch))
+	}
+}
+
+// TestRunRetriesFullAgent: an agent that answers 429 (its most tests at
+// once, or its budget of test-seconds spent) is asked again when it says
+// (Retry-After: 30 s, more than the 1 s a busy server gets), then 2 s
+// later when it does not say.
+func TestRunRetriesFullAgent(t *testing.T) {
+	clk := clock.NewFake()
+	f := newFakeAgents(t, clk, 2, func(int, int) agent.Reply { return ok() })
+	f.full = func(i, attempt int) (string, bool) {
+		switch attempt {
+		case 1:
+			return "30", true
+		case 2:
+			return "", true
+		}
+		return "", false
+	}
+	done := make(chan *mesh.Document)
+	go func() {
+		done <- f.run(t, "fan-in:node-0", plan.Options{}, mesh.Settings{Seconds: 1, Streams: 1, Retries: 2})
+	}()
+	for _, wait := range []time.Duration{30 * time.Second, 2 * time.Second} {
+		select {
+		case <-clk.Armed(1):
+		case <-time.After(time.Minute):
+			t.Fatalf("the retry after %v never waited", wait)
+		}
+		if next, _ := clk.Next(); next.Sub(clk.Now()) != wait {
+			t.Errorf("the next attempt waits %v, want %v", next.Sub(clk.Now()), wait)
+		}
+		clk.Advance(wait)
+	}
+	var d *mesh.Document
+	select {
+	case d = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the mesh never ended")
+	}
+	if len(d.Cells) != 1 || d.Cells[0].Attempts != 3 || d.Cells[0].Err != "" || d.Cells[0].Bps != 8e6 {
+		t.Errorf("cells %+v: want one of 3 attempts, no error, 8e6 bit/s", d.Cells)
 	}
 }

@@ -35,7 +35,10 @@ within 2 minutes of the agent's clock: a copy seen on the wire is refused
 by every other agent, by this one, and by this one after a restart. The
 control endpoint is plain HTTP: a request's body can be read on the way,
 and delayed or dropped, not changed or replayed.
-The agent runs at most --max-tests tests of its own at once.
+The agent runs at most --max-tests tests of its own at once and, with
+--max-test-seconds N, at most N test-seconds of them a minute (a bucket that
+holds a minute's worth): a mesh asking for more is answered 429 with when
+to try again, and waits.
 
 --allow guards both ports. The control port also holds at most 256
 connections (at most an eighth of the descriptor limit, the rest is the
@@ -62,6 +65,7 @@ Examples:
 type agentFlags struct {
 	*serverFlags
 	controlPort, maxTests int
+	maxTestSeconds        int
 	tokenFile, name, zone string
 	tlsCert, tlsKey       string
 }
@@ -76,6 +80,7 @@ func newAgentFlags() *agentFlags {
 	fs.StringVar(&f.name, "name", "", "the agent's name in a mesh (default: $NODE_NAME, then the host name)")
 	fs.StringVar(&f.zone, "zone", "", "the agent's zone in a mesh (default: $BLAST_ZONE)")
 	fs.IntVar(&f.maxTests, "max-tests", agent.DefaultMaxTests, "tests the agent runs to other agents at once")
+	fs.IntVar(&f.maxTestSeconds, "max-test-seconds", 0, "a budget of `N` test-seconds a minute for the tests the agent runs (0: none; --max-tests alone bounds them); a mesh asking for more waits")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve the control endpoint over TLS with the certificate (and its chain) in `FILE` (PEM; with --tls-key)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the TLS certificate's private key in `FILE` (PEM)")
 	return f
@@ -114,6 +119,9 @@ func runAgent(e *env, args []string) int {
 	}
 	if f.maxTests < 1 || f.maxTests > 64 {
 		return usage("--max-tests %d: must be 1 to 64", f.maxTests)
+	}
+	if f.maxTestSeconds < 0 || f.maxTestSeconds > 64*3600 {
+		return usage("--max-test-seconds %d: must be 0 (no budget) to %d", f.maxTestSeconds, 64*3600)
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return usage("--tls-cert and --tls-key go together: give both, or neither for plain HTTP")
@@ -165,7 +173,7 @@ func runAgent(e *env, args []string) int {
 		Text: control.Text{Verbose: f.verbose, Format: format}, MaxClients: srv.MaxClients})
 	console.Attach(&srv)
 	a, err := agent.Listen(agent.Config{Server: srv, ControlPort: f.controlPort, Token: token, Name: name, Zone: zone,
-		MaxTests: f.maxTests, Log: out, TLS: tlsCfg})
+		MaxTests: f.maxTests, MaxTestSeconds: f.maxTestSeconds, Log: out, TLS: tlsCfg})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "blast agent: %v\n", err)
 		return exitFailure

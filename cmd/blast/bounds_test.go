@@ -145,3 +145,12 @@ func TestCompareNumberBounds(t *testing.T) {
 		{[]string{"--lab", "-l", "99999999999999999999"}, "blast compare: -l 99999999999999999999: too large for a 64-bit number (at most 9223372036854775807): run 'blast help compare' for the options\n"},
 	})
 }
+
+func TestAgentNumberBounds(t *testing.T) {
+	t.Setenv("BLAST_TOKEN", "0123456789abcdef0123456789abcdef")
+	runBoundCases(t, []string{"agent", "-B", "127.0.0.1", "--name", "a"}, []boundCase{
+		{[]string{"--max-tests", "0"}, "blast agent: --max-tests 0: must be 1 to 64\n"},
+		{[]string{"--max-test-seconds", "-1"}, "blast agent: --max-test-seconds -1: must be 0 (no budget) to 230400\n"},
+		{[]string{"--max-test-seconds", "230401"}, "blast agent: --max-test-seconds 230401: must be 0 (no budget) to 230400\n"},
+	})
+}
