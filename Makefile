@@ -5,7 +5,7 @@ export PATH := $(PATH):/usr/local/go/bin
 # Debian packages the tests run against: command -> package.
 TEST_TOOLS := ip:iproute2 tc:iproute2 socat:socat iperf3:iperf3 ethtool:ethtool sockperf:sockperf rsvg-convert:librsvg2-bin
 
-.PHONY: help build install man test test-stress check-timing vet deps demo bench bench-quick clean fuzz
+.PHONY: help build install man test test-stress check-timing vet deps demo bench bench-quick clean fuzz image test-image
 
 BENCH_FLAGS ?=
 
@@ -18,6 +18,20 @@ help: ## list the targets
 build: ## build bin/blast and the bin/ttcp link to it
 	$(GO) build -buildvcs=auto -o bin/blast ./cmd/blast
 	ln -sf blast bin/ttcp
+
+# The image: make image; docker load -i bin/blast-image.tar (README.md, "The image").
+IMAGE_TAG  ?= ghcr.io/blastnet/blast:latest
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+
+image: ## build the container image without a daemon: the static binary on scratch, as an OCI layout bin/blast-image.oci and a docker/podman load tarball bin/blast-image.tar (IMAGE_TAG=, IMAGE_ARCH=); the same commit gives the same digest
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -buildvcs=auto -trimpath -ldflags '-s -w' -o bin/image/blast ./cmd/blast
+	cd deploy/image && SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)} \
+	  $(GO) run . -binary ../../bin/image/blast -oci ../../bin/blast-image.oci -tar ../../bin/blast-image.tar \
+	  -tag '$(IMAGE_TAG)' -version "$$(git describe --tags --always --dirty)"
+
+test-image: image ## build the image and smoke-test it (root): vet its module, then run its entrypoint from the layout as its config says, in namespaces of its own (deploy/image)
+	cd deploy/image && $(GO) mod tidy -diff && $(GO) vet ./... && \
+	  BLAST_IMAGE_BINARY=$(CURDIR)/bin/image/blast $(GO) test -count=1 -timeout 10m ./...
 
 PREFIX  ?= /usr/local
 DESTDIR ?=

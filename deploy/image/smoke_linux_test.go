@@ -145,6 +145,7 @@ func TestSmoke(t *testing.T) {
 		ns := newNetns(t)
 		srv := c.start(t, ns, []string{"server"})
 		srv.waitFor(t, "Server listening on")
+		srv.runsAs(t, c.cfg.User)
 		out := c.client(t, ns, "127.0.0.1")
 		t.Logf("blast client 127.0.0.1 -t 1, in the image:\n%s", out)
 		srv.waitFor(t, "receiver")
@@ -427,6 +428,33 @@ func (c container) start(t *testing.T, ns *netns, args []string, env ...string) 
 		t.Logf("%s:\n%s", strings.Join(cmd.Args[cmdStart(cmd.Args):], " "), s.output())
 	})
 	return s
+}
+
+// runsAs checks the entrypoint (unshare's child) runs as user, UID:GID,
+// with no other group.
+func (s *started) runsAs(t *testing.T, user string) {
+	t.Helper()
+	pid := s.cmd.Process.Pid
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil || len(strings.Fields(string(b))) != 1 {
+		t.Fatalf("unshare's children: %q %v", b, err)
+	}
+	status, err := os.ReadFile("/proc/" + strings.Fields(string(b))[0] + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, gid, _ := strings.Cut(user, ":")
+	want := []string{
+		"Uid:\t" + strings.Repeat(uid+"\t", 3) + uid,
+		"Gid:\t" + strings.Repeat(gid+"\t", 3) + gid,
+		"Groups:\t",
+	}
+	got := strings.Split(string(status), "\n")
+	for _, w := range want {
+		if !slices.ContainsFunc(got, func(l string) bool { return strings.TrimSpace(l) == strings.TrimSpace(w) }) {
+			t.Errorf("%q runs without %q:\n%s", s.cmd.Args[cmdStart(s.cmd.Args):], w, status)
+		}
+	}
 }
 
 func (s *started) output() string {
