@@ -4,6 +4,10 @@
 #   docker build -t ghcr.io/blastnet/blast:latest .
 #   docker buildx build --platform linux/amd64,linux/arm64 -t ghcr.io/blastnet/blast:latest --push .
 #
+# `make image` builds the same image without a daemon or a registry (a
+# scratch base with /etc/passwd, a home and /tmp in place of distroless; see
+# README.md, "The container image").
+#
 # The default command is `blast agent` (deploy/kubernetes runs it on every
 # node); `docker run --rm IMAGE version` prints the version and commit.
 

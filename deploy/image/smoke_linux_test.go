@@ -26,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 	"golang.org/x/sys/unix"
 )
 
@@ -86,12 +87,19 @@ func TestSmoke(t *testing.T) {
 	}
 
 	img := readLayout(t, filepath.Join(dir, "blast-image.oci"))
+	// Every blob as its descriptor says: digests, sizes, diff IDs.
+	if err := validate.Image(img); err != nil {
+		t.Fatalf("the layout's image: %v", err)
+	}
 	if d := digest(t, img).String(); d != digests[0] {
 		t.Fatalf("the layout holds %s, the build said %s", d, digests[0])
 	}
 	fromTar, err := tarball.ImageFromPath(filepath.Join(dir, "blast-image0.tar"), nil)
 	if err != nil {
 		t.Fatalf("the tarball: %v", err)
+	}
+	if err := validate.Image(fromTar); err != nil {
+		t.Fatalf("the tarball's image: %v", err)
 	}
 	// docker load's format holds the config and the layers, not the
 	// manifest: the same config (the image ID docker shows) is the same image.
