@@ -19,6 +19,13 @@ const (
 	// per 100 (what exceeds the rate): below it, the over-rate probe
 	// met no limit.
 	OverLoss = 5.0
+	// PolicerQueueMs: a TCP direction whose smoothed RTT stood this many
+	// milliseconds above the path's own built a queue on the way, which
+	// a policer alone does not hold (queuedLimit). A busy host inflates the RTT of a path of
+	// microseconds to under a millisecond (0.58-0.67 ms in
+	// TestLabDoctorPolicer with other tests running); a 200 Mbit/s
+	// bottleneck with 50 ms of queue on an 80 ms path stood 17-28 ms.
+	PolicerQueueMs = 5.0
 )
 
 // Probe is one direction of a path as doctor tested it: TCP, UDP at a
@@ -137,8 +144,11 @@ func D26(p Probe) []nicinfo.Finding {
 	if clean < 0 || clean >= CleanLoss || p.Clean.Goodput <= 0 {
 		return nil
 	}
-	ev := fmt.Sprintf("tcp %s %s with %.1f%% of its segments lost (retransmitted, less what the receiver already had); udp %s at %s: %d of %d datagrams lost (%.2f%%)",
-		p.Name, bits(t.Goodput), loss, p.Name, bits(p.Clean.Goodput), p.Clean.Lost, p.Clean.Sent, clean)
+	ev := fmt.Sprintf("tcp %s %s with %.1f%% of its segments lost (retransmitted, less what the receiver already had)", p.Name, bits(t.Goodput), loss)
+	if q := QueueMs(*t); q >= 0 {
+		ev += fmt.Sprintf(", its RTT %.2f ms above the path's %.2f ms", q, float64(t.MinRTTus)/1000)
+	}
+	ev += fmt.Sprintf("; udp %s at %s: %d of %d datagrams lost (%.2f%%)", p.Name, bits(p.Clean.Goodput), p.Clean.Lost, p.Clean.Sent, clean)
 	rate, what := p.Clean.Goodput, "at least"
 	if p.OverErr != "" {
 		ev += fmt.Sprintf("; udp %s above that rate failed (%s)", p.Name, p.OverErr)
@@ -164,21 +174,54 @@ func D26(p Probe) []nicinfo.Finding {
 			rate, what = o.Goodput, "about"
 		}
 	}
+	if what == "at least" && t.Goodput > rate {
+		// TCP's own goodput went through the limit too.
+		rate = t.Goodput
+	}
 	ev += "; the loss grows with the rate: "
+	q, limiter := QueueMs(*t), "the policer"
+	if q >= PolicerQueueMs {
+		limiter = "the limit"
+	}
 	if what == "about" {
-		ev += fmt.Sprintf("the policer passes about %s (what UDP offered above it delivered)", bits(rate))
+		ev += fmt.Sprintf("%s passes about %s (what UDP offered above it delivered)", limiter, bits(rate))
 	} else {
-		ev += fmt.Sprintf("the policer passes at least %s (what UDP delivered; a lower bound)", bits(rate))
+		ev += fmt.Sprintf("%s passes at least %s (what UDP or TCP delivered; a lower bound)", limiter, bits(rate))
 	}
 	pace := 0.95 * rate
 	if what == "at least" {
 		pace = rate
+	}
+	if q >= PolicerQueueMs {
+		return []nicinfo.Finding{queuedLimit(p.Name, what, rate, pace, loss, q, t, ev)}
 	}
 	return []nicinfo.Finding{{Rule: "D26", Severity: nicinfo.Warn,
 		Summary:  fmt.Sprintf("a policer (or a lossy token bucket) in the %s direction, passing %s %s: TCP loses %.1f%% to it while UDP below that rate passes clean", p.Name, what, bits(rate), loss),
 		Evidence: ev,
 		Fix: fmt.Sprintf("a device between the hosts drops what exceeds %s %s in the %s direction (a tc police action, a router's or a provider's rate limit): find it (tc -s filter show on the routers on the way); if it is meant, pace the sender below it (blast client -b %s) or shape to it at the sender (a tbf or htb at %s), which TCP follows without loss",
 			what, bits(rate), p.Name, rateFlag(pace), bits(pace))}}
+}
+
+// queuedLimit is D26's finding when the lossy direction's TCP built a
+// queue on the way (PolicerQueueMs or more): the loss still grows with
+// the rate, but a queue stood there. That fits a shaper or a slower link
+// whose queue is shorter than the window TCP brings (TCP overflows it),
+// and as well a policer behind a faster link's queue (measured: a
+// queue-less 100 Mbit/s token bucket behind a 200 Mbit/s line's 50 ms
+// queue on a 40 ms path left TCP 12.3 ms above the path's RTT; the line
+// alone on an 80 ms path, 17-28 ms). The finding names the rate, both
+// causes and the test that tells them apart; the numbers in its fix come
+// from the rate and the path's round trip.
+func queuedLimit(name, what string, rate, pace, loss, queueMs float64, t *Direction, ev string) nicinfo.Finding {
+	rttMs := float64(t.MinRTTus) / 1000
+	bdp := int64(rate / 8 * rttMs / 1000)
+	ev += fmt.Sprintf("; TCP's RTT stood %.1f ms above the path's %.1f ms: a queue on the way, which a policer alone does not hold", queueMs, rttMs)
+	return nicinfo.Finding{Rule: "D26", Severity: nicinfo.Warn,
+		Summary: fmt.Sprintf("a rate limit in the %s direction, passing %s %s, that TCP overflows behind a queue: TCP loses %.1f%% there and gets %s (a shaper or a slower link with a queue shorter than TCP's window, or a policer behind a queue)",
+			name, what, bits(rate), loss, bits(t.Goodput)),
+		Evidence: ev,
+		Fix: fmt.Sprintf("find what limits the %s direction to %s %s; to tell the two apart, watch the round trip (blast lat) while UDP runs just above that rate (blast client -u -b %s): a shaper's queue adds its depth to the round trip, a policer adds nothing. A queue that is yours to size needs rate × RTT = %s × %.1f ms = %s; either way, pacing the sender below the rate (blast client -b %s, or --fq-rate) or a congestion control that paces (-C bbr where the kernel has it) avoids the loss",
+			name, what, bits(rate), rateFlag(1.05*rate), bits(rate), rttMs, bytesWords(bdp), rateFlag(pace))}
 }
 
 // rateFlag is a rate as -b takes it, rounded down to 3 significant

@@ -89,9 +89,36 @@ func TestD26BusySender(t *testing.T) {
 	if len(fs) != 1 {
 		t.Fatalf("got %v, want one D26", fs)
 	}
-	for _, want := range []string{"passing at least 68.8 Mbit/s", "(the sender sent only 162.2 Mbit/s of it: a busy host)", "a lower bound"} {
+	// TCP's 98 Mbit/s went through it too: the better bound.
+	for _, want := range []string{"passing at least 98.0 Mbit/s", "(the sender sent only 162.2 Mbit/s of it: a busy host)", "a lower bound"} {
 		if !strings.Contains(fs[0].Summary+" "+fs[0].Evidence, want) {
 			t.Errorf("no %q in %s", want, fs[0])
 		}
+	}
+}
+
+// The same loss pattern behind a queue (TCP's RTT 17.4 ms above an 80 ms
+// path, as a 200 Mbit/s line with 50 ms of queue makes): a policer alone
+// holds no queue, so the finding names the rate limit, both causes it
+// fits and the test that tells them apart, with the numbers from the
+// probes.
+func TestD26Queued(t *testing.T) {
+	tcp := &Direction{Seconds: 3, Goodput: 111.2e6, SentBytes: 45e6, Retransmits: 3800, MSS: 1448, RTTus: 97_430, MinRTTus: 80_000}
+	fs := D26(Probe{Name: "upload", TCP: tcp,
+		Clean: &Direction{UDP: true, Rate: 19.5e6, Goodput: 19.5e6, Sent: 5096},
+		Over:  &Direction{UDP: true, Rate: 278e6, Goodput: 190e6, Sent: 70000, Lost: 22000}})
+	want := []nicinfo.Finding{{Rule: "D26", Severity: nicinfo.Warn,
+		Summary:  "a rate limit in the upload direction, passing about 190.0 Mbit/s, that TCP overflows behind a queue: TCP loses 12.2% there and gets 111.2 Mbit/s (a shaper or a slower link with a queue shorter than TCP's window, or a policer behind a queue)",
+		Evidence: "tcp upload 111.2 Mbit/s with 12.2% of its segments lost (retransmitted, less what the receiver already had), its RTT 17.43 ms above the path's 80.00 ms; udp upload at 19.5 Mbit/s: 0 of 5096 datagrams lost (0.00%); udp upload offered at 278.0 Mbit/s: 31% lost, 190.0 Mbit/s delivered; the loss grows with the rate: the limit passes about 190.0 Mbit/s (what UDP offered above it delivered); TCP's RTT stood 17.4 ms above the path's 80.0 ms: a queue on the way, which a policer alone does not hold",
+		Fix:      "find what limits the upload direction to about 190.0 Mbit/s; to tell the two apart, watch the round trip (blast lat) while UDP runs just above that rate (blast client -u -b 199M): a shaper's queue adds its depth to the round trip, a policer adds nothing. A queue that is yours to size needs rate × RTT = 190.0 Mbit/s × 80.0 ms = 1.8 MiB; either way, pacing the sender below the rate (blast client -b 180M, or --fq-rate) or a congestion control that paces (-C bbr where the kernel has it) avoids the loss"}}
+	if diff := cmp.Diff(want, fs); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	// Under PolicerQueueMs of queue (a busy host's inflation of a path
+	// of microseconds), it is the policer.
+	tcp.RTTus, tcp.MinRTTus = 620, 3
+	if fs := D26(Probe{Name: "upload", TCP: tcp, Clean: &Direction{UDP: true, Rate: 19.5e6, Goodput: 19.5e6, Sent: 5096},
+		Over: &Direction{UDP: true, Rate: 278e6, Goodput: 190e6, Sent: 70000, Lost: 22000}}); len(fs) != 1 || !strings.HasPrefix(fs[0].Summary, "a policer") {
+		t.Errorf("0.6 ms of queue: %v, want the policer", fs)
 	}
 }
