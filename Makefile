@@ -3,7 +3,7 @@ GO      ?= go
 export PATH := $(PATH):/usr/local/go/bin
 
 # Debian packages the tests run against: command -> package.
-TEST_TOOLS := ip:iproute2 tc:iproute2 socat:socat iperf3:iperf3 ethtool:ethtool sockperf:sockperf rsvg-convert:librsvg2-bin
+TEST_TOOLS := ip:iproute2 tc:iproute2 socat:socat iperf3:iperf3 ethtool:ethtool sockperf:sockperf rsvg-convert:librsvg2-bin iptables:iptables
 
 .PHONY: help build install man test test-stress check-timing vet deps demo bench bench-quick clean fuzz image test-image
 

@@ -219,8 +219,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // it. overFactor: UDP above it offers this many times that goodput (TCP
 // through a policer with a small bucket gets well under half its rate).
 // maxOverRate: no probe offers more (a direction whose TCP moved more than
-// maxOverRate / overFactor is not probed): the probes look at rates any
-// host carries, not at the path's capacity.
+// maxOverRate / overFactor gets only UDP at that rate, for random loss):
+// the probes look at rates any host carries, not at the path's capacity.
 // probeWindow is the probes' socket buffers (-w 4M): a third of a second
 // at 100 Mbit/s.
 const (
@@ -240,9 +240,13 @@ const (
 // and D26's.
 func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, base string, up bool, tcp, udpUp *control.Result) [][]nicinfo.Finding {
 	td := tcp.Direction(up)
-	if td == nil || !pathdiag.Probable(*td) || overFactor*td.Goodput > maxOverRate {
+	if td == nil || !pathdiag.Probable(*td) {
 		return nil
 	}
+	// TCP too fast for a probe above its rate (more than maxOverRate):
+	// no policer's rate to measure, but UDP at a lower rate still tells
+	// random loss (D30) from loss that grows with the rate.
+	fast := overFactor*td.Goodput > maxOverRate
 	name, flag := "upload", ""
 	if !up {
 		name, flag = "download", " -R"
@@ -284,13 +288,20 @@ func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, b
 		return res.Direction(up)
 	}
 	p := pathdiag.Probe{Name: name, TCP: td}
-	if up && udpUp != nil && udpUp.Err == nil && float64(udpUp.Params.Bandwidth) <= cleanShare*td.Goodput {
+	clean := max(cleanShare*td.Goodput, 1e6)
+	if fast {
+		clean = maxOverRate / overFactor
+	}
+	if up && udpUp != nil && udpUp.Err == nil && float64(udpUp.Params.Bandwidth) <= clean {
 		p.Clean = udpUp.Direction(true)
 	} else {
-		p.Clean = run("udp "+name+" below the tcp rate", max(cleanShare*td.Goodput, 1e6), true)
+		p.Clean = run("udp "+name+" below the tcp rate", clean, true)
 	}
 	if p.Clean == nil || ctx.Err() != nil {
 		return lists
+	}
+	if fast {
+		return append(lists, pathdiag.D30(p))
 	}
 	if p.Clean.Sent > 0 && 100*float64(p.Clean.Lost) < pathdiag.CleanLoss*float64(p.Clean.Sent) {
 		// Loss is what this probe measures, not a finding: its

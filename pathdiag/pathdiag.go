@@ -163,17 +163,17 @@ func Diagnose(d Direction) []nicinfo.Finding {
 
 // explained drops the findings that a stronger one explains, so the
 // verdict names the cause once: the asymmetry a shaper, a window, a
-// policer or an outage makes (D7 at WARN beside D14, D15, D26 or D27 at
-// WARN), and the loss on the path (D20) that a black hole (D17), an MTU
+// policer, random loss or an outage makes (D7 at WARN beside D14, D15,
+// D26, D30 or D27 at WARN), and the loss on the path (D20) that a black hole (D17), an MTU
 // (D16 at ERROR), the sender's own queue (D19), a policer between the
-// hosts (D26) or an outage (D27) accounts for; and the distance from line rate (D23) that D9 names
+// hosts (D26), random loss (D30) or an outage (D27) accounts for; and the distance from line rate (D23) that D9 names
 // as the NIC's.
 func explained(fs []nicinfo.Finding) []nicinfo.Finding {
 	has := func(rule string, sev nicinfo.Severity) bool {
 		return slices.ContainsFunc(fs, func(f nicinfo.Finding) bool { return f.Rule == rule && f.Severity >= sev })
 	}
-	policed := has("D26", nicinfo.Warn)
-	outage := has("D27", nicinfo.Warn) // the retransmits, and a slow direction, are the outage's
+	policed := has("D26", nicinfo.Warn) || has("D30", nicinfo.Warn) // a rate limit, or random loss
+	outage := has("D27", nicinfo.Warn)                              // the retransmits, and a slow direction, are the outage's
 	shaped := has("D14", nicinfo.Warn) || has("D15", nicinfo.Warn) || policed || outage
 	lost := has("D17", nicinfo.Error) || has("D16", nicinfo.Error) || has("D19", nicinfo.Warn) || policed || outage
 	nicBound := has("D9", nicinfo.Warn)
@@ -193,8 +193,8 @@ func causeRank(id string) int {
 		}
 	}
 	switch id {
-	case "D26":
-		return 12 // a policer between the hosts: a rate limit, as D14
+	case "D26", "D30":
+		return 12 // a policer between the hosts (a rate limit, as D14), random loss
 	case "D7":
 		return 15 // asymmetry: among the path causes, after the window
 	case "D9":

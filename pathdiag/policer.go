@@ -141,7 +141,10 @@ func D26(p Probe) []nicinfo.Finding {
 	}
 	loss := LossPct(*t)
 	clean := udpLossPct(p.Clean)
-	if clean < 0 || clean >= CleanLoss || p.Clean.Goodput <= 0 {
+	if clean >= CleanLoss {
+		return D30(p) // the slow UDP lost too: random loss, or nothing
+	}
+	if clean < 0 || p.Clean.Goodput <= 0 {
 		return nil
 	}
 	ev := fmt.Sprintf("tcp %s %s with %.1f%% of its segments lost (retransmitted, less what the receiver already had)", p.Name, bits(t.Goodput), loss)

@@ -122,3 +122,36 @@ func TestD26Queued(t *testing.T) {
 		t.Errorf("0.6 ms of queue: %v, want the policer", fs)
 	}
 }
+
+// Random loss: the slow UDP loses about as much as TCP (2.0% and 2.2%,
+// the trial's 2% dropped at random one way), and its receiver's socket
+// dropped none: D30, not a policer, with both figures; a receiver whose
+// socket dropped the UDP's losses gets nothing, and UDP that lost far
+// less than TCP (a queue's loss, rate-dependent) neither.
+func TestD30(t *testing.T) {
+	tcp := &Direction{Seconds: 2, Goodput: 4.08e9, SentBytes: 1020e6, Retransmits: 15538, MSS: 1448}
+	udp := func(lost int64, drops uint64) *Direction {
+		d := &Direction{UDP: true, Seconds: 2, Rate: 400e6, Goodput: 392e6, Sent: 83557, Lost: lost, Datagram: 1472}
+		if drops > 0 {
+			d.Receiver = &End{Path: &pathinfo.Delta{SNMP: map[string]uint64{"Udp.RcvbufErrors": drops}}}
+		}
+		return d
+	}
+	fs := D26(Probe{Name: "upload", TCP: tcp, Clean: udp(1662, 0)})
+	want := []nicinfo.Finding{{Rule: "D30", Severity: nicinfo.Warn,
+		Summary:  "random loss in the upload direction: about 2.1% of packets lost whatever the rate, not a rate limit",
+		Evidence: "tcp upload 4.08 Gbit/s with 2.2% of its segments lost (retransmitted, less what the receiver already had); udp upload at 392.0 Mbit/s, a lower rate: 1662 of 83557 datagrams lost, 1.99% on the path (none counted that the receiver's socket dropped): the loss does not grow with the rate",
+		Fix:      "a link or device in the upload direction drops about 2.1% of packets at any rate: look for errors on the routers' and switches' ports on the way (CRC errors, discards: ethtool -S, the devices' interface counters), a failing cable or optic, or a radio link; a congestion control that does not read loss as congestion (-C bbr where the kernel has it) keeps TCP's rate through it"}}
+	if diff := cmp.Diff(want, fs); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if fs := D30(Probe{Name: "upload", TCP: tcp, Clean: udp(1662, 1662)}); fs != nil {
+		t.Errorf("the receiver's socket dropped them all: %v", fs)
+	}
+	if fs := D30(Probe{Name: "upload", TCP: tcp, Clean: udp(500, 0)}); fs != nil {
+		t.Errorf("UDP lost 0.6%% against TCP's 2.2%%: %v", fs)
+	}
+	if got := rulesOf(Merge([]nicinfo.Finding{{Rule: "D7", Severity: nicinfo.Warn}, {Rule: "D20", Severity: nicinfo.Warn}}, fs)); !cmp.Equal(got, []string{"WARN D30"}) {
+		t.Errorf("merged: %v, want D30 alone (it explains D7 and D20)", got)
+	}
+}
