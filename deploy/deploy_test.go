@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blastnet/blast/mesh/discover"
 	"github.com/google/go-cmp/cmp"
 	"github.com/yannh/kubeconform/pkg/resource"
 	"github.com/yannh/kubeconform/pkg/validator"
@@ -753,6 +754,9 @@ func TestAPIAccess(t *testing.T) {
 				if o.Kind == "Role" {
 					roleObj = o
 				}
+			}
+			if roleObj.Metadata.Name != discover.MeshRole {
+				t.Errorf("%s: the Role is %q; blast's 403 error names %q (discover.MeshRole)", r.dir, roleObj.Metadata.Name, discover.MeshRole)
 			}
 			if rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != roleObj.Metadata.Name {
 				t.Errorf("%s: the RoleBinding refers to %s %q, not to the Role %q", r.dir, rb.RoleRef.Kind, rb.RoleRef.Name, roleObj.Metadata.Name)

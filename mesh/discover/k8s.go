@@ -20,6 +20,10 @@ import (
 	"time"
 )
 
+// MeshRole is the Role of deploy/kubernetes that grants the mesh's
+// ServiceAccount what discovery needs; a 403 names it.
+const MeshRole = "blast-mesh"
+
 // The service account's files in a pod.
 const saDir = "/var/run/secrets/kubernetes.io/serviceaccount/"
 
@@ -170,7 +174,7 @@ func (e *apiError) wrap(ns string) error {
 	case http.StatusUnauthorized:
 		return final(fmt.Errorf("%s: the API server did not accept the service account token", e))
 	case http.StatusForbidden:
-		return final(fmt.Errorf("%s: the pod's ServiceAccount needs get/list on endpointslices.discovery.k8s.io in namespace %s: see deploy/kubernetes", e, ns))
+		return final(fmt.Errorf("%s: the pod's ServiceAccount needs get/list on endpointslices.discovery.k8s.io in namespace %s: bind it to the Role %s (deploy/kubernetes: the Role and the RoleBinding %s)", e, ns, MeshRole, MeshRole))
 	case http.StatusNotFound:
 		return final(fmt.Errorf("%s: does the API server serve discovery.k8s.io/v1 (Kubernetes 1.21 or later)?", e))
 	}

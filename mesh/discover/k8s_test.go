@@ -241,7 +241,7 @@ func TestK8sErrors(t *testing.T) {
 		{
 			name:   "403",
 			handle: status(http.StatusForbidden, forbidden),
-			want:   "k8s:blast: list endpointslices in namespace blast-ns: 403 Forbidden: " + forbidden + ": the pod's ServiceAccount needs get/list on endpointslices.discovery.k8s.io in namespace blast-ns: see deploy/kubernetes",
+			want:   "k8s:blast: list endpointslices in namespace blast-ns: 403 Forbidden: " + forbidden + ": the pod's ServiceAccount needs get/list on endpointslices.discovery.k8s.io in namespace blast-ns: bind it to the Role blast-mesh (deploy/kubernetes: the Role and the RoleBinding blast-mesh)",
 			final:  true,
 		},
 		{
