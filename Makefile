@@ -5,15 +5,15 @@ export PATH := $(PATH):/usr/local/go/bin
 # Debian packages the tests run against: command -> package.
 TEST_TOOLS := ip:iproute2 tc:iproute2 socat:socat iperf3:iperf3 ethtool:ethtool sockperf:sockperf rsvg-convert:librsvg2-bin iptables:iptables
 
-.PHONY: help build install man test test-stress check-timing vet deps demo bench bench-quick clean fuzz image test-image
+.PHONY: help build install man test test-stress check-timing vet deps demo bench bench-quick clean fuzz image test-image test-k8s deps-k8s kube-apiserver
 
 BENCH_FLAGS ?=
 
 # Packages that only tests use: held to the tests' rules (no sleeping).
-TEST_HELPERS := engine/enginetest internal/testkit internal/blasttest internal/netlab/labtest internal/verify/verifytest internal/golden
+TEST_HELPERS := engine/enginetest internal/k8stest internal/testkit internal/blasttest internal/netlab/labtest internal/verify/verifytest internal/golden
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
 build: ## build bin/blast and the bin/ttcp link to it
 	$(GO) build -buildvcs=auto -o bin/blast ./cmd/blast
@@ -83,6 +83,7 @@ vet: ## go.mod tidy, gofmt, go vet for Linux, for another OS and with the timing
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./...
 	$(GO) vet -tags timing ./...
+	$(GO) vet -tags k8s ./deploy/ ./internal/k8stest/
 	@! git grep -n 'time\.Sleep' -- '*_test.go' $(TEST_HELPERS) || { echo "a test sleeps: wait for the event (testkit.WaitFor) or use the fake clock (internal/clock)"; exit 1; }
 	@! git grep -n -i -E '\.Skip[f]?\(.*\b(slow|busy|stall|stalls|stalled|loaded|too late|too often|to judge|host is)\b' -- '*_test.go' || { echo "a test skips on a slow host: it must pass there (behaviour), or be a timing check (make check-timing)"; exit 1; }
 
@@ -90,6 +91,39 @@ test: deps vet ## vet and run every test, packages in parallel (the lab tests ne
 	@bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && \
 	$(GO) build -o "$$bin/blast" ./cmd/blast && ln -s blast "$$bin/ttcp" && \
 	BLAST_TEST_BIN="$$bin/blast" $(GO) test -count=1 -timeout 10m ./...
+
+# The real API server of make test-k8s: kube-apiserver of this release,
+# built from the Go module proxy by the module in internal/k8stest/apiserver
+# (k8s.io/kubernetes and its staging modules pinned there, not in blast's
+# go.mod), once: the binary is kept in K8S_APISERVER.
+K8S_VERSION   := v1.37.2
+K8S_APISERVER ?= $(HOME)/.cache/blast/kube-apiserver-$(K8S_VERSION)
+K8S_VERSION_PKG := k8s.io/component-base/version
+K8S_LDFLAGS   := -s -w -X $(K8S_VERSION_PKG).gitVersion=$(K8S_VERSION) \
+  -X $(K8S_VERSION_PKG).gitMajor=$(word 1,$(subst ., ,$(K8S_VERSION:v%=%))) \
+  -X $(K8S_VERSION_PKG).gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION:v%=%))) \
+  -X $(K8S_VERSION_PKG).gitTreeState=clean -X $(K8S_VERSION_PKG).buildDate=1970-01-01T00:00:00Z
+
+deps-k8s: ## install Debian's etcd (etcd-server), the API server's storage in make test-k8s (as root, when missing)
+	@command -v etcd >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing: etcd-server"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; \
+	  else \
+	    echo "missing: etcd-server (run make test-k8s as root to install it)"; exit 1; \
+	  fi; }
+
+kube-apiserver: ## build kube-apiserver (K8S_VERSION, v1.37.2) into K8S_APISERVER (~/.cache/blast), when it is missing (cold: about 800 CPU-seconds, 7 minutes on 2 idle CPUs)
+	@if [ -x "$(K8S_APISERVER)" ]; then echo "kube-apiserver $(K8S_VERSION): $(K8S_APISERVER)"; else \
+	  echo "building kube-apiserver $(K8S_VERSION) into $(K8S_APISERVER)"; \
+	  mkdir -p "$(dir $(K8S_APISERVER))" && \
+	  cd internal/k8stest/apiserver && \
+	  GOWORK=off $(GO) build -o "$(K8S_APISERVER).tmp" -ldflags '$(K8S_LDFLAGS)' k8s.io/kubernetes/cmd/kube-apiserver && \
+	  mv "$(K8S_APISERVER).tmp" "$(K8S_APISERVER)"; \
+	fi
+
+test-k8s: deps-k8s kube-apiserver ## blast's Kubernetes discovery and the manifests against a real kube-apiserver and etcd on 127.0.0.1 (root for etcd's install; builds the API server once)
+	BLAST_KUBE_APISERVER="$(K8S_APISERVER)" $(GO) test -tags k8s -count=1 -timeout 15m -v -run 'TestAPIServer' ./deploy/
 
 ROUNDS ?= 5
 
