@@ -233,8 +233,7 @@ func start(t *testing.T, dir, name, bin string, args ...string) <-chan struct{} 
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + dir}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// Gone with the test binary, should it die before its cleanups.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		t.Fatalf("start %s: %v", name, err)
