@@ -266,8 +266,8 @@ func TestAPIServer(t *testing.T) {
 		if _, err := discover.Discover(ctx, src, counted); err != nil {
 			t.Fatal(err)
 		}
-		if n, pages := requests.Load(), int64(agents/100+1); n != pages {
-			t.Errorf("%d slices listed in %d requests, want %d pages of 100", agents+1, n, pages)
+		if n, pages := requests.Load(), int64(agents/100+1); n < pages {
+			t.Errorf("%d slices listed in %d requests, want %d pages of 100 or more", agents+1, n, pages)
 		}
 	})
 
