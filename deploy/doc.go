@@ -5,5 +5,8 @@
 // process, validate each object strictly and offline against the
 // Kubernetes JSON schemas committed under schemas/, and check what the
 // deployment promises (non-root agents, the mesh's narrow API access and
-// network reach, ports and token that agree across objects).
+// network reach, ports and token that agree across objects). With the k8s
+// build tag (make test-k8s) they also run against a real kube-apiserver
+// (internal/k8stest): every object dry-run there, and blast's discovery
+// against the base's objects.
 package deploy
