@@ -155,3 +155,25 @@ func TestD30(t *testing.T) {
 		t.Errorf("merged: %v, want D30 alone (it explains D7 and D20)", got)
 	}
 }
+
+// TCP that lost 1.24% where it filled a queue (its RTT 14 ms above a
+// 20 ms path, as through a 200 Mbit/s line with 50 ms of queue) found its
+// rate by congestion: D20 is an INFO saying so. The same loss with no
+// queue is a WARN, and so is more than PolicerLoss behind the queue (for
+// doctor's probes to place).
+func TestD20Congestion(t *testing.T) {
+	d := Direction{Seconds: 3, Goodput: 172.5e6, SentBytes: 65e6, Retransmits: 559, MSS: 1448, RTTus: 34_000, MinRTTus: 20_000}
+	fs := D20(d)
+	if len(fs) != 1 || fs[0].Severity != nicinfo.Info || !strings.HasPrefix(fs[0].Summary, "TCP lost a little where it filled a queue") ||
+		!strings.Contains(fs[0].Evidence, "its RTT stood 14.0 ms above the path's 20.0 ms") {
+		t.Errorf("behind a queue: %v", fs)
+	}
+	d.RTTus = 20_500
+	if fs := D20(d); len(fs) != 1 || fs[0].Severity != nicinfo.Warn {
+		t.Errorf("no queue: %v, want WARN", fs)
+	}
+	d.RTTus, d.Retransmits = 34_000, 1500
+	if fs := D20(d); len(fs) != 1 || fs[0].Severity != nicinfo.Warn {
+		t.Errorf("3.3%% lost behind a queue: %v, want WARN", fs)
+	}
+}

@@ -417,6 +417,17 @@ func D20(d Direction) []nicinfo.Finding {
 	if pct < lossWarn {
 		return nil
 	}
+	if q := QueueMs(d); q >= PolicerQueueMs && pct < PolicerLoss {
+		// TCP filled a queue on the way and lost a little where it
+		// overflowed: the congestion TCP finds a bottleneck by, not a
+		// device dropping packets (a 200 Mbit/s line with 50 ms of
+		// queue on a 20 ms path: 1.24% resent, its RTT well above the
+		// path's). More than PolicerLoss is for doctor's probes (D26).
+		return []nicinfo.Finding{{Rule: "D20", Severity: nicinfo.Info, Iface: iface(d.Sender),
+			Summary:  "TCP lost a little where it filled a queue on the way: congestion at a bottleneck, as TCP finds its rate",
+			Evidence: ev + fmt.Sprintf("; its RTT stood %.1f ms above the path's %.1f ms while it ran", q, float64(d.MinRTTus)/1000),
+			Fix:      "none needed at this share; a congestion control that paces (-C bbr where the kernel has it) loses less there"}}
+	}
 	if tx, rx, ok := wireBytes(d); ok && tx > 0 {
 		ev += fmt.Sprintf("; the sender's %s sent %s, the receiver's %s received %s (%.0f%% less)", iface(d.Sender), bytesWords(int64(tx)), iface(d.Receiver), bytesWords(int64(rx)), 100*(1-float64(rx)/float64(tx)))
 	}
