@@ -237,6 +237,12 @@ func D1(in Input) []Finding {
 	if !in.carrierUp() || l.Autoneg == nil || !*l.Autoneg || l.Duplex != "half" || !l.ModesKnown || len(partnerSpeedModes(l)) > 0 {
 		return nil
 	}
+	if v, _ := in.collisions(); v == verdictHub {
+		// A partner that does not negotiate and collides early only:
+		// a hub (an old 10BASE-T one sends link pulses, no modes);
+		// D2 and D5 say so.
+		return nil
+	}
 	fix := "the far end is probably forced to " + speedWords(l.SpeedMbps) + "/full while this end autonegotiates: set both to autonegotiate, or force both to the same speed and duplex"
 	if l.SpeedMbps != nil && *l.SpeedMbps == 10 {
 		fix += " (at 10M the partner may also be an old 10BASE-T hub that does not negotiate: then half duplex is right, and a switch is the fix)"
@@ -270,10 +276,14 @@ func D2(in Input) []Finding {
 		ev += ", the NIC supports full duplex"
 	}
 	cause, words := in.halfCause()
+	verdict, vwords := in.collisions()
+	if cause == causePeerForced && verdict == verdictHub {
+		words = "link partner advertises no modes (a forced peer, or a hub that does not negotiate)"
+	}
 	if cause != causeThisEnd {
 		ev += ", " + words
 	}
-	if len(D3(in)) > 0 || len(D5(in)) > 0 {
+	if verdict != verdictHub && (len(D3(in)) > 0 || len(D5(in)) > 0) {
 		sev = Error
 		ev += "; with collision errors (D3/D5)"
 	}
@@ -298,6 +308,14 @@ func D2(in Input) []Finding {
 	case causePartnerFull:
 		summary = "running half duplex although the link partner advertises full duplex"
 		fix = "renegotiate (ethtool -r " + name + "); if it comes back half, compare the modes both ends advertise (ethtool " + name + ") and check the driver"
+	}
+	switch {
+	case verdict == verdictHub && cause == causeHalfOnly:
+		ev += "; " + vwords
+	case verdict == verdictHub && (cause == causeUnknown || cause == causePeerForced):
+		summary = hubSummary + ": running half duplex because the link partner is a hub that does not negotiate (it collides, never late)"
+		ev += "; " + vwords
+		fix = "nothing to set on this end: half duplex is right on a hub; replace the hub with a switch, or give this host its own switch port"
 	}
 	return []Finding{in.finding("D2", sev, summary, ev, fix)}
 }
@@ -395,21 +413,40 @@ func D5(in Input) []Finding {
 	if duplex == "" {
 		parts = append(parts, "duplex not reported by the driver, but only a half-duplex MAC counts collisions")
 	}
-	summary := "heavy collisions at half duplex"
+	verdict, vwords := in.collisions()
+	if vwords != "" {
+		parts = append(parts, vwords)
+	}
+	what := "heavy collisions at half duplex"
 	switch {
 	case x != "" && heavy:
-		summary = "heavy collisions at half duplex, with frames dropped after 16 tries (excessive collisions, tx_aborted_errors): a busy shared segment or a duplex mismatch"
+		what = "heavy collisions at half duplex, with frames dropped after 16 tries (excessive collisions, tx_aborted_errors)"
 	case x != "":
-		summary = "excessive collisions at half duplex: frames dropped after 16 tries (tx_aborted_errors), on a busy shared segment or a duplex mismatch"
+		what = "excessive collisions at half duplex: frames dropped after 16 tries (tx_aborted_errors)"
+	}
+	summary := what
+	if x != "" {
+		summary += ": a busy shared segment or a duplex mismatch"
 	}
 	fix := "if the far end is a switch, it is probably forced to full duplex: make both ends autonegotiate; on a real hub, move to a switch"
-	switch cause, _ := in.halfCause(); cause {
+	cause, _ := in.halfCause()
+	switch cause {
 	case causePeerForced:
 		fix = "the peer is forced (it advertises no modes), probably to full duplex: set it to autonegotiate, or force both ends to full duplex"
 	case causeHalfOnly:
 		fix = "the partner is a hub or a half-duplex-only device: the segment is busy; move this host (or the heavy talkers) to a switch port"
 	case causeThisEnd:
 		fix = "this end is forced to half duplex: set both ends to autonegotiate (ethtool -s " + in.Iface.Name + " autoneg on)"
+	}
+	switch verdict {
+	case verdictHub:
+		summary = hubSummary + ": " + what + ", none of them late, no CRC error: not a duplex mismatch"
+		fix = "nothing is misconfigured (on a hub half duplex is right): the segment is shared and busy; move this host (or the heavy talkers) to a switch port"
+	case verdictMismatch:
+		summary = what + ", and late collisions: a duplex mismatch, not a busy hub"
+		if cause != causeThisEnd {
+			fix = "the far end runs full duplex (probably forced): set both ends to autonegotiate, or force both to the same speed at full duplex"
+		}
 	}
 	return []Finding{in.finding("D5", Warn, summary, strings.Join(parts, "; "), fix)}
 }
@@ -742,11 +779,14 @@ func duplexEvidence(p Path) (half, counters []string) {
 		if ifc == nil || ifc.Link.Duplex != "half" {
 			continue
 		}
-		if c, _ := (Input{Iface: ifc}).halfCause(); c != causeHalfOnly {
+		if c, _ := (Input{Iface: ifc}).halfCause(); c != causeHalfOnly && !onHub(p.Findings, ifc.Name) {
 			add(&half, ifc.Name+" runs half duplex")
 		}
 	}
 	for _, f := range p.Findings {
+		if onHub(p.Findings, f.Iface) && f.Rule != "D3" && f.Rule != "D6" {
+			continue
+		}
 		switch f.Rule {
 		case "D1", "D2", "D5":
 			add(&half, f.Rule+" on "+f.Iface)

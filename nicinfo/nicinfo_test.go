@@ -88,6 +88,10 @@ var scenarios = []struct {
 		// tx_aborted_errors (excessive collisions) is named beside the collisions.
 		wantKey(t, a.Delta.Key, ExcessiveCollisions, 377)
 		wantEvidence(t, a.Findings, "D5", "Δexcessive_collisions = 377 [tx_aborted_errors]: frames dropped after 16 collisions in a row")
+		// Late collisions on the half side decide it: a mismatch, not a hub.
+		wantSummary(t, a.Findings, "D5", "and late collisions: a duplex mismatch, not a busy hub")
+		wantEvidence(t, a.Findings, "D5", "Δlate_collisions = 377 [tx_abort_late_coll (-S)]: the far end sends without listening (full duplex)")
+		wantFix(t, a.Findings, "D5", "the far end runs full duplex (probably forced)")
 	}},
 	{"e1000e-full-crc", "enp2s0", []string{"D6 ERROR"}, func(t *testing.T, a analysis) {
 		wantKey(t, a.Delta.Key, FCSErrors, 812)
@@ -111,7 +115,9 @@ var scenarios = []struct {
 			t.Errorf("naming = %+v, want enumerated, unstable", a.Interface.Naming)
 		}
 	}},
-	{"3c59x-halfdup", "eth0", []string{"D2 ERROR", "D5 WARN"}, func(t *testing.T, a analysis) {
+	{"3c59x-halfdup", "eth0", []string{"D2 WARN", "D5 WARN"}, func(t *testing.T, a analysis) {
+		// On a hub collisions are normal: no late one, no CRC error.
+		wantSummary(t, a.Findings, "D5", "a busy shared segment (hub)")
 		wantKey(t, a.Delta.Key, Deferrals, 8000)
 		// The partner advertises 10 and 100 at half duplex only: a hub.
 		wantSummary(t, a.Findings, "D2", "the link partner is a hub or a half-duplex-only device")
@@ -233,8 +239,26 @@ var scenarios = []struct {
 			t.Errorf("duplex %q, want unknown", a.Interface.Link.Duplex)
 		}
 		wantKey(t, a.Delta.Key, ExcessiveCollisions, 212)
-		wantSummary(t, a.Findings, "D5", "frames dropped after 16 tries (excessive collisions, tx_aborted_errors): a busy shared segment or a duplex mismatch")
-		wantEvidence(t, a.Findings, "D5", "Δcollisions = 9600 in 80000 tx packets (12.0%); Δexcessive_collisions = 212 [tx_aborted_errors]: frames dropped after 16 collisions in a row; duplex not reported by the driver, but only a half-duplex MAC counts collisions")
+		wantSummary(t, a.Findings, "D5", "a busy shared segment (hub): heavy collisions at half duplex, with frames dropped after 16 tries (excessive collisions, tx_aborted_errors), none of them late, no CRC error: not a duplex mismatch")
+		wantEvidence(t, a.Findings, "D5", "Δcollisions = 9600 in 80000 tx packets (12.0%); Δexcessive_collisions = 212 [tx_aborted_errors]: frames dropped after 16 collisions in a row; duplex not reported by the driver, but only a half-duplex MAC counts collisions; Δlate_collisions = 0 [tx_window_errors] and Δfcs_errors = 0 in 9600 collisions")
+		wantFix(t, a.Findings, "D5", "nothing is misconfigured (on a hub half duplex is right)")
+	}},
+	{"e1000e-10half-hub", "enp0s25", []string{"D2 WARN", "D5 WARN"}, func(t *testing.T, a analysis) {
+		// An old 10BASE-T hub advertises nothing, as a forced switch
+		// port does; 45% collisions and excessive ones, but none late
+		// and no CRC error: a busy hub, not a duplex mismatch (no D1).
+		wantKey(t, a.Delta.Key, LateCollisions, 0)
+		wantKey(t, a.Delta.Key, FCSErrors, 0)
+		wantSummary(t, a.Findings, "D2", "a busy shared segment (hub): running half duplex because the link partner is a hub that does not negotiate")
+		wantFix(t, a.Findings, "D2", "half duplex is right on a hub")
+		wantSummary(t, a.Findings, "D5", "a busy shared segment (hub): heavy collisions at half duplex, with frames dropped after 16 tries")
+		wantEvidence(t, a.Findings, "D5", "Δcollisions = 9000 in 20000 tx packets (45.0%); Δexcessive_collisions = 310 [tx_aborted_errors]")
+		wantEvidence(t, a.Findings, "D5", "Δlate_collisions = 0 [tx_abort_late_coll (-S)] and Δfcs_errors = 0 in 9000 collisions: every station listens before it sends, so a shared segment, not a duplex mismatch")
+		for _, f := range a.Findings {
+			if strings.Contains(f.Fix, "forced to full duplex") || strings.Contains(f.Summary, "mismatch:") {
+				t.Errorf("%s claims a duplex mismatch on a hub: %s / %s", f.Rule, f.Summary, f.Fix)
+			}
+		}
 	}},
 	{"e1000e-100full-crc-noethtool", "enp3s0", []string{"D6 ERROR"}, func(t *testing.T, a analysis) {
 		if a.Interface.Link.ModesKnown || a.Interface.Link.Autoneg != nil || a.Interface.DriverStats != nil || a.Interface.PermMAC != "" {
@@ -597,6 +621,10 @@ func TestDiagnosePath(t *testing.T) {
 		{"12x with losses, receive errors", Path{Forward: fwd, Reverse: rev, SamePath: true, Ends: fullEnds, Findings: d6}, []string{"D7 ERROR"}, true},
 		// Half duplex on a hub is right, and no mismatch.
 		{"12x with losses, half duplex on a hub", Path{Forward: fwd, Reverse: rev, SamePath: true, Ends: hubEnd}, []string{"D7 WARN"}, false},
+		// An end its counters put on a hub (collisions, none late, no
+		// CRC error): its half duplex and D2/D5 are no mismatch's.
+		{"12x with losses, half duplex on a hub its counters tell", Path{Forward: fwd, Reverse: rev, SamePath: true, Ends: []*Interface{link("eth0", "half"), link("eth1", "full", "100baseT_Full")},
+			Findings: []Finding{{Rule: "D2", Iface: "eth0", Summary: hubSummary + ": running half duplex"}, {Rule: "D5", Iface: "eth0", Summary: hubSummary + ": heavy collisions"}}}, []string{"D7 WARN"}, false},
 		{"12x, an end at half duplex, nothing lost", Path{Forward: fwd, Reverse: Direction{Bps: 8e6, RetransPct: 0}, SamePath: true, Ends: halfEnd}, []string{"D7 WARN"}, false},
 		// A shaped forward direction beside a busy host's fast reverse one
 		// that retransmitted (seen in make test-stress): no collapse.

@@ -399,6 +399,27 @@ func scenarios() []scenario {
 		noEthtool: true,
 		elapsed:   10 * time.Minute,
 	})
+	// 14. e1000e on an old 10BASE-T hub (link pulses only, no
+	// autonegotiation: the partner advertises nothing, so parallel
+	// detection chose 10/half), a busy segment: 45% collisions and frames
+	// given up after 16 (tx_aborted_errors), but no late collision and no
+	// CRC error: every station listens before it sends. A hub, not a
+	// duplex mismatch (compare e1000-100half-latecoll and its peer
+	// e1000e-full-crc).
+	hub := intel("e1000e", "6.18.0-k", zeros(intelKeys))
+	hub.PermAddr = "00:1b:21:5e:08:a4"
+	hub.Link = &nicinfo.LinkSettings{Speed: 10, Duplex: 0, Autoneg: 1, Port: 0, Supported: gigT, Advertise: append(gigTAdv, "Autoneg", "TP"), Partner: []string{}}
+	out = append(out, scenario{
+		dir: "e1000e-10half-hub", iface: "enp0s25", index: 2, queues: 1,
+		pci:     pci{"0000:00:19.0", "0x8086", "0x10ef", "0x8086", "0x0000", "e1000e"},
+		udev:    map[string]string{"ID_NET_NAME_PATH": "enp0s25", "ID_NET_NAME_MAC": "enx001b215e08a4", "ID_NET_NAMING_SCHEME": "v252", "ID_NET_LINK_FILE": "/usr/lib/systemd/network/99-default.link", "ID_NET_DRIVER": "e1000e"},
+		attrs:   with(baseAttrs("00:1b:21:5e:08:a4", "4"), "speed", "10"),
+		stats:   map[string]uint64{"rx_packets": 410_220, "tx_packets": 388_004, "rx_bytes": 301_000_000, "tx_bytes": 270_500_000, "collisions": 90_112, "tx_aborted_errors": 1_904, "tx_errors": 1_904},
+		dstats:  map[string]uint64{"rx_packets": 21_000, "tx_packets": 20_000, "rx_bytes": 1_386_000, "tx_bytes": 28_960_000, "collisions": 9_000, "tx_aborted_errors": 310, "tx_errors": 310},
+		drv:     hub,
+		ddelta:  map[string]uint64{"rx_packets": 21_000, "tx_packets": 20_000, "collisions": 9_000, "tx_aborted_errors": 310, "tx_deferred_ok": 6_400, "tx_single_coll_ok": 3_100, "tx_multi_coll_ok": 2_050},
+		elapsed: time.Minute,
+	})
 	return out
 }
 
