@@ -173,15 +173,19 @@ func TestNicOfflineFindings(t *testing.T) {
 	}{
 		{"e1000e-10half-partner", "enp0s25", []string{"WARN D2"}, []string{
 			"WARN  D2 enp0s25: running half duplex: the link partner is a hub or a 10/half-only device (it advertises only 10baseT_Half)\n",
-			"evidence: speed 10M, duplex half, autoneg on, the NIC supports full duplex, link partner advertises only 10baseT_Half\n",
+			"evidence: speed 10M, duplex half, autoneg on, the NIC supports full duplex, link partner advertises only 10baseT_Half; Δlate_collisions = 0",
 		}},
 		{"e1000-100half-latecoll", "enp0s11", []string{"ERROR D1", "ERROR D2", "ERROR D3", "WARN D5"}, []string{
 			"ERROR D2 enp0s11: running half duplex on a link that can run full duplex: the peer is forced, so parallel detection chose half\n",
 			"link partner advertises no modes (peer forced: its speed and duplex are hard-set)",
 		}},
 		{"tulip-hub-excessive", "eth0", []string{"WARN D5"}, []string{
-			"WARN  D5 eth0: heavy collisions at half duplex, with frames dropped after 16 tries (excessive collisions, tx_aborted_errors): a busy shared segment or a duplex mismatch\n",
+			"WARN  D5 eth0: a busy shared segment (hub): heavy collisions at half duplex, with frames dropped after 16 tries (excessive collisions, tx_aborted_errors), none of them late, no CRC error: not a duplex mismatch\n",
 			"Δexcessive_collisions = 212 [tx_aborted_errors]: frames dropped after 16 collisions in a row",
+		}},
+		{"e1000e-10half-hub", "enp0s25", []string{"WARN D2", "WARN D5"}, []string{
+			"WARN  D2 enp0s25: a busy shared segment (hub): running half duplex because the link partner is a hub that does not negotiate (it collides, never late)\n",
+			"Δlate_collisions = 0 [tx_abort_late_coll (-S)] and Δfcs_errors = 0 in 9000 collisions: every station listens before it sends, so a shared segment, not a duplex mismatch",
 		}},
 		{"e1000e-100full-crc-noethtool", "enp3s0", []string{"ERROR D6"}, []string{
 			"ERROR D6 enp3s0: CRC and alignment errors on a 10/100 full-duplex link: a duplex mismatch (the peer at half duplex) or a bad cable\n",
