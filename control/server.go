@@ -18,6 +18,7 @@ import (
 	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/internal/fairpool"
 	"github.com/blastnet/blast/latency"
+	"github.com/blastnet/blast/pathmtu"
 	"github.com/blastnet/blast/report"
 )
 
@@ -472,6 +473,16 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 		}
 		c.SetReadDeadline(time.Time{})
 		s.latSession(ctx, c, seq, port, rate, cookie)
+		return
+	}
+	if port, ok := pathmtu.ParseGreeting(cookie); ok {
+		// doctor's path-MTU probes, both ways (pathmtu.Serve).
+		if !pc.identified() {
+			c.Close()
+			return
+		}
+		c.SetReadDeadline(time.Time{})
+		pathmtu.Serve(ctx, c, port)
 		return
 	}
 	if cookie == latency.Hello {
