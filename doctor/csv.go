@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/pathmtu"
 )
 
 // csvHeader is the one header line of WriteCSV: the unit of each figure
@@ -16,6 +17,7 @@ var csvHeader = []string{
 	"datagram_bytes", "sent_datagrams", "lost_datagrams",
 	"rtt_min_us", "rtt_p50_us", "rtt_p99_us", "rtt_max_us", "error",
 	"rank", "rule", "severity", "iface", "summary", "evidence", "fix", "invalid", "healthy",
+	"path_mtu_upload_bytes", "path_mtu_download_bytes",
 }
 
 // Column indexes of csvHeader.
@@ -43,6 +45,8 @@ const (
 	csvFix
 	csvInvalid
 	csvHealthy
+	csvPMTUUp
+	csvPMTUDown
 	csvColumns
 )
 
@@ -53,7 +57,8 @@ const (
 // up). A test row has the figures of its kind: goodput and retransmits
 // for TCP; goodput, target rate, datagram size, datagrams sent and lost
 // for UDP; round-trip times in microseconds with 3 decimals for the
-// latency run; a test that failed before it measured anything only its
+// latency run; the path MTU test's largest packet each way, in bytes
+// (empty: not measured); a test that failed before it measured anything only its
 // error (and a UDP test its target). Rates are bits per second with no
 // decimals. Text that came from the peer or a file is escaped as in
 // WriteText, line breaks kept; encoding/csv quotes what needs it.
@@ -111,6 +116,13 @@ func (t Test) csvCells() []string {
 	switch {
 	case t.Err != "" && t.Bps == 0 && t.RTT == nil:
 		// Failed before it measured anything.
+	case t.PathMTU != nil:
+		// The largest packet that arrived each way; empty: not measured.
+		for col, d := range map[int]pathmtu.Direction{csvPMTUUp: t.PathMTU.Up, csvPMTUDown: t.PathMTU.Down} {
+			if d.Measured {
+				row[col] = strconv.Itoa(d.PMTU)
+			}
+		}
 	case t.RTT != nil:
 		us := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3, 'f', 3, 64) }
 		row[csvRTTMin], row[csvRTTP50], row[csvRTTP99], row[csvRTTMax] = us(t.RTT.Min), us(t.RTT.P50), us(t.RTT.P99), us(t.RTT.Max)

@@ -1,8 +1,10 @@
 // Package doctor runs the short tests that tell why a path is slow, and
-// ranks what they found into one verdict: TCP both ways, UDP at a rate the
-// path should carry with datagrams that fill the MTU, and round trips,
-// each against one blast server (which answers tests and latency on one
-// port). A direction where TCP lost heavily gets UDP below and above its
+// ranks what they found into one verdict: the path MTU both ways
+// (don't-fragment probes, D29 for a smaller hop between the hosts; a
+// black hole there skips the throughput tests, which would stall on it),
+// TCP both ways, UDP at a rate the path should carry with datagrams that
+// fill the MTU, and round trips, each against one blast server (which
+// answers tests, latency and the probes on one port). A direction where TCP lost heavily gets UDP below and above its
 // rate, which tells a policer (D26, with its rate) from random loss. Every
 // test's findings (the interfaces' rules D1-D13 on both ends, the path
 // rules D14 and up) are merged, the two TCP directions compared (D7), and
@@ -15,12 +17,14 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/latency"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathdiag"
+	"github.com/blastnet/blast/pathmtu"
 	"github.com/blastnet/blast/report"
 )
 
@@ -40,6 +44,9 @@ type Config struct {
 	// per second, as fits each).
 	Unit report.RateUnit
 }
+
+// steps is the number of a run's steps (probes count as the UDP step).
+const steps = 5
 
 // MaxUDPRate caps the automatic UDP rate: the UDP test looks for loss,
 // MTU and buffer trouble, not for the path's capacity.
@@ -66,6 +73,8 @@ type Test struct {
 	Lost     int64 `json:"lost,omitempty"`
 	// RTT percentiles of the latency run.
 	RTT *latency.Stats `json:"rtt,omitempty"`
+	// PathMTU is what the path MTU test's probes found, both ways.
+	PathMTU *pathmtu.Result `json:"path_mtu,omitempty"`
 	// Findings of this test, both ends, ranked.
 	Findings []nicinfo.Finding `json:"findings,omitempty"`
 	Err      string            `json:"error,omitempty"`
@@ -106,7 +115,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.LatDuration = 2 * time.Second
 	}
 	rep := &Report{Host: cfg.Host, Port: cfg.Port, Unit: cfg.Unit}
-	const steps = 4
 	step := func(n int, name, cmd string) {
 		if cfg.Progress != nil {
 			cfg.Progress(Step{N: n, Of: steps, Name: name, Command: cmd})
@@ -115,13 +123,32 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	base := fmt.Sprintf("blast client %s -p %d -t %g", cfg.Host, cfg.Port, cfg.Duration.Seconds())
 
 	var lists [][]nicinfo.Finding
+	// The path MTU first: a hop that drops large packets without a word
+	// (a black hole) would stall every throughput test's control
+	// exchange, and D29 names it.
+	mres := rep.measureMTU(ctx, cfg, 1)
+	mtuTest := len(rep.Tests) - 1
+	if ctx.Err() != nil {
+		return rep.Finish(lists), nil
+	}
+	if where := blackHole(mres); where != "" {
+		for _, t := range []Test{{Name: "tcp upload", Command: base}, {Name: "tcp download", Command: base + " -R"},
+			{Name: "udp upload", Command: base + " -u"}} {
+			t.Err = "skipped: a path-MTU black hole in " + where + " (D29): its results would not get through"
+			rep.Tests = append(rep.Tests, t)
+		}
+		fs, _ := rep.judgeMTU(&rep.Tests[mtuTest], cfg)
+		lists = append(lists, fs)
+		rep.latency(ctx, cfg, step)
+		return rep.Finish(lists), nil
+	}
 	var dirs [2]*control.Result
 	for i, reverse := range []bool{false, true} {
 		name, cmd := "tcp upload", base
 		if reverse {
 			name, cmd = "tcp download", base+" -R"
 		}
-		step(i+1, name, cmd)
+		step(i+2, name, cmd)
 		res, err := control.Run(ctx, control.Config{Host: cfg.Host, Port: cfg.Port, Family: cfg.Family,
 			Duration: cfg.Duration, Reverse: reverse})
 		if res == nil {
@@ -147,8 +174,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			Ends:     []*nicinfo.Interface{rep.Local, rep.Remote}}))
 	}
 
+	// The path MTU both ways, against both ends' MTUs (D29).
+	mtuFindings, hopMTU := rep.judgeMTU(&rep.Tests[mtuTest], cfg)
+	lists = append(lists, mtuFindings)
+
 	// UDP at a rate the path should carry, with datagrams that fill this
-	// side's MTU: a smaller MTU on the way shows as loss.
+	// side's MTU: a smaller MTU on the way shows as loss. A hop between
+	// the hosts that D29 named sets the size instead: what else loses
+	// datagrams is what this test is for.
 	rate := cfg.UDPRate
 	if rate == 0 {
 		rate = MaxUDPRate
@@ -163,6 +196,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		// the far side's MTU, and this test is there to find the MTU.
 		Backend: "mmsg"}
 	if m := mtu(rep.Local); m > 0 {
+		if hopMTU > 0 {
+			m = hopMTU
+		}
 		ucfg.BlockLen = m - 28
 		if cfg.Family == "6" {
 			ucfg.BlockLen = m - 48
@@ -172,7 +208,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if ucfg.BlockLen > 0 {
 		cmd += fmt.Sprintf(" -l %d", ucfg.BlockLen)
 	}
-	step(3, "udp upload", cmd)
+	step(4, "udp upload", cmd)
 	var udpUp *control.Result
 	if res, err := control.Run(ctx, ucfg); res != nil {
 		t := testOf("udp upload", cmd, res, err)
@@ -199,8 +235,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 
-	cmd = fmt.Sprintf("blast lat %s -p %d -t %g", cfg.Host, cfg.Port, cfg.LatDuration.Seconds())
-	step(4, "latency", cmd)
+	rep.latency(ctx, cfg, step)
+	return rep.Finish(lists), nil
+}
+
+// latency is the run's last step: round trips of 64 bytes.
+func (rep *Report) latency(ctx context.Context, cfg Config, step func(int, string, string)) {
+	cmd := fmt.Sprintf("blast lat %s -p %d -t %g", cfg.Host, cfg.Port, cfg.LatDuration.Seconds())
+	step(5, "latency", cmd)
 	lcfg := latency.Defaults()
 	lcfg.Host, lcfg.Port, lcfg.Duration = cfg.Host, cfg.Port, cfg.LatDuration
 	t := Test{Name: "latency", Command: cmd}
@@ -210,7 +252,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		t.RTT = &lr.RTT
 	}
 	rep.Tests = append(rep.Tests, t)
-	return rep.Finish(lists), nil
 }
 
 // The probes of a lossy TCP direction. cleanShare: UDP below TCP's
@@ -266,7 +307,7 @@ func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, b
 			cmd += fmt.Sprintf(" -l %d", c.BlockLen)
 		}
 		if cfg.Progress != nil {
-			cfg.Progress(Step{N: 3, Of: 4, Name: what, Command: cmd})
+			cfg.Progress(Step{N: 4, Of: steps, Name: what, Command: cmd})
 		}
 		res, err := control.Run(ctx, c)
 		if err != nil {
@@ -376,6 +417,13 @@ func (rep *Report) summary() string {
 			s += ", "
 		}
 		switch {
+		case t.PathMTU != nil:
+			m := mtuSummary(t.PathMTU)
+			if m == "" {
+				s = strings.TrimSuffix(s, ", ")
+				continue
+			}
+			s += m
 		case t.RTT != nil:
 			s += fmt.Sprintf("round trip p50 %s", dur(t.RTT.P50))
 		case t.Sent > 0:

@@ -58,6 +58,8 @@ func (t Test) line(unit report.RateUnit) string {
 	}
 	var s string
 	switch {
+	case t.PathMTU != nil:
+		s = mtuLine(t.PathMTU)
 	case t.RTT != nil:
 		s = fmt.Sprintf("round trip min %s, p50 %s, p99 %s, max %s (TCP, 64 B)", dur(t.RTT.Min), dur(t.RTT.P50), dur(t.RTT.P99), dur(t.RTT.Max))
 	case t.Datagram > 0 || t.Sent > 0:

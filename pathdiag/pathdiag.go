@@ -195,6 +195,8 @@ func causeRank(id string) int {
 	switch id {
 	case "D26", "D30":
 		return 12 // a policer between the hosts (a rate limit, as D14), random loss
+	case "D29":
+		return 11 // a smaller MTU between the hosts, as D16
 	case "D7":
 		return 15 // asymmetry: among the path causes, after the window
 	case "D9":

@@ -25,6 +25,7 @@
 package pathmtu
 
 import (
+	"bytes"
 	"encoding/binary"
 	"slices"
 	"strconv"
@@ -62,20 +63,25 @@ func ParseGreeting(g [GreetingSize]byte) (port uint16, ok bool) {
 	return port, port != 0
 }
 
-// answer is the server's reply to the greeting: the prefix, its UDP port
-// and its interface's MTU (0: unknown).
-func answer(port uint16, mtu int) [GreetingSize]byte {
+// answer is the server's reply to the greeting: the prefix, its UDP port,
+// its interface's MTU (0: unknown) and name (up to 16 bytes, NUL-padded).
+func answer(port uint16, mtu int, iface string) [GreetingSize]byte {
 	g := Greeting(port)
 	binary.BigEndian.PutUint16(g[16:], uint16(min(max(mtu, 0), maxSize)))
+	copy(g[18:34], iface)
 	return g
 }
 
-func parseAnswer(g [GreetingSize]byte) (port uint16, mtu int, ok bool) {
+func parseAnswer(g [GreetingSize]byte) (port uint16, mtu int, iface string, ok bool) {
 	if [len(greetingPrefix)]byte(g[:len(greetingPrefix)]) != greetingPrefix {
-		return 0, 0, false
+		return 0, 0, "", false
 	}
 	port = binary.BigEndian.Uint16(g[14:])
-	return port, int(binary.BigEndian.Uint16(g[16:])), port != 0
+	name := g[18:34]
+	if i := bytes.IndexByte(name, 0); i >= 0 {
+		name = name[:i]
+	}
+	return port, int(binary.BigEndian.Uint16(g[16:])), string(name), port != 0
 }
 
 // The frames on the TCP connection after the greeting. The client sends
@@ -297,6 +303,9 @@ type Direction struct {
 	// SenderMTU is the sending interface's MTU (0: unknown), the largest
 	// size it could send.
 	SenderMTU int `json:"sender_mtu,omitempty"`
+	// SenderIface names that interface ("": unknown; the server's comes
+	// from the server).
+	SenderIface string `json:"sender_iface,omitempty"`
 	// Learned is the path MTU the sender's kernel held for the receiver
 	// after the probes (IP_MTU; 0: unknown): below SenderMTU, an ICMP
 	// "fragmentation needed" (ICMPv6 "packet too big") came back.

@@ -86,9 +86,9 @@ func TestGreeting(t *testing.T) {
 	if port, ok := ParseGreeting(g); !ok || port != 40000 {
 		t.Errorf("ParseGreeting(Greeting(40000)) = %d, %v", port, ok)
 	}
-	a := answer(40001, 9000)
-	if port, mtu, ok := parseAnswer(a); !ok || port != 40001 || mtu != 9000 {
-		t.Errorf("parseAnswer = %d, %d, %v", port, mtu, ok)
+	a := answer(40001, 9000, "enp1s0f0np0")
+	if port, mtu, name, ok := parseAnswer(a); !ok || port != 40001 || mtu != 9000 || name != "enp1s0f0np0" {
+		t.Errorf("parseAnswer = %d, %d, %q, %v", port, mtu, name, ok)
 	}
 	// An answer is no greeting (its MTU field is not zero), nor is port 0.
 	if _, ok := ParseGreeting(a); ok {
@@ -127,7 +127,7 @@ func TestProbeDatagram(t *testing.T) {
 func FuzzParseGreeting(f *testing.F) {
 	g := Greeting(5201)
 	f.Add(g[:])
-	a := answer(5202, 1500)
+	a := answer(5202, 1500, "eth0")
 	f.Add(a[:])
 	f.Add(make([]byte, GreetingSize))
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -35,11 +35,12 @@ func (cfg Config) network() string {
 
 func (cfg Config) addr() string { return net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)) }
 
-// ifaceMTU is the MTU of the interface that holds ip (0: none does).
-func ifaceMTU(ip net.IP) int {
+// ifaceMTU is the MTU and name of the interface that holds ip (0, "":
+// none does).
+func ifaceMTU(ip net.IP) (int, string) {
 	ifs, err := net.Interfaces()
 	if err != nil {
-		return 0
+		return 0, ""
 	}
 	for _, ifc := range ifs {
 		addrs, err := ifc.Addrs()
@@ -48,11 +49,11 @@ func ifaceMTU(ip net.IP) int {
 		}
 		for _, a := range addrs {
 			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
-				return ifc.MTU
+				return ifc.MTU, ifc.Name
 			}
 		}
 	}
-	return 0
+	return 0, ""
 }
 
 // frames reads the 4-byte frames a server sends, keeping a frame cut by

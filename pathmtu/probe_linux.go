@@ -180,10 +180,17 @@ func Probe(ctx context.Context, cfg Config) (*Result, error) {
 	c.SetDeadline(clamp(ctx, start.Add(greetingTimeout)))
 	var back [GreetingSize]byte
 	_, err = c.Write(g[:])
-	if err == nil {
-		_, err = io.ReadFull(c, back[:])
+	// A byte off the prefix ends the wait at once (iperf3 answers a
+	// cookie with one byte of state).
+	for got := 0; err == nil && got < GreetingSize; {
+		var n int
+		n, err = c.Read(back[got:])
+		got += n
+		if err == nil && !prefixOK(back[:got]) {
+			err = fmt.Errorf("it answered %q", back[:got])
+		}
 	}
-	sport, smtu, ok := parseAnswer(back)
+	sport, smtu, sname, ok := parseAnswer(back)
 	if err != nil || !ok {
 		unix.Close(u.fd)
 		if err == nil {
@@ -201,8 +208,9 @@ func Probe(ctx context.Context, cfg Config) (*Result, error) {
 	p := &prober{ctx: ctx, tcp: c, fr: &frames{c: c}, udp: uc, v6: v6,
 		grace: min(max(2*rtt, 5*time.Millisecond), 100*time.Millisecond)}
 	res := &Result{}
-	res.Up.SenderMTU = min(ifaceMTU(la.IP), maxSize)
-	res.Down.SenderMTU = smtu
+	lmtu, lname := ifaceMTU(la.IP)
+	res.Up.SenderMTU, res.Up.SenderIface = min(lmtu, maxSize), lname
+	res.Down.SenderMTU, res.Down.SenderIface = smtu, sname
 	top := func(mtu int) int {
 		if mtu <= 0 {
 			return maxSize
@@ -227,6 +235,12 @@ func Probe(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Down.Learned = p.serverLearned()
 	return res, nil
+}
+
+// prefixOK: b starts as greetingPrefix does.
+func prefixOK(b []byte) bool {
+	n := min(len(b), len(greetingPrefix))
+	return string(b[:n]) == string(greetingPrefix[:n])
 }
 
 // clamp is t, or ctx's deadline when that comes first.
@@ -389,7 +403,8 @@ func Serve(ctx context.Context, c net.Conn, port uint16) error {
 	if err != nil {
 		return fmt.Errorf("pathmtu: probe socket: %w", err)
 	}
-	a := answer(uint16(u.LocalAddr().(*net.UDPAddr).Port), min(ifaceMTU(la.IP), maxSize))
+	mtu, name := ifaceMTU(la.IP)
+	a := answer(uint16(u.LocalAddr().(*net.UDPAddr).Port), min(mtu, maxSize), name)
 	c.SetWriteDeadline(time.Now().Add(greetingTimeout))
 	if _, err := c.Write(a[:]); err != nil {
 		return err

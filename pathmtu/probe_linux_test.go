@@ -49,7 +49,7 @@ func TestProbeLoopback(t *testing.T) {
 				t.Fatal(err)
 			}
 			for name, d := range map[string]Direction{"upload": res.Up, "download": res.Down} {
-				if !d.Measured || d.PMTU != 65535 || !d.Exact || d.SenderMTU != 65535 || d.Lost != 0 {
+				if !d.Measured || d.PMTU != 65535 || !d.Exact || d.SenderMTU != 65535 || d.Lost != 0 || d.SenderIface != "lo" {
 					t.Errorf("%s: %+v; want 65535 exact, the sender's MTU 65535 (lo's 65536, as large as a packet gets)", name, d)
 				}
 			}

@@ -24,13 +24,19 @@ const doctorIntro = `Usage: blast doctor HOST [-p PORT] [-t SECONDS] [-4|-6] [-b
        blast doctor --offline DIR [--after DIR2] [IFACE]
 
 Against a blast server on HOST (blast server answers tests and blast lat
-on its one port), runs four short tests:
+on its one port), runs five short tests:
 
   1. TCP upload      blast client HOST -t 3
   2. TCP download    blast client HOST -t 3 -R
-  3. UDP upload      at 90% of the TCP upload (at most 500 Mbit/s), with
-                     datagrams that fill this side's MTU
-  4. latency         blast lat HOST -p PORT -t 2 (TCP, 64 bytes)
+  3. path MTU        both ways: don't-fragment UDP probes, a search over
+                     packet sizes (blast server sends the download's and
+                     reports the upload's; an iperf3 server cannot: "not
+                     measured"), against both interfaces' MTUs (D29: a
+                     hop that carries less than both ends, with its MTU)
+  4. UDP upload      at 90% of the TCP upload (at most 500 Mbit/s), with
+                     datagrams that fill this side's MTU (the path's, when
+                     D29 found a smaller hop)
+  5. latency         blast lat HOST -p PORT -t 2 (TCP, 64 bytes)
 
 A direction where TCP lost 2% or more of its segments (and moved at most
 400 Mbit/s) also gets UDP at 80% and at 2.5 times its rate (2.5 times more
