@@ -63,10 +63,10 @@ func healthyPath() *Report {
 		Evidence: "cpu3 spent 97% of the test in softirq on the receiver (lab-b)",
 		Fix:      "spread the packet work over more cores: more queues (ethtool -L IFACE combined N) with irqbalance, RPS/RFS, or GRO/GSO to handle fewer, larger packets"}
 	rep := &Report{Host: "198.18.0.2", Port: 5201, Tests: []Test{
+		{Name: "tcp upload", Command: csvBase, Bps: 9.412e9},
 		{Name: "path mtu", Command: "tracepath -n 198.18.0.2 (upload only)", PathMTU: &pathmtu.Result{
 			Up:   pathmtu.Direction{Measured: true, PMTU: 1500, Exact: true, SenderMTU: 1500, Learned: 1500, Rounds: 1},
 			Down: pathmtu.Direction{Measured: true, PMTU: 1500, Exact: true, SenderMTU: 1500, Learned: 1500, Rounds: 1}}},
-		{Name: "tcp upload", Command: csvBase, Bps: 9.412e9},
 		{Name: "tcp download", Command: csvBase + " -R", Bps: 9.398e9, Findings: []nicinfo.Finding{d22}},
 		{Name: "udp upload", Command: csvBase + " -u -b 500M --backend mmsg -l 1472", RateBps: 500e6, Datagram: 1472, Bps: 499.97e6, Sent: 42806},
 		csvLatency(),
@@ -236,7 +236,7 @@ func TestTextUnit(t *testing.T) {
 		"  tcp upload    9412 Mbit/s, 0 retransmits\n",
 		"  udp upload    500 Mbit/s at 500 Mbit/s, 1472-byte datagrams, 0 of 42806 lost\n",
 		"  path mtu      upload 1500 bytes (the sender's MTU), download 1500 bytes (the sender's MTU)\n",
-		"verdict: healthy: path mtu 1500 bytes both ways, tcp upload 9412 Mbit/s, tcp download 9398 Mbit/s, udp upload 500 Mbit/s with 0 of 42806 datagrams lost",
+		"verdict: healthy: tcp upload 9412 Mbit/s, path mtu 1500 bytes both ways, tcp download 9398 Mbit/s, udp upload 500 Mbit/s with 0 of 42806 datagrams lost",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("-f m: no %q in:\n%s", want, b.String())

@@ -1,8 +1,8 @@
 // Package doctor runs the short tests that tell why a path is slow, and
-// ranks what they found into one verdict: the path MTU both ways
-// (don't-fragment probes, D29 for a smaller hop between the hosts; a
-// black hole there skips the throughput tests, which would stall on it),
-// TCP both ways, UDP at a rate the path should carry with datagrams that
+// ranks what they found into one verdict: TCP both ways, the path MTU
+// both ways between them (don't-fragment probes, D29 for a smaller hop
+// between the hosts; a black hole there skips the tests after it, which
+// would stall on it), UDP at a rate the path should carry with datagrams that
 // fill the MTU, and round trips, each against one blast server (which
 // answers tests, latency and the probes on one port). A direction where TCP lost heavily gets UDP below and above its
 // rate, which tells a policer (D26, with its rate) from random loss. Every
@@ -123,32 +123,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	base := fmt.Sprintf("blast client %s -p %d -t %g", cfg.Host, cfg.Port, cfg.Duration.Seconds())
 
 	var lists [][]nicinfo.Finding
-	// The path MTU first: a hop that drops large packets without a word
-	// (a black hole) would stall every throughput test's control
-	// exchange, and D29 names it.
-	mres := rep.measureMTU(ctx, cfg, 1)
-	mtuTest := len(rep.Tests) - 1
-	if ctx.Err() != nil {
-		return rep.Finish(lists), nil
-	}
-	if where := blackHole(mres); where != "" {
-		for _, t := range []Test{{Name: "tcp upload", Command: base}, {Name: "tcp download", Command: base + " -R"},
-			{Name: "udp upload", Command: base + " -u"}} {
-			t.Err = "skipped: a path-MTU black hole in " + where + " (D29): its results would not get through"
-			rep.Tests = append(rep.Tests, t)
-		}
-		fs, _ := rep.judgeMTU(&rep.Tests[mtuTest], cfg)
-		lists = append(lists, fs)
-		rep.latency(ctx, cfg, step)
-		return rep.Finish(lists), nil
-	}
 	var dirs [2]*control.Result
+	mtuTest := -1
 	for i, reverse := range []bool{false, true} {
 		name, cmd := "tcp upload", base
 		if reverse {
 			name, cmd = "tcp download", base+" -R"
 		}
-		step(i+2, name, cmd)
+		step(2*i+1, name, cmd)
 		res, err := control.Run(ctx, control.Config{Host: cfg.Host, Port: cfg.Port, Family: cfg.Family,
 			Duration: cfg.Duration, Reverse: reverse})
 		if res == nil {
@@ -166,6 +148,29 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if ctx.Err() != nil {
 			return rep.Finish(lists), nil
 		}
+		if i > 0 {
+			continue
+		}
+		// The path MTU after the upload: against a blast server (it
+		// sends the download's probes; iperf3 would take the probe
+		// for a test's cookie, and fail its next test), or after an
+		// upload whose end stalled (a black hole stalls the results).
+		mres := rep.measureMTU(ctx, cfg, 2, res.RemoteVersion != "" || err != nil)
+		mtuTest = len(rep.Tests) - 1
+		if ctx.Err() != nil {
+			return rep.Finish(lists), nil
+		}
+		if where := blackHole(mres); where != "" {
+			// Every further test's results would stall on it.
+			for _, t := range []Test{{Name: "tcp download", Command: base + " -R"}, {Name: "udp upload", Command: base + " -u"}} {
+				t.Err = "skipped: a path-MTU black hole in " + where + " (D29): its results would not get through"
+				rep.Tests = append(rep.Tests, t)
+			}
+			fs, _ := rep.judgeMTU(&rep.Tests[mtuTest], cfg)
+			lists = append(lists, fs)
+			rep.latency(ctx, cfg, step)
+			return rep.Finish(lists), nil
+		}
 	}
 	if up, down := dirs[0], dirs[1]; up != nil && down != nil {
 		lists = append(lists, nicinfo.DiagnosePath(nicinfo.Path{
@@ -175,8 +180,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	// The path MTU both ways, against both ends' MTUs (D29).
-	mtuFindings, hopMTU := rep.judgeMTU(&rep.Tests[mtuTest], cfg)
-	lists = append(lists, mtuFindings)
+	hopMTU := 0
+	if mtuTest >= 0 {
+		var fs []nicinfo.Finding
+		fs, hopMTU = rep.judgeMTU(&rep.Tests[mtuTest], cfg)
+		lists = append(lists, fs)
+	}
 
 	// UDP at a rate the path should carry, with datagrams that fill this
 	// side's MTU: a smaller MTU on the way shows as loss. A hop between
@@ -199,6 +208,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if hopMTU > 0 {
 			m = hopMTU
 		}
+		m = min(m, 65535) // loopback's 65536: no IP packet is larger
 		ucfg.BlockLen = m - 28
 		if cfg.Family == "6" {
 			ucfg.BlockLen = m - 48

@@ -96,7 +96,7 @@ func TestLabDoctorHealthy(t *testing.T) {
 			if code != 0 || !rep.Healthy {
 				t.Errorf("exit %d, healthy %v, verdict %q: want 0, true", code, rep.Healthy, rep.Verdict)
 			}
-			if !strings.HasPrefix(rep.Verdict, "healthy: path mtu 1500 bytes both ways, tcp upload ") || !strings.HasSuffix(rep.Verdict, "; no finding at WARN or above") {
+			if !strings.HasPrefix(rep.Verdict, "healthy: tcp upload ") || !strings.Contains(rep.Verdict, ", path mtu 1500 bytes both ways, tcp download ") || !strings.HasSuffix(rep.Verdict, "; no finding at WARN or above") {
 				t.Errorf("verdict %q", rep.Verdict)
 			}
 			for _, f := range rep.Findings {
@@ -111,11 +111,11 @@ func TestLabDoctorHealthy(t *testing.T) {
 					t.Errorf("%s: %s", tt.Name, tt.Err)
 				}
 			}
-			if got := strings.Join(names, ","); got != "path mtu,tcp upload,tcp download,udp upload,latency" {
+			if got := strings.Join(names, ","); got != "tcp upload,path mtu,tcp download,udp upload,latency" {
 				t.Errorf("tests %s", got)
 			}
 			// The path MTU both ways: both ends' 1500, no finding.
-			if m := rep.Tests[0].PathMTU; m == nil || m.Up.PMTU != 1500 || m.Down.PMTU != 1500 || !m.Up.Exact || !m.Down.Exact {
+			if m := rep.Tests[1].PathMTU; m == nil || m.Up.PMTU != 1500 || m.Down.PMTU != 1500 || !m.Up.Exact || !m.Down.Exact {
 				t.Errorf("path mtu %+v: want 1500 both ways", m)
 			}
 			if u := rep.Tests[3]; u.Lost != 0 || u.Sent == 0 || u.Datagram != 1472 || u.RateBps != 20e6 {

@@ -3,6 +3,7 @@ package doctor
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -11,17 +12,25 @@ import (
 	"github.com/blastnet/blast/pathmtu"
 )
 
+// notBlast is why the path MTU is not measured against a server that did
+// not say it is blast server.
+const notBlast = "the server is not a blast server: iperf3 sends no probes (and would take them for a test)"
+
 // measureMTU measures the path MTU both ways with don't-fragment probes
 // (pathmtu; a blast server sends the download's) as the run's step n, and
 // adds the test; judgeMTU compares it with the interfaces once the TCP
-// tests have reported them. A port that is no blast server (iperf3) is
+// tests have reported them. Without probe (the server is not known to be
+// blast server), or against a port that does not answer the probe, it is
 // "not measured", no failed test.
-func (rep *Report) measureMTU(ctx context.Context, cfg Config, n int) *pathmtu.Result {
+func (rep *Report) measureMTU(ctx context.Context, cfg Config, n int, probe bool) *pathmtu.Result {
 	cmd := "tracepath -n " + cfg.Host + " (upload only)"
-	if cfg.Progress != nil {
-		cfg.Progress(Step{N: n, Of: steps, Name: "path mtu", Command: cmd})
+	res, err := &pathmtu.Result{}, errors.New(notBlast)
+	if probe {
+		if cfg.Progress != nil {
+			cfg.Progress(Step{N: n, Of: steps, Name: "path mtu", Command: cmd})
+		}
+		res, err = pathmtu.Probe(ctx, pathmtu.Config{Host: cfg.Host, Port: cfg.Port, Family: cfg.Family})
 	}
-	res, err := pathmtu.Probe(ctx, pathmtu.Config{Host: cfg.Host, Port: cfg.Port, Family: cfg.Family})
 	if err != nil {
 		res = &pathmtu.Result{}
 		res.Up.NotMeasured, res.Down.NotMeasured = err.Error(), err.Error()

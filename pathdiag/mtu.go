@@ -68,6 +68,13 @@ func (d MTUDirection) blackHole() bool {
 func D29(dirs ...MTUDirection) []nicinfo.Finding {
 	var out []nicinfo.Finding
 	var hops []MTUDirection
+	// Neither direction measured, for one reason: one note.
+	if len(dirs) == 2 && !dirs[0].Measured && !dirs[1].Measured && dirs[0].NotMeasured != "" && dirs[0].NotMeasured == dirs[1].NotMeasured {
+		return []nicinfo.Finding{{Rule: "D29", Severity: nicinfo.Info,
+			Summary:  "path MTU not measured",
+			Evidence: dirs[0].NotMeasured,
+			Fix:      "run blast server at the far end to measure both directions, or tracepath -n from each end"}}
+	}
 	for _, d := range dirs {
 		switch {
 		case d.hop():

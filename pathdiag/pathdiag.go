@@ -166,8 +166,9 @@ func Diagnose(d Direction) []nicinfo.Finding {
 // policer, random loss or an outage makes (D7 at WARN beside D14, D15,
 // D26, D30 or D27 at WARN), and the loss on the path (D20) that a black hole (D17), an MTU
 // (D16 at ERROR), the sender's own queue (D19), a policer between the
-// hosts (D26), random loss (D30) or an outage (D27) accounts for; and the distance from line rate (D23) that D9 names
-// as the NIC's.
+// hosts (D26), random loss (D30) or an outage (D27) accounts for; the
+// black hole D17 suspects when D29 measured it (with the hop's MTU); and
+// the distance from line rate (D23) that D9 names as the NIC's.
 func explained(fs []nicinfo.Finding) []nicinfo.Finding {
 	has := func(rule string, sev nicinfo.Severity) bool {
 		return slices.ContainsFunc(fs, func(f nicinfo.Finding) bool { return f.Rule == rule && f.Severity >= sev })
@@ -175,10 +176,12 @@ func explained(fs []nicinfo.Finding) []nicinfo.Finding {
 	policed := has("D26", nicinfo.Warn) || has("D30", nicinfo.Warn) // a rate limit, or random loss
 	outage := has("D27", nicinfo.Warn)                              // the retransmits, and a slow direction, are the outage's
 	shaped := has("D14", nicinfo.Warn) || has("D15", nicinfo.Warn) || policed || outage
-	lost := has("D17", nicinfo.Error) || has("D16", nicinfo.Error) || has("D19", nicinfo.Warn) || policed || outage
+	mtuHole := has("D29", nicinfo.Error) // a black hole D29 measured: D17 suspected it
+	lost := has("D17", nicinfo.Error) || has("D16", nicinfo.Error) || has("D19", nicinfo.Warn) || policed || outage || mtuHole
 	nicBound := has("D9", nicinfo.Warn)
 	return slices.DeleteFunc(fs, func(f nicinfo.Finding) bool {
 		return f.Rule == "D7" && f.Severity == nicinfo.Warn && shaped || f.Rule == "D20" && lost || f.Rule == "D23" && nicBound ||
+			f.Rule == "D17" && mtuHole ||
 			f.Rule == "D18" && f.Severity == nicinfo.Info && has("D16", nicinfo.Error) // the MTU refused the sends
 	})
 }

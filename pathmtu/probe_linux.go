@@ -193,10 +193,8 @@ func Probe(ctx context.Context, cfg Config) (*Result, error) {
 	sport, smtu, sname, ok := parseAnswer(back)
 	if err != nil || !ok {
 		unix.Close(u.fd)
-		if err == nil {
-			err = errors.New("another answer")
-		}
-		return nil, fmt.Errorf("pathmtu: %s: %w (%v)", cfg.addr(), ErrNoServer, err)
+		quiet(ctx, c)
+		return nil, fmt.Errorf("pathmtu: %s: %w", cfg.addr(), ErrNoServer)
 	}
 	c.SetDeadline(time.Time{})
 	rtt := time.Since(start)
@@ -236,6 +234,30 @@ func Probe(ctx context.Context, cfg Config) (*Result, error) {
 	res.Down.Learned = p.serverLearned()
 	return res, nil
 }
+
+// quiet hangs up on a server that is no blast server and waits, within
+// greetingTimeout, until it has closed the connection too: iperf3 took
+// the greeting for a test's cookie, and closes and opens its listening
+// socket again when that test fails; a test that connects before then is
+// refused. The pause after the close covers the reopening.
+func quiet(ctx context.Context, c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	c.SetReadDeadline(clamp(ctx, time.Now().Add(greetingTimeout)))
+	if _, err := io.Copy(io.Discard, io.LimitReader(c, 1<<16)); err == nil {
+		t := time.NewTimer(reopenPause)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// reopenPause is the time a server that closed its listening socket after
+// a failed test is given to open it again.
+const reopenPause = 100 * time.Millisecond
 
 // prefixOK: b starts as greetingPrefix does.
 func prefixOK(b []byte) bool {
