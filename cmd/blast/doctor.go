@@ -27,12 +27,14 @@ Against a blast server on HOST (blast server answers tests and blast lat
 on its one port), runs five short tests:
 
   1. TCP upload      blast client HOST -t 3
-  2. TCP download    blast client HOST -t 3 -R
-  3. path MTU        both ways: don't-fragment UDP probes, a search over
+  2. path MTU        both ways: don't-fragment UDP probes, a search over
                      packet sizes (blast server sends the download's and
-                     reports the upload's; an iperf3 server cannot: "not
+                     reports the upload's; against iperf3: "not
                      measured"), against both interfaces' MTUs (D29: a
-                     hop that carries less than both ends, with its MTU)
+                     hop that carries less than both ends, with its MTU;
+                     a black hole there skips tests 3 and 4, which would
+                     stall on it)
+  3. TCP download    blast client HOST -t 3 -R
   4. UDP upload      at 90% of the TCP upload (at most 500 Mbit/s), with
                      datagrams that fill this side's MTU (the path's, when
                      D29 found a smaller hop)
