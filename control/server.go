@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -219,6 +220,10 @@ type Server struct {
 	backend   engine.Backend
 	rxBackend engine.Backend // nil: automatic
 
+	// mtuSessions counts the path-MTU probe sessions running
+	// (maxMTUSessions at most).
+	mtuSessions atomic.Int32
+
 	// netns is where the server's sockets live.
 	netns *engine.NetNS
 	// udpAuto: no backend was configured, so UDP tests that ask for
@@ -425,6 +430,11 @@ func (s *Server) closeUDP() {
 	}
 }
 
+// maxMTUSessions bounds the path-MTU probe sessions a server runs at
+// once: each holds a UDP socket for up to pathmtu.MaxSession, and doctor
+// runs one.
+const maxMTUSessions = 16
+
 // touch notes a connection, for IdleTimeout.
 func (s *Server) touch() {
 	s.mu.Lock()
@@ -481,6 +491,13 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 			c.Close()
 			return
 		}
+		if s.mtuSessions.Add(1) > maxMTUSessions {
+			s.mtuSessions.Add(-1)
+			s.shedf("%s: refused: %d path-MTU probe sessions running already", c.RemoteAddr(), maxMTUSessions)
+			c.Close()
+			return
+		}
+		defer s.mtuSessions.Add(-1)
 		c.SetReadDeadline(time.Time{})
 		pathmtu.Serve(ctx, c, port)
 		return
