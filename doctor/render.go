@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/report"
@@ -53,6 +54,9 @@ func WriteText(w io.Writer, rep *Report) error {
 
 // line is one test's figures, its rates in unit.
 func (t Test) line(unit report.RateUnit) string {
+	if strings.HasPrefix(t.Err, "skipped: ") {
+		return t.Err // not run: it would have failed for a known cause
+	}
 	if t.Err != "" && t.Bps == 0 && t.RTT == nil {
 		return "failed: " + t.Err
 	}

@@ -34,3 +34,17 @@ func TestTextProbesAndPathFindings(t *testing.T) {
 		}
 	}
 }
+
+// A test doctor skipped says so, not "failed".
+func TestTextSkipped(t *testing.T) {
+	rep := (&Report{Host: "198.18.0.2", Port: 5201, Tests: []Test{
+		{Name: "tcp download", Command: "blast client 198.18.0.2 -R", Err: "skipped: a path-MTU black hole in the upload direction (D29): its results would not get through"},
+	}}).Finish(nil)
+	var b strings.Builder
+	if err := WriteText(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if want := "  tcp download  skipped: a path-MTU black hole in the upload direction (D29): its results would not get through\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("no %q in:\n%s", want, b.String())
+	}
+}
