@@ -171,6 +171,9 @@ type Delta struct {
 	// snapshots, in percent: a CPU near 100 is busy moving packets
 	// (receive and transmit processing), whoever asked for them.
 	SoftirqPct []float64 `json:"softirq_percent,omitempty"`
+	// Host is the whole host's idle and steal shares between the
+	// snapshots (nil: not known, as from blast before them).
+	Host *HostCPU `json:"host_cpu,omitempty"`
 }
 
 // Get returns the increase of an SNMP counter ("Udp.RcvbufErrors"), 0
@@ -187,7 +190,7 @@ func (d *Delta) Shapers() []Qdisc { return shapers(d.Qdiscs) }
 // every one of before is gone.
 func Diff(before, after *Snapshot) *Delta {
 	d := &Delta{Iface: after.Iface, Seconds: after.Time.Sub(before.Time).Seconds(), SNMP: map[string]uint64{},
-		SoftirqPct: softirqShares(before.CPUs, after.CPUs)}
+		SoftirqPct: softirqShares(before.CPUs, after.CPUs), Host: hostShares(before.CPUs, after.CPUs)}
 	for k, a := range after.SNMP {
 		b, ok := before.SNMP[k]
 		switch {
