@@ -52,6 +52,17 @@ type End struct {
 	IO engine.Sample
 	// BufLen is the buffer each I/O call was given (-l).
 	BufLen int
+	// Thread is what this end's data threads spent in this direction
+	// (nil: not known, as from iperf3 or blast before it).
+	Thread *Thread
+}
+
+// Thread is what an end's data threads (one per stream) spent over a
+// test, in percent of each one's wall time: the most CPU one used (100 is
+// a full core) and the longest one was runnable but waited for a CPU
+// (the scheduler's run delay: other threads on its CPUs, or a CPU quota).
+type Thread struct {
+	CPUPct, RunWaitPct float64
 }
 
 // Direction is one direction of one test: data from Sender to Receiver.
@@ -121,17 +132,18 @@ type rule struct {
 // rules are D14 and up, in the order a verdict prefers them at the same
 // severity: causes first, symptoms last.
 var rules = []rule{
-	{"D17", D17, 0}, // black hole
-	{"D16", D16, 1}, // MTU
-	{"D14", D14, 2}, // shaper or policer
-	{"D18", D18, 3}, // socket buffers overflowed
-	{"D19", D19, 4}, // qdisc drops
-	{"D15", D15, 5}, // window
-	{"D21", D21, 6}, // reader
-	{"D27", D27, 7}, // outage
-	{"D20", D20, 7}, // loss on the path
-	{"D22", D22, 8}, // CPU
-	{"D23", D23, 9}, // line rate
+	{"D28", D28, -20}, // CPU: not the network, before any network cause
+	{"D17", D17, 0},   // black hole
+	{"D16", D16, 1},   // MTU
+	{"D14", D14, 2},   // shaper or policer
+	{"D18", D18, 3},   // socket buffers overflowed
+	{"D19", D19, 4},   // qdisc drops
+	{"D15", D15, 5},   // window
+	{"D21", D21, 6},   // reader
+	{"D27", D27, 7},   // outage
+	{"D20", D20, 7},   // loss on the path
+	{"D22", D22, 8},   // CPU
+	{"D23", D23, 9},   // line rate
 }
 
 // Diagnose runs every path rule over one direction, most serious first.
@@ -162,7 +174,8 @@ func Diagnose(d Direction) []nicinfo.Finding {
 }
 
 // explained drops the findings that a stronger one explains, so the
-// verdict names the cause once: the asymmetry a shaper, a window, a
+// verdict names the cause once: a receiver short of CPU (D28) its loss,
+// buffer overflows (D18), reads (D21), window (D15) and asymmetry (D7); the asymmetry a shaper, a window, a
 // policer or an outage makes (D7 at WARN beside D14, D15, D26 or D27 at
 // WARN), and the loss on the path (D20) that a black hole (D17), an MTU
 // (D16 at ERROR), the sender's own queue (D19), a policer between the
@@ -177,7 +190,13 @@ func explained(fs []nicinfo.Finding) []nicinfo.Finding {
 	shaped := has("D14", nicinfo.Warn) || has("D15", nicinfo.Warn) || policed || outage
 	lost := has("D17", nicinfo.Error) || has("D16", nicinfo.Error) || has("D19", nicinfo.Warn) || policed || outage
 	nicBound := has("D9", nicinfo.Warn)
+	// A receiver short of CPU accounts for its own loss, full buffers,
+	// short reads and slow window, and the asymmetry they make.
+	cpuBound := slices.ContainsFunc(fs, cpuExplains)
 	return slices.DeleteFunc(fs, func(f nicinfo.Finding) bool {
+		if cpuBound && slices.Contains([]string{"D7", "D15", "D18", "D20", "D21"}, f.Rule) {
+			return true
+		}
 		return f.Rule == "D7" && f.Severity == nicinfo.Warn && shaped || f.Rule == "D20" && lost || f.Rule == "D23" && nicBound ||
 			f.Rule == "D18" && f.Severity == nicinfo.Info && has("D16", nicinfo.Error) // the MTU refused the sends
 	})

@@ -1,0 +1,156 @@
+package pathdiag
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/pathinfo"
+)
+
+// The CPU rule's thresholds. fullCorePct: a data thread that used this
+// share of a core or more was the limit of its stream. starvedPct: a data
+// thread runnable but waiting for a CPU this share of its time or more
+// was held back by the scheduler (other work on its cores, or a CPU quota:
+// cgroup cpu.max). busyIdlePct and busyStealPct: a host idle less than
+// this, or with this much stolen by its hypervisor, was busy as a whole,
+// which is never the network's doing. shortLossPct: a receiver's UDP loss
+// from this share on is one its CPU can explain; rwndShortPct: a TCP
+// sender waiting on the receiver's window this share of its busy time was
+// held by the receiver.
+const (
+	fullCorePct  = 85
+	starvedPct   = 25
+	busyIdlePct  = 15
+	busyStealPct = 10
+	shortLossPct = 1
+	rwndShortPct = 20
+)
+
+// explainsMark ends the summary of a CPU finding that accounts for a
+// receiver's loss or slow window: explained drops the network causes
+// that would otherwise claim it.
+const explainsMark = "; it explains the receiver's loss and window"
+
+// D28: an end that was short of CPU: its data thread used a full core, or
+// waited for a CPU a large share of the test. It is named before any
+// network cause: a WARN when the host had CPU to spare yet the thread was
+// held back (a quota, or a core shared with other work), or when a
+// thread at a full core explains a shortfall (the receiver's loss or its
+// slow window, the sender short of its -b rate); an INFO when nothing fell
+// short (a fast path is CPU-bound on every host: the path is faster than
+// this host) or when the host as a whole was busy (idle near zero, or
+// stolen by a hypervisor): a busy host is never a network finding.
+func D28(d Direction) []nicinfo.Finding {
+	var out []nicinfo.Finding
+	for _, e := range []*End{d.Receiver, d.Sender} {
+		if f, ok := cpuFinding(d, e); ok {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
+	if e == nil {
+		return nicinfo.Finding{}, false
+	}
+	role := "sender"
+	if e == d.Receiver {
+		role = "receiver"
+	}
+	var host *pathinfo.HostCPU
+	if e.Path != nil {
+		host = e.Path.Host
+	}
+	busy := host != nil && (host.IdlePct < busyIdlePct || host.StealPct >= busyStealPct)
+	t := e.Thread
+	full := t != nil && t.CPUPct >= fullCorePct
+	starved := t != nil && t.RunWaitPct >= starvedPct
+	if !full && !starved && !busy {
+		return nicinfo.Finding{}, false
+	}
+	var ev []string
+	if t != nil {
+		ev = append(ev, fmt.Sprintf("the %s's (%s) data thread used %.0f%% of a core and waited for a CPU %.0f%% of the test (run-queue wait)", role, e.Name, t.CPUPct, t.RunWaitPct))
+	}
+	if host != nil {
+		ev = append(ev, fmt.Sprintf("its host was %.0f%% idle, %.0f%% stolen, over %d CPU(s)", host.IdlePct, host.StealPct, host.CPUs))
+	}
+	if cpu, pct := softirqBusiest(e); pct >= 0 {
+		ev = append(ev, fmt.Sprintf("the busiest core in softirq: cpu%d at %.0f%%", cpu, pct))
+	}
+	short := shortfall(d, role)
+	if short != "" {
+		ev = append(ev, short)
+	}
+	f := nicinfo.Finding{Rule: "D28", Severity: nicinfo.Info, Iface: iface(e), Evidence: strings.Join(ev, "; ")}
+	explains := role == "receiver" && short != "" && (full || starved)
+	switch {
+	case busy:
+		f.Summary = fmt.Sprintf("the %s's host was busy: the rates are what it left to the test, not the network's", role)
+		if host != nil && host.StealPct >= busyStealPct {
+			f.Summary = fmt.Sprintf("the %s's host had CPU stolen by its hypervisor: the rates are what it left to the test, not the network's", role)
+		}
+		f.Fix = "test again on a quieter host (or a VM with dedicated CPUs); nothing to change on the network"
+	case starved:
+		f.Severity = nicinfo.Warn
+		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: its data thread waited for a CPU %.0f%% of the test while the host had %s",
+			role, e.Name, t.RunWaitPct, idleWords(host))
+		f.Fix = fmt.Sprintf("give the %s's blast a CPU of its own: lift its CPU quota (cgroup cpu.max, a container's CPU limit) or move other work off its cores (taskset, --affinity)", role)
+	case short != "":
+		f.Severity = nicinfo.Warn
+		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: its data thread used %.0f%% of a core and could not keep up at %s",
+			role, e.Name, t.CPUPct, bits(d.Goodput))
+		f.Fix = "more streams (-P) on more cores, a batching backend (--backend mmsg or gro for UDP, splice to send TCP), a larger -l, or a lower -b"
+	default:
+		f.Summary = fmt.Sprintf("the path is faster than this host: CPU-bound at the %s (%s) at %s", role, e.Name, bits(d.Goodput))
+		f.Fix = "none needed for the path; for more, more streams (-P) on more cores or a copy-free backend"
+	}
+	if explains {
+		f.Summary += explainsMark
+	}
+	return f, true
+}
+
+func idleWords(h *pathinfo.HostCPU) string {
+	if h == nil {
+		return "CPU to spare (its idle time unknown)"
+	}
+	return fmt.Sprintf("%.0f%% of its CPU time idle", h.IdlePct)
+}
+
+// shortfall says what fell short in d that the role's CPU can explain, ""
+// when nothing did: a receiver's UDP loss or full socket buffer, a TCP
+// sender held by the receiver's window, a UDP sender below its -b.
+func shortfall(d Direction, role string) string {
+	if role == "receiver" {
+		if d.UDP && d.Sent > 0 && 100*float64(d.Lost) >= shortLossPct*float64(d.Sent) {
+			return fmt.Sprintf("the receiver lost %d of %d datagrams (%.1f%%)", d.Lost, d.Sent, 100*float64(d.Lost)/float64(d.Sent))
+		}
+		if r := d.Receiver; r != nil && r.Path != nil {
+			if n := r.Path.Get("Udp.RcvbufErrors") + r.Path.Get("Udp6.RcvbufErrors"); d.UDP && n > 0 {
+				return fmt.Sprintf("%d datagrams dropped in the receiver's full socket buffer", n)
+			}
+			if n := r.Path.Get("TcpExt.TCPRcvQDrop") + r.Path.Get("TcpExt.TCPBacklogDrop"); !d.UDP && n > 0 {
+				return fmt.Sprintf("%d segments dropped in the receiver's full socket queue", n)
+			}
+		}
+		if !d.UDP && d.BusyUs > 0 && 100*float64(d.RwndLimitedUs) >= rwndShortPct*float64(d.BusyUs) {
+			return fmt.Sprintf("the sender waited on the receiver's window %.0f%% of its busy time", 100*float64(d.RwndLimitedUs)/float64(d.BusyUs))
+		}
+		return ""
+	}
+	if d.UDP && d.Rate > 0 && d.Seconds > 0 {
+		if sent := 8 * float64(d.SentBytes) / d.Seconds; sent < 0.9*d.Rate {
+			return fmt.Sprintf("the sender sent %s of the %s asked", bits(sent), bits(d.Rate))
+		}
+	}
+	return ""
+}
+
+// cpuExplains: f is a CPU finding that accounts for the receiver's loss
+// and slow window.
+func cpuExplains(f nicinfo.Finding) bool {
+	return f.Rule == "D28" && strings.HasSuffix(f.Summary, explainsMark)
+}
