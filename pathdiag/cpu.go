@@ -2,6 +2,7 @@ package pathdiag
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/blastnet/blast/nicinfo"
@@ -14,13 +15,18 @@ import (
 // was held back by the scheduler (other work on its cores, or a CPU quota:
 // cgroup cpu.max). busyIdlePct and busyStealPct: a host idle less than
 // this, or with this much stolen by its hypervisor, was busy as a whole,
-// which is never the network's doing. shortLossPct: a receiver's UDP loss
+// which is never the network's doing, unless a thread waited
+// severePct of the test or more: a scheduler that shares a CPU fairly
+// does that only with five threads or more wanting each CPU, while a
+// quota or a competitor pinned to the thread's core does it on any host.
+// shortLossPct: a receiver's UDP loss
 // from this share on is one its CPU can explain; rwndShortPct: a TCP
 // sender waiting on the receiver's window this share of its busy time was
 // held by the receiver.
 const (
 	fullCorePct  = 85
 	starvedPct   = 25
+	severePct    = 80
 	busyIdlePct  = 15
 	busyStealPct = 10
 	shortLossPct = 1
@@ -34,8 +40,11 @@ const explainsMark = "; it explains the receiver's loss and window"
 
 // D28: an end that was short of CPU: its data thread used a full core, or
 // waited for a CPU a large share of the test. It is named before any
-// network cause: a WARN when the host had CPU to spare yet the thread was
-// held back (a quota, or a core shared with other work), or when a
+// network cause: a WARN when a cgroup CPU quota throttled the end in most
+// periods of the test while its thread waited to run (busy host or not),
+// when the host had CPU to spare yet the thread was held back (a core
+// shared with other work), when the thread waited for a CPU most of the
+// test (more than any fair share of a busy host), or when a
 // thread at a full core explains a shortfall (the receiver's loss or its
 // slow window, the sender short of its -b rate); an INFO when nothing fell
 // short (a fast path is CPU-bound on every host: the path is faster than
@@ -60,19 +69,27 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 		role = "receiver"
 	}
 	var host *pathinfo.HostCPU
+	var quota *pathinfo.CPUQuota
 	if e.Path != nil {
-		host = e.Path.Host
+		host, quota = e.Path.Host, e.Path.Quota
 	}
 	busy := host != nil && (host.IdlePct < busyIdlePct || host.StealPct >= busyStealPct)
 	t := e.Thread
 	full := t != nil && t.CPUPct >= fullCorePct
 	starved := t != nil && t.RunWaitPct >= starvedPct
-	if !full && !starved && !busy {
+	severe := t != nil && t.RunWaitPct >= severePct
+	// A quota that throttled the end in most periods while its data
+	// thread waited to run held it back, busy host or not.
+	throttled := quota != nil && quota.Periods > 0 && 2*quota.Throttled >= quota.Periods && (t == nil || starved)
+	if !full && !starved && !busy && !throttled {
 		return nicinfo.Finding{}, false
 	}
 	var ev []string
 	if t != nil {
 		ev = append(ev, fmt.Sprintf("the %s's (%s) data thread used %.0f%% of a core and waited for a CPU %.0f%% of the test (run-queue wait)", role, e.Name, t.CPUPct, t.RunWaitPct))
+	}
+	if quota != nil {
+		ev = append(ev, fmt.Sprintf("its cgroup %s has a CPU quota of %s CPU and was throttled in %d of %d periods (%.2f s)", quota.Cgroup, strconv.FormatFloat(quota.CPUs, 'g', 3, 64), quota.Throttled, quota.Periods, quota.ThrottledSeconds))
 	}
 	if host != nil {
 		ev = append(ev, fmt.Sprintf("its host was %.0f%% idle, %.0f%% stolen, over %d CPU(s)", host.IdlePct, host.StealPct, host.CPUs))
@@ -85,9 +102,14 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 		ev = append(ev, short)
 	}
 	f := nicinfo.Finding{Rule: "D28", Severity: nicinfo.Info, Iface: iface(e), Evidence: strings.Join(ev, "; ")}
-	explains := role == "receiver" && short != "" && (full || starved)
+	explains := role == "receiver" && short != "" && (full || starved || throttled)
 	switch {
-	case busy:
+	case throttled:
+		f.Severity = nicinfo.Warn
+		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: a cgroup quota holds its blast to %s CPU and throttled it in %d of %d periods",
+			role, e.Name, strconv.FormatFloat(quota.CPUs, 'g', 3, 64), quota.Throttled, quota.Periods)
+		f.Fix = fmt.Sprintf("raise the CPU quota of cgroup %s on the %s (cpu.max, cpu.cfs_quota_us, or the container's CPU limit) to at least %d CPU(s), one per stream, or lift it", quota.Cgroup, role, max(e.Streams, 1))
+	case busy && !severe:
 		f.Summary = fmt.Sprintf("the %s's host was busy: the rates are what it left to the test, not the network's", role)
 		if host != nil && host.StealPct >= busyStealPct {
 			f.Summary = fmt.Sprintf("the %s's host had CPU stolen by its hypervisor: the rates are what it left to the test, not the network's", role)
@@ -97,6 +119,10 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 		f.Severity = nicinfo.Warn
 		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: its data thread waited for a CPU %.0f%% of the test while the host had %s",
 			role, e.Name, t.RunWaitPct, idleWords(host))
+		if busy {
+			f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: its data thread waited for a CPU %.0f%% of the test, more than a busy host's fair share gives (a CPU quota, or other work pinned to its core)",
+				role, e.Name, t.RunWaitPct)
+		}
 		f.Fix = fmt.Sprintf("give the %s's blast a CPU of its own: lift its CPU quota (cgroup cpu.max, a container's CPU limit) or move other work off its cores (taskset, --affinity)", role)
 	case short != "":
 		f.Severity = nicinfo.Warn

@@ -37,6 +37,10 @@ func TestD28(t *testing.T) {
 			Retransmits: -1, Sender: snd, Receiver: rcv}
 	}
 	idleHost := func() *pathinfo.Delta { return host(70, 0, nil) }
+	quota := func(d *pathinfo.Delta, periods, throttled uint64) *pathinfo.Delta {
+		d.Quota = &pathinfo.CPUQuota{Cgroup: "/blast/srv", CPUs: 0.05, Periods: periods, Throttled: throttled, ThrottledSeconds: 0.9}
+		return d
+	}
 	for _, tc := range []struct {
 		name    string
 		d       Direction
@@ -47,6 +51,19 @@ func TestD28(t *testing.T) {
 		{name: "receiver in a 5% CPU quota, tcp",
 			d:    tcp(endOf("local", idleHost(), 20, 1), endOf("remote", host(70, 0, map[string]uint64{"TcpExt.TCPRcvQDrop": 40}), 5, 93)),
 			want: []string{"WARN D28 CPU-bound at the receiver (remote), not the network: its data thread waited for a CPU 93% of the test while the host had 70% of its CPU time idle"}, noWarn: true, explain: true},
+		{name: "receiver in a 5% CPU quota on a busy host, tcp",
+			d:    tcp(endOf("local", host(0, 0, nil), 6, 16), endOf("remote", quota(host(0, 0, nil), 10, 10), 4, 93)),
+			want: []string{"WARN D28 CPU-bound at the receiver (remote), not the network: a cgroup quota holds its blast to 0.05 CPU and throttled it in 10 of 10 periods", "INFO D28 the sender's host was busy"}, noWarn: true, explain: true},
+		{name: "receiver in a 3% CPU quota that cannot be read (ip netns exec), busy host",
+			d:    tcp(endOf("local", host(0, 0, nil), 6, 16), endOf("remote", host(1, 0, nil), 3, 95)),
+			want: []string{"WARN D28 CPU-bound at the receiver (remote), not the network: its data thread waited for a CPU 95% of the test, more than a busy host's fair share gives", "INFO D28 the sender's host was busy"}, noWarn: true, explain: true},
+		{name: "a quota that seldom throttled, idle host",
+			d: func() Direction {
+				d := tcp(endOf("local", idleHost(), 30, 1), endOf("remote", quota(idleHost(), 10, 2), 20, 3))
+				d.RwndLimitedUs = 0
+				return d
+			}(),
+			want: nil},
 		{name: "receiver in a 5% CPU quota, udp loses 60%",
 			d:    udp(endOf("local", idleHost(), 30, 0), endOf("remote", host(72, 0, map[string]uint64{"Udp.RcvbufErrors": 6000, "Udp.InErrors": 6000}), 4, 95), 100e6, 10000, 6000),
 			want: []string{"WARN D28 CPU-bound at the receiver (remote)"}, noWarn: true, explain: true},
@@ -68,7 +85,7 @@ func TestD28(t *testing.T) {
 			want: []string{"INFO D28 the path is faster than this host: CPU-bound at the sender (local) at 20.00 Gbit/s"}, noWarn: true},
 		{name: "both CPUs loaded: busy hosts, info only",
 			d: func() Direction {
-				d := tcp(endOf("local", host(1, 0, nil), 45, 52), endOf("remote", host(1, 0, nil), 40, 55))
+				d := tcp(endOf("local", host(1, 0, nil), 45, 52), endOf("remote", host(1, 0, nil), 25, 74))
 				d.Goodput, d.RwndLimitedUs = 6e9, 0
 				return d
 			}(),
