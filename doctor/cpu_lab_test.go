@@ -15,6 +15,30 @@ import (
 	"github.com/blastnet/blast/nicinfo"
 )
 
+// cgroupV2 reports whether this host's cgroup tree at /sys/fs/cgroup is
+// v2 with the cpu controller (else v1's cpu hierarchy is used).
+func cgroupV2() bool {
+	b, err := os.ReadFile("/sys/fs/cgroup/cgroup.controllers")
+	return err == nil && strings.Contains(string(b), "cpu")
+}
+
+// quotaServer starts blast server in h as a container would run it: with
+// the cgroup tree mounted where it looks (ip netns exec gives it a /sys
+// of its own, without one; these mounts live in that mount namespace
+// only, and end with it), and puts it in a cgroup of its own allowed
+// quota microseconds of CPU every 100 ms. It returns the port.
+func quotaServer(t *testing.T, h *netlab.Host, quota int) string {
+	t.Helper()
+	port := testkit.FreePort(t)
+	mount := "mount -t tmpfs cgroup /sys/fs/cgroup && mkdir /sys/fs/cgroup/cpu && mount -t cgroup -o cpu cpu /sys/fs/cgroup/cpu"
+	if cgroupV2() {
+		mount = "mount -t cgroup2 cgroup2 /sys/fs/cgroup"
+	}
+	p := blasttest.Listening(t, h, "tcp", port, "sh", "-c", mount+` && exec "$0" server -p "$1"`, blasttest.Bin, strconv.Itoa(port))
+	cpuQuota(t, p.Cmd.Process.Pid, quota)
+	return strconv.Itoa(port)
+}
+
 // cpuQuota puts process pid in a cgroup of its own allowed quota
 // microseconds of CPU every 100 ms (cgroup v2's cpu.max, or v1's
 // cfs_quota_us), whichever this host mounts; the test's cleanup moves the
@@ -24,7 +48,7 @@ func cpuQuota(t *testing.T, pid, quota int) {
 	name := fmt.Sprintf("blast-test-cpu-%d-%d", os.Getpid(), pid)
 	var dir, procs string
 	var files [][2]string
-	if b, err := os.ReadFile("/sys/fs/cgroup/cgroup.controllers"); err == nil && strings.Contains(string(b), "cpu") {
+	if cgroupV2() {
 		// v2: the root must hand the cpu controller to its children.
 		if err := os.WriteFile("/sys/fs/cgroup/cgroup.subtree_control", []byte("+cpu"), 0); err != nil {
 			t.Fatalf("cgroup v2: enable the cpu controller: %v", err)
@@ -58,19 +82,15 @@ func cpuQuota(t *testing.T, pid, quota int) {
 }
 
 // A receiver starved of CPU: the far end's blast server in a cgroup
-// allowed 3% of a CPU (cpu.max "3000 100000"), on a path nothing else
-// limits. Its data thread waits to run nearly all of every test (the
-// quota itself is out of the server's sight: ip netns exec mounts a
-// /sys without the cgroup tree), busy host or not: doctor names the CPU at the far end first (D28, at
+// allowed 2% of a CPU (cpu.max "2000 100000"), on a path nothing else
+// limits. The quota throttles it in most periods of every test and its
+// data thread waits to run most of the test, busy host or not: doctor names the CPU at the far end first (D28, at
 // WARN: the receiver of the upload, the sender of the download), and
 // claims no network cause: no loss in a device, no buffer overflow, no
 // asymmetry, no policer, no window.
 func TestLabDoctorStarvedReceiver(t *testing.T) {
 	lab := labtest.New(t, netlab.Routed, netlab.Options{})
-	port := testkit.FreePort(t)
-	p := blasttest.Listening(t, lab.B, "tcp", port, blasttest.Bin, "server", "-p", strconv.Itoa(port))
-	cpuQuota(t, p.Cmd.Process.Pid, 3000)
-	rep, code := doctorRun(t, lab, strconv.Itoa(port), "-b", "20M")
+	rep, code := doctorRun(t, lab, quotaServer(t, lab.B, 2000), "-b", "20M")
 	for _, f := range rep.Findings {
 		t.Logf("%s %s: %s\n  evidence: %s\n  fix: %s", f.Severity, f.Rule, f.Summary, f.Evidence, f.Fix)
 	}
@@ -81,9 +101,9 @@ func TestLabDoctorStarvedReceiver(t *testing.T) {
 		t.Errorf("exit %d, healthy %v: a starved receiver is no healthy path", code, rep.Healthy)
 	}
 	f := onlyRule(t, rep.Findings, "D28", nicinfo.Warn)
-	if !strings.HasPrefix(f.Summary, "CPU-bound at the receiver (remote), not the network") &&
-		!strings.HasPrefix(f.Summary, "CPU-bound at the sender (remote), not the network") {
-		t.Errorf("D28 names %q: want the far end (remote)", f.Summary)
+	if !strings.HasPrefix(f.Summary, "CPU-bound at the receiver (remote), not the network: a cgroup quota holds its blast to 0.02 CPU") &&
+		!strings.HasPrefix(f.Summary, "CPU-bound at the sender (remote), not the network: a cgroup quota holds its blast to 0.02 CPU") {
+		t.Errorf("D28 names %q: want the far end's quota (remote, 0.02 CPU)", f.Summary)
 	}
 	if !strings.HasPrefix(rep.Verdict, "WARN D28: CPU-bound at the ") {
 		t.Errorf("verdict %q", rep.Verdict)

@@ -54,9 +54,13 @@ func TestD28(t *testing.T) {
 		{name: "receiver in a 5% CPU quota on a busy host, tcp",
 			d:    tcp(endOf("local", host(0, 0, nil), 6, 16), endOf("remote", quota(host(0, 0, nil), 10, 10), 4, 93)),
 			want: []string{"WARN D28 CPU-bound at the receiver (remote), not the network: a cgroup quota holds its blast to 0.05 CPU and throttled it in 10 of 10 periods", "INFO D28 the sender's host was busy"}, noWarn: true, explain: true},
-		{name: "receiver in a 3% CPU quota that cannot be read (ip netns exec), busy host",
-			d:    tcp(endOf("local", host(0, 0, nil), 6, 16), endOf("remote", host(1, 0, nil), 3, 95)),
-			want: []string{"WARN D28 CPU-bound at the receiver (remote), not the network: its data thread waited for a CPU 95% of the test, more than a busy host's fair share gives", "INFO D28 the sender's host was busy"}, noWarn: true, explain: true},
+		{name: "sender on a busy host with steal: its thread waited 89% (TestLabDoctorHealthy under two busy loops)",
+			d: func() Direction {
+				d := tcp(endOf("remote", host(0, 12, nil), 9, 89), endOf("local", host(0, 12, nil), 5, 10))
+				d.Goodput, d.RwndLimitedUs = 3e9, 0
+				return d
+			}(),
+			want: []string{"INFO D28 the receiver's host had CPU stolen by its hypervisor", "INFO D28 the sender's host had CPU stolen by its hypervisor"}, noWarn: true},
 		{name: "a quota that seldom throttled, idle host",
 			d: func() Direction {
 				d := tcp(endOf("local", idleHost(), 30, 1), endOf("remote", quota(idleHost(), 10, 2), 20, 3))
