@@ -33,10 +33,10 @@ func (r *Result) diagnose() {
 				nicFindings = append(nicFindings, n.Findings...)
 			}
 		}
-		lists = append(lists, nicinfo.DiagnosePath(nicinfo.Path{
+		lists = append(lists, pathdiag.WithoutCPUAsymmetry(nicinfo.DiagnosePath(nicinfo.Path{
 			Forward:  nicDirection(dirs[0]),
 			Reverse:  nicDirection(dirs[1]),
-			SamePath: true, Findings: nicFindings}))
+			SamePath: true, Findings: nicFindings}), dirs[0], dirs[1]))
 	}
 	r.Findings = pathdiag.Merge(lists...)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blastnet/blast/doctor"
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/netlab/labtest"
@@ -101,8 +102,8 @@ func TestLabDoctorStarvedReceiver(t *testing.T) {
 		t.Errorf("exit %d, healthy %v: a starved receiver is no healthy path", code, rep.Healthy)
 	}
 	f := onlyRule(t, rep.Findings, "D28", nicinfo.Warn)
-	if !strings.HasPrefix(f.Summary, "CPU-bound at the receiver (remote), not the network: a cgroup quota holds its blast to 0.02 CPU") &&
-		!strings.HasPrefix(f.Summary, "CPU-bound at the sender (remote), not the network: a cgroup quota holds its blast to 0.02 CPU") {
+	if !strings.HasPrefix(f.Summary, "CPU-bound at the receiver (remote), not the network: a cgroup quota holds its blast to 0.02 CPU, and throttled it most of the test") &&
+		!strings.HasPrefix(f.Summary, "CPU-bound at the sender (remote), not the network: a cgroup quota holds its blast to 0.02 CPU, and throttled it most of the test") {
 		t.Errorf("D28 names %q: want the far end's quota (remote, 0.02 CPU)", f.Summary)
 	}
 	if !strings.HasPrefix(rep.Verdict, "WARN D28: CPU-bound at the ") {
@@ -113,4 +114,35 @@ func TestLabDoctorStarvedReceiver(t *testing.T) {
 			t.Errorf("the unconstrained near end named: %s", g)
 		}
 	}
+}
+
+// Doctor's own UDP test at its automatic rate (90% of the TCP upload's)
+// overflows a receiver held to 2% of a CPU: doctor runs it again at a
+// quarter of the rate rather than report the overflow it caused, judges
+// only its last run, and names the CPU, not the network.
+func TestLabDoctorLowersUDPRate(t *testing.T) {
+	lab := labtest.New(t, netlab.Direct, netlab.Options{})
+	rep, _ := doctorRun(t, lab, quotaServer(t, lab.B, 2000))
+	var udp []doctor.Test
+	for _, tt := range rep.Tests {
+		t.Logf("test %s: %.4g bit/s (rate %.4g), %d of %d lost; %s", tt.Name, tt.Bps, tt.RateBps, tt.Lost, tt.Sent, tt.Err)
+		if strings.HasPrefix(tt.Name, "udp upload") {
+			udp = append(udp, tt)
+		}
+	}
+	for _, f := range rep.Findings {
+		t.Logf("%s %s: %s\n  evidence: %s", f.Severity, f.Rule, f.Summary, f.Evidence)
+	}
+	if len(udp) < 2 || udp[0].Name != "udp upload" || udp[0].Lost == 0 {
+		t.Fatalf("udp tests %+v: want a first run that lost datagrams, and another", udp)
+	}
+	for i, tt := range udp[1:] {
+		if tt.Name != "udp upload at a lower rate" || tt.RateBps != udp[i].RateBps/4 {
+			t.Errorf("run %d: %q at %g bit/s, want the lower rate at a quarter of %g", i+2, tt.Name, tt.RateBps, udp[i].RateBps)
+		}
+	}
+	if len(udp) > 3 {
+		t.Errorf("%d udp runs: want at most 3", len(udp))
+	}
+	onlyRule(t, rep.Findings, "D28", nicinfo.Warn)
 }

@@ -2,6 +2,7 @@ package pathdiag
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,7 +33,7 @@ const (
 )
 
 // explainsMark ends the summary of a CPU finding that accounts for a
-// receiver's loss or slow window: explained drops the network causes
+// receiver's loss or slow window: cpuExplained drops the network causes
 // that would otherwise claim it.
 const explainsMark = "; it explains the receiver's loss and window"
 
@@ -87,7 +88,9 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 	if quota != nil {
 		ev = append(ev, fmt.Sprintf("its cgroup %s has a CPU quota of %s CPU and was throttled in %d of %d periods (%.2f s)", quota.Cgroup, strconv.FormatFloat(quota.CPUs, 'g', 3, 64), quota.Throttled, quota.Periods, quota.ThrottledSeconds))
 	}
-	if host != nil {
+	if host == nil {
+		ev = append(ev, "its host's idle time unknown")
+	} else {
 		ev = append(ev, fmt.Sprintf("its host was %.0f%% idle, %.0f%% stolen, over %d CPU(s)", host.IdlePct, host.StealPct, host.CPUs))
 	}
 	if cpu, pct := softirqBusiest(e); pct >= 0 {
@@ -97,12 +100,13 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 	if short != "" {
 		ev = append(ev, short)
 	}
+	ev = append(ev, "goodput "+bits(d.Goodput))
 	f := nicinfo.Finding{Rule: "D28", Severity: nicinfo.Info, Iface: iface(e), Evidence: strings.Join(ev, "; ")}
 	switch {
 	case throttled:
 		f.Severity = nicinfo.Warn
-		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: a cgroup quota holds its blast to %s CPU and throttled it in %d of %d periods",
-			role, e.Name, strconv.FormatFloat(quota.CPUs, 'g', 3, 64), quota.Throttled, quota.Periods)
+		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: a cgroup quota holds its blast to %s CPU, and throttled it most of the test",
+			role, e.Name, strconv.FormatFloat(quota.CPUs, 'g', 3, 64))
 		f.Fix = fmt.Sprintf("raise the CPU quota of cgroup %s on the %s (cpu.max, cpu.cfs_quota_us, or the container's CPU limit) to at least %d CPU(s), one per stream, or lift it", quota.Cgroup, role, max(e.Streams, 1))
 	case busy:
 		f.Summary = fmt.Sprintf("the %s's host was busy: the rates are what it left to the test, not the network's", role)
@@ -112,13 +116,13 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 		f.Fix = "test again on a quieter host (or a VM with dedicated CPUs); nothing to change on the network"
 	case starved:
 		f.Severity = nicinfo.Warn
-		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: its data thread waited for a CPU %.0f%% of the test while the host had %s",
-			role, e.Name, t.RunWaitPct, idleWords(host))
+		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: its data thread waited for a CPU while the host had CPU to spare (a CPU quota, or other work on its cores)",
+			role, e.Name)
 		f.Fix = fmt.Sprintf("give the %s's blast a CPU of its own: lift its CPU quota (cgroup cpu.max, a container's CPU limit) or move other work off its cores (taskset, --affinity)", role)
 	case short != "":
 		f.Severity = nicinfo.Warn
-		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: its data thread used %.0f%% of a core and could not keep up at %s",
-			role, e.Name, t.CPUPct, bits(d.Goodput))
+		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: its data thread used a full core and could not keep up",
+			role, e.Name)
 		f.Fix = "more streams (-P) on more cores, a batching backend (--backend mmsg or gro for UDP, splice to send TCP), a larger -l, or a lower -b"
 	default:
 		f.Summary = fmt.Sprintf("the path is faster than this host: CPU-bound at the %s (%s) at %s", role, e.Name, bits(d.Goodput))
@@ -130,13 +134,6 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 		f.Summary += explainsMark
 	}
 	return f, true
-}
-
-func idleWords(h *pathinfo.HostCPU) string {
-	if h == nil {
-		return "CPU to spare (its idle time unknown)"
-	}
-	return fmt.Sprintf("%.0f%% of its CPU time idle", h.IdlePct)
 }
 
 // shortfall says what fell short in d that the role's CPU can explain, ""
@@ -172,4 +169,62 @@ func shortfall(d Direction, role string) string {
 // and slow window.
 func cpuExplains(f nicinfo.Finding) bool {
 	return f.Rule == "D28" && strings.HasSuffix(f.Summary, explainsMark)
+}
+
+// ReceiverCPUBound reports whether d's receiver was short of CPU in a way
+// that accounts for its loss: D28 fires at the receiver and explains its
+// symptoms. Doctor then lowers its own UDP rate rather than report the
+// overflow it caused.
+func ReceiverCPUBound(d Direction) bool {
+	f, ok := cpuFinding(d, d.Receiver)
+	return ok && cpuExplains(f)
+}
+
+// cpuExplained drops, from one direction's findings, what its receiver's
+// want of CPU accounts for: its full socket buffers (D18), short reads
+// (D21) and slow window (D15), and, when D28 is at WARN (the end was held
+// back, not merely on a busy host), the loss it left to the path (D20).
+// Only this direction's: a busy receiver one way explains nothing of the
+// other, nor the asymmetry between them (see CPUBound).
+func cpuExplained(d Direction, fs []nicinfo.Finding) []nicinfo.Finding {
+	f, ok := cpuFinding(d, d.Receiver)
+	if !ok || !cpuExplains(f) {
+		return fs
+	}
+	drop := []string{"D15", "D21"}
+	if f.Severity >= nicinfo.Warn {
+		drop = append(drop, "D20")
+	}
+	rcv := iface(d.Receiver)
+	return slices.DeleteFunc(fs, func(g nicinfo.Finding) bool {
+		return slices.Contains(drop, g.Rule) || g.Rule == "D18" && g.Severity >= nicinfo.Warn && g.Iface == rcv
+	})
+}
+
+// CPUBound reports whether an end of d was short of CPU at WARN (D28): a
+// direction slower than the other for that is no asymmetry of the path.
+func CPUBound(d Direction) bool {
+	for _, e := range []*End{d.Receiver, d.Sender} {
+		if f, ok := cpuFinding(d, e); ok && f.Severity >= nicinfo.Warn {
+			return true
+		}
+	}
+	return false
+}
+
+// WithoutCPUAsymmetry drops D7 (one direction slower than the other) from
+// fs when the slower of a and b had an end short of CPU at WARN: the CPU,
+// named by D28, is why.
+func WithoutCPUAsymmetry(fs []nicinfo.Finding, a, b *Direction) []nicinfo.Finding {
+	if a == nil || b == nil {
+		return fs
+	}
+	slow := a
+	if b.Goodput < a.Goodput {
+		slow = b
+	}
+	if !CPUBound(*slow) {
+		return fs
+	}
+	return slices.DeleteFunc(fs, func(f nicinfo.Finding) bool { return f.Rule == "D7" })
 }

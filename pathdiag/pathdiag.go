@@ -159,6 +159,7 @@ func Diagnose(d Direction) []nicinfo.Finding {
 		out = append(out, nicinfo.D9(nicinfo.Input{Iface: n.Interface, Delta: n.Delta, GoodputBps: d.Goodput, NICBound: true})...)
 	}
 	out = explained(out)
+	out = cpuExplained(d, out)
 	Rank(out)
 	// One finding per rule and interface: the most serious (another
 	// test's milder view of the same limit adds nothing).
@@ -174,9 +175,7 @@ func Diagnose(d Direction) []nicinfo.Finding {
 }
 
 // explained drops the findings that a stronger one explains, so the
-// verdict names the cause once: a receiver short of CPU (D28) its loss,
-// buffer overflows (D18), reads (D21), window (D15) and asymmetry (D7),
-// and either end short of CPU at WARN the asymmetry; the asymmetry a shaper, a window, a
+// verdict names the cause once: the asymmetry a shaper, a window, a
 // policer or an outage makes (D7 at WARN beside D14, D15, D26 or D27 at
 // WARN), and the loss on the path (D20) that a black hole (D17), an MTU
 // (D16 at ERROR), the sender's own queue (D19), a policer between the
@@ -193,13 +192,7 @@ func explained(fs []nicinfo.Finding) []nicinfo.Finding {
 	nicBound := has("D9", nicinfo.Warn)
 	// A receiver short of CPU accounts for its own loss, full buffers,
 	// short reads and slow window, and the asymmetry they make.
-	// An end short of CPU at WARN accounts for the asymmetry.
-	cpuBound := slices.ContainsFunc(fs, cpuExplains)
-	cpuWarn := has("D28", nicinfo.Warn)
 	return slices.DeleteFunc(fs, func(f nicinfo.Finding) bool {
-		if cpuBound && slices.Contains([]string{"D7", "D15", "D18", "D20", "D21"}, f.Rule) || cpuWarn && f.Rule == "D7" {
-			return true
-		}
 		return f.Rule == "D7" && f.Severity == nicinfo.Warn && shaped || f.Rule == "D20" && lost || f.Rule == "D23" && nicBound ||
 			f.Rule == "D18" && f.Severity == nicinfo.Info && has("D16", nicinfo.Error) // the MTU refused the sends
 	})
