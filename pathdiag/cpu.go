@@ -14,7 +14,9 @@ import (
 // share of a core or more was the limit of its stream. starvedPct: a data
 // thread runnable but waiting for a CPU this share of its time or more
 // was held back by the scheduler (other work on its cores, or a CPU quota:
-// cgroup cpu.max). busyIdlePct and busyStealPct: a host idle less than
+// cgroup cpu.max); on a host with CPU to spare it is a WARN when
+// something fell short, or when it waited heldPct of its time or more
+// (a thread that shares its core with a busy loop waits half of it). busyIdlePct and busyStealPct: a host idle less than
 // this, or with this much stolen by its hypervisor, was busy as a whole,
 // which is never the network's doing (a thread on a busy host, or one
 // whose CPUs a hypervisor steals, waits for a CPU as long as one held
@@ -26,6 +28,7 @@ import (
 const (
 	fullCorePct  = 85
 	starvedPct   = 25
+	heldPct      = 50
 	busyIdlePct  = 15
 	busyStealPct = 10
 	shortLossPct = 1
@@ -114,7 +117,7 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 			f.Summary = fmt.Sprintf("the %s's host had CPU stolen by its hypervisor: the rates are what it left to the test, not the network's", role)
 		}
 		f.Fix = "test again on a quieter host (or a VM with dedicated CPUs); nothing to change on the network"
-	case starved:
+	case starved && (short != "" || t.RunWaitPct >= heldPct):
 		f.Severity = nicinfo.Warn
 		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: its data thread waited for a CPU while the host had CPU to spare (a CPU quota, or other work on its cores)",
 			role, e.Name)
@@ -124,6 +127,9 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: its data thread used a full core and could not keep up",
 			role, e.Name)
 		f.Fix = "more streams (-P) on more cores, a batching backend (--backend mmsg or gro for UDP, splice to send TCP), a larger -l, or a lower -b"
+	case starved && !full:
+		f.Summary = fmt.Sprintf("the %s's data thread waited for a CPU at times (other work on its cores), and nothing fell short for it", role)
+		f.Fix = "none needed; for steadier figures, give blast a CPU of its own (taskset, --affinity)"
 	default:
 		f.Summary = fmt.Sprintf("the path is faster than this host: CPU-bound at the %s (%s) at %s", role, e.Name, bits(d.Goodput))
 		f.Fix = "none needed for the path; for more, more streams (-P) on more cores or a copy-free backend"

@@ -62,6 +62,20 @@ func TestD28(t *testing.T) {
 				return d
 			}(),
 			want: []string{"INFO D28 the receiver's host had CPU stolen by its hypervisor", "INFO D28 the sender's host had CPU stolen by its hypervisor"}, noWarn: true},
+		{name: "a thread that waited 30% on a host with CPU to spare, nothing short",
+			d: func() Direction {
+				d := tcp(endOf("local", idleHost(), 30, 1), endOf("remote", idleHost(), 20, 30))
+				d.RwndLimitedUs = 0
+				return d
+			}(),
+			want: []string{"INFO D28 the receiver's data thread waited for a CPU at times"}, noWarn: true},
+		{name: "receiver sharing its core with a busy loop: waited 50%",
+			d: func() Direction {
+				d := tcp(endOf("local", idleHost(), 30, 1), endOf("remote", host(40, 0, nil), 45, 52))
+				d.RwndLimitedUs = 0
+				return d
+			}(),
+			want: []string{"WARN D28 CPU-bound at the receiver (remote), not the network: its data thread waited for a CPU while the host had CPU to spare"}, noWarn: true, explain: true},
 		{name: "a quota that seldom throttled, idle host",
 			d: func() Direction {
 				d := tcp(endOf("local", idleHost(), 30, 1), endOf("remote", quota(idleHost(), 10, 2), 20, 3))
