@@ -112,9 +112,10 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 			role, e.Name, strconv.FormatFloat(quota.CPUs, 'g', 3, 64))
 		f.Fix = fmt.Sprintf("raise the CPU quota of cgroup %s on the %s (cpu.max, cpu.cfs_quota_us, or the container's CPU limit) to at least %d CPU(s), one per stream, or lift it", quota.Cgroup, role, max(e.Streams, 1))
 	case busy:
-		f.Summary = fmt.Sprintf("the %s's host was busy: the rates are what it left to the test, not the network's", role)
+		// Named by its end, not its role: one line per host.
+		f.Summary = fmt.Sprintf("the %s host was busy: the rates are what it left to the test, not the network's", e.Name)
 		if host != nil && host.StealPct >= busyStealPct {
-			f.Summary = fmt.Sprintf("the %s's host had CPU stolen by its hypervisor: the rates are what it left to the test, not the network's", role)
+			f.Summary = fmt.Sprintf("the %s host had CPU stolen by its hypervisor: the rates are what it left to the test, not the network's", e.Name)
 		}
 		f.Fix = "test again on a quieter host (or a VM with dedicated CPUs); nothing to change on the network"
 	case starved && (short != "" || t.RunWaitPct >= heldPct):

@@ -54,14 +54,14 @@ func TestD28(t *testing.T) {
 			want: []string{"WARN D28 CPU-bound at the receiver (remote), not the network: its data thread waited for a CPU while the host had CPU to spare"}, noWarn: true, explain: true},
 		{name: "receiver in a 5% CPU quota on a busy host, tcp",
 			d:    tcp(endOf("local", host(0, 0, nil), 6, 16), endOf("remote", quota(host(0, 0, nil), 10, 10), 4, 93)),
-			want: []string{"WARN D28 CPU-bound at the receiver (remote), not the network: a cgroup quota holds its blast to 0.05 CPU, and throttled it most of the test", "INFO D28 the sender's host was busy"}, noWarn: true, explain: true},
+			want: []string{"WARN D28 CPU-bound at the receiver (remote), not the network: a cgroup quota holds its blast to 0.05 CPU, and throttled it most of the test", "INFO D28 the local host was busy"}, noWarn: true, explain: true},
 		{name: "sender on a busy host with steal: its thread waited 89% (TestLabDoctorHealthy under two busy loops)",
 			d: func() Direction {
 				d := tcp(endOf("remote", host(0, 12, nil), 9, 89), endOf("local", host(0, 12, nil), 5, 10))
 				d.Goodput, d.RwndLimitedUs = 3e9, 0
 				return d
 			}(),
-			want: []string{"INFO D28 the receiver's host had CPU stolen by its hypervisor", "INFO D28 the sender's host had CPU stolen by its hypervisor"}, noWarn: true},
+			want: []string{"INFO D28 the local host had CPU stolen by its hypervisor", "INFO D28 the remote host had CPU stolen by its hypervisor"}, noWarn: true},
 		{name: "a thread that waited 30% on a host with CPU to spare, nothing short",
 			d: func() Direction {
 				d := tcp(endOf("local", idleHost(), 30, 1), endOf("remote", idleHost(), 20, 30))
@@ -108,17 +108,17 @@ func TestD28(t *testing.T) {
 				d.Goodput, d.RwndLimitedUs = 6e9, 0
 				return d
 			}(),
-			want: []string{"INFO D28 the receiver's host was busy", "INFO D28 the sender's host was busy"}, noWarn: true},
+			want: []string{"INFO D28 the remote host was busy", "INFO D28 the local host was busy"}, noWarn: true},
 		{name: "both CPUs loaded: doctor's udp overflows the receiver, info only",
 			d:    udp(endOf("local", host(2, 0, nil), 30, 40), endOf("remote", host(2, 0, map[string]uint64{"Udp.RcvbufErrors": 2000}), 45, 50), 500e6, 42000, 2000),
-			want: []string{"INFO D28 the receiver's host was busy", "INFO D28 the sender's host was busy"}, noWarn: true, explain: true},
+			want: []string{"INFO D28 the remote host was busy", "INFO D28 the local host was busy"}, noWarn: true, explain: true},
 		{name: "hypervisor steal",
 			d: func() Direction {
 				d := tcp(endOf("local", host(40, 30, nil), 30, 5), endOf("remote", idleHost(), 20, 1))
 				d.RwndLimitedUs = 0
 				return d
 			}(),
-			want: []string{"INFO D28 the sender's host had CPU stolen by its hypervisor"}, noWarn: true},
+			want: []string{"INFO D28 the local host had CPU stolen by its hypervisor"}, noWarn: true},
 		{name: "idle healthy path",
 			d: func() Direction {
 				d := tcp(endOf("local", idleHost(), 60, 2), endOf("remote", idleHost(), 40, 1))
