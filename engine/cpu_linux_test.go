@@ -36,3 +36,13 @@ func TestThreadRunWait(t *testing.T) {
 		t.Errorf("run delay went from %v to %v", a, b)
 	}
 }
+
+func FuzzSchedstat(f *testing.F) {
+	f.Add("977996 235035 15\n")
+	f.Add("1 2")
+	f.Fuzz(func(t *testing.T, s string) {
+		if d := parseSchedstat([]byte(s)); d < 0 {
+			t.Fatalf("parseSchedstat(%q) = %v: a negative wait", s, d)
+		}
+	})
+}

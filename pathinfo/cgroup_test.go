@@ -53,3 +53,20 @@ func TestReadCgroupCPU(t *testing.T) {
 		t.Error("a quota between counters that went back, or from nothing")
 	}
 }
+
+func FuzzCgroupCPU(f *testing.F) {
+	f.Add("1:cpu:/blast/srv\n0::/\n", "5000\n", "nr_periods 25\nnr_throttled 24\nthrottled_time 2353744832\n", "50000 100000\n")
+	f.Add("0::/kubepods/pod1\n", "-1\n", "nr_periods x\n", "max 100000\n")
+	f.Fuzz(func(t *testing.T, cgroup, quota, stat, cpuMax string) {
+		file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
+		proc := fstest.MapFS{"cgroup": file(cgroup)}
+		sys := fstest.MapFS{
+			"cpu/cpu.cfs_quota_us": file(quota), "cpu/cpu.cfs_period_us": file("100000"), "cpu/cpu.stat": file(stat),
+			"cpu/blast/srv/cpu.cfs_quota_us": file(quota), "cpu/blast/srv/cpu.cfs_period_us": file("100000"), "cpu/blast/srv/cpu.stat": file(stat),
+			"cpu.max": file(cpuMax), "cpu.stat": file(stat), "kubepods/pod1/cpu.max": file(cpuMax), "kubepods/pod1/cpu.stat": file(stat),
+		}
+		if c := readCgroupCPU(proc, sys); c != nil && (c.QuotaUs <= 0 || c.PeriodUs <= 0) {
+			t.Fatalf("a quota of %d every %d µs", c.QuotaUs, c.PeriodUs)
+		}
+	})
+}
