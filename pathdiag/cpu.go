@@ -81,7 +81,12 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 	// A quota that throttled the end in most periods while its data
 	// thread waited to run held it back, busy host or not.
 	throttled := quota != nil && quota.Periods > 0 && 2*quota.Throttled >= quota.Periods && (t == nil || starved)
-	if !full && !starved && !busy && !throttled {
+	// A core in softirq moving the packets (D22 notes it alone) counts
+	// here when something fell short.
+	_, softPct := softirqBusiest(e)
+	short := shortfall(d, role)
+	soft := softPct >= busySoftirq && short != ""
+	if !full && !starved && !busy && !throttled && !soft {
 		return nicinfo.Finding{}, false
 	}
 	var ev []string
@@ -99,7 +104,6 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 	if cpu, pct := softirqBusiest(e); pct >= 0 {
 		ev = append(ev, fmt.Sprintf("the busiest core in softirq: cpu%d at %.0f%%", cpu, pct))
 	}
-	short := shortfall(d, role)
 	if short != "" {
 		ev = append(ev, short)
 	}
@@ -123,11 +127,16 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: its data thread waited for a CPU while the host had CPU to spare (a CPU quota, or other work on its cores)",
 			role, e.Name)
 		f.Fix = fmt.Sprintf("give the %s's blast a CPU of its own: lift its CPU quota (cgroup cpu.max, a container's CPU limit) or move other work off its cores (taskset, --affinity)", role)
-	case short != "":
+	case short != "" && full:
 		f.Severity = nicinfo.Warn
 		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: its data thread used a full core and could not keep up",
 			role, e.Name)
 		f.Fix = "more streams (-P) on more cores, a batching backend (--backend mmsg or gro for UDP, splice to send TCP), a larger -l, or a lower -b"
+	case soft:
+		f.Severity = nicinfo.Warn
+		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: a core spent the test in softirq moving its packets and could not keep up",
+			role, e.Name)
+		f.Fix = "spread the packet work over more cores: more queues (ethtool -L IFACE combined N) with irqbalance, RPS/RFS, or GRO/GSO to handle fewer, larger packets"
 	case starved && !full:
 		f.Summary = fmt.Sprintf("the %s's data thread waited for a CPU at times (other work on its cores), and nothing fell short for it", role)
 		f.Fix = "none needed; for steadier figures, give blast a CPU of its own (taskset, --affinity)"
@@ -137,7 +146,7 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 	}
 	// A receiver short of CPU accounts for its loss and slow window: at
 	// WARN always, at INFO (a busy host) when it fell short here.
-	if role == "receiver" && (f.Severity >= nicinfo.Warn || short != "" && (full || starved)) {
+	if role == "receiver" && (f.Severity >= nicinfo.Warn || short != "" && (full || starved || soft)) {
 		f.Summary += explainsMark
 	}
 	return f, true

@@ -76,6 +76,22 @@ func TestD28(t *testing.T) {
 				return d
 			}(),
 			want: []string{"WARN D28 CPU-bound at the receiver (remote), not the network: its data thread waited for a CPU while the host had CPU to spare"}, noWarn: true, explain: true},
+		{name: "receiver's core in softirq, udp lost",
+			d: func() Direction {
+				r := endOf("remote", host(40, 0, map[string]uint64{"Udp.RcvbufErrors": 900}), 60, 3)
+				r.Path.SoftirqPct = []float64{12, 97}
+				return udp(endOf("local", idleHost(), 40, 0), r, 500e6, 42000, 900)
+			}(),
+			want: []string{"WARN D28 CPU-bound at the receiver (remote), not the network: a core spent the test in softirq moving its packets"}, noWarn: true, explain: true},
+		{name: "a core in softirq, nothing short: D22's alone",
+			d: func() Direction {
+				r := endOf("remote", idleHost(), 60, 3)
+				r.Path.SoftirqPct = []float64{12, 97}
+				d := tcp(endOf("local", idleHost(), 40, 0), r)
+				d.RwndLimitedUs = 0
+				return d
+			}(),
+			want: nil},
 		{name: "a quota that seldom throttled, idle host",
 			d: func() Direction {
 				d := tcp(endOf("local", idleHost(), 30, 1), endOf("remote", quota(idleHost(), 10, 2), 20, 3))
