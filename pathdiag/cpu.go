@@ -145,8 +145,9 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 		f.Fix = "none needed for the path; for more, more streams (-P) on more cores or a copy-free backend"
 	}
 	// A receiver short of CPU accounts for its loss and slow window: at
-	// WARN always, at INFO (a busy host) when it fell short here.
-	if role == "receiver" && (f.Severity >= nicinfo.Warn || short != "" && (full || starved || soft)) {
+	// WARN always, at INFO (a busy host) when it fell short here
+	// (cpuExplained says what each accounts for).
+	if role == "receiver" && (f.Severity >= nicinfo.Warn || short != "" && (full || starved || soft || busy)) {
 		f.Summary += explainsMark
 	}
 	return f, true
@@ -197,9 +198,10 @@ func ReceiverCPUBound(d Direction) bool {
 }
 
 // cpuExplained drops, from one direction's findings, what its receiver's
-// want of CPU accounts for: its full socket buffers (D18), short reads
-// (D21) and slow window (D15), and, when D28 is at WARN (the end was held
-// back, not merely on a busy host), the loss it left to the path (D20).
+// want of CPU accounts for: its full socket buffers (D18) and short reads
+// (D21), and, when D28 is at WARN (the end was held back, not merely on a
+// busy host, which leaves a small window's mark as it is), its slow
+// window (D15) and the loss it left to the path (D20).
 // Only this direction's: a busy receiver one way explains nothing of the
 // other, nor the asymmetry between them (see CPUBound).
 func cpuExplained(d Direction, fs []nicinfo.Finding) []nicinfo.Finding {
@@ -207,9 +209,9 @@ func cpuExplained(d Direction, fs []nicinfo.Finding) []nicinfo.Finding {
 	if !ok || !cpuExplains(f) {
 		return fs
 	}
-	drop := []string{"D15", "D21"}
+	drop := []string{"D21"}
 	if f.Severity >= nicinfo.Warn {
-		drop = append(drop, "D20")
+		drop = append(drop, "D15", "D20")
 	}
 	rcv := iface(d.Receiver)
 	return slices.DeleteFunc(fs, func(g nicinfo.Finding) bool {

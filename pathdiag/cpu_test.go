@@ -203,6 +203,18 @@ func TestCPUExplains(t *testing.T) {
 		}
 	}
 
+	// Doctor's 500 Mbit/s on a loaded receiver whose thread neither
+	// waited long nor used a core: the busy host still explains D18.
+	udp.Receiver = busyEnd("remote", map[string]uint64{"Udp.RcvbufErrors": 4000}, 20, 10)
+	for _, f := range Diagnose(udp) {
+		if f.Severity >= nicinfo.Warn {
+			t.Errorf("a busy receiver's full buffer at WARN: %s", f)
+		}
+	}
+	if !ReceiverCPUBound(udp) {
+		t.Error("doctor would not lower its rate for a busy receiver that overflowed")
+	}
+
 	d7 := []nicinfo.Finding{{Rule: "D7", Severity: nicinfo.Warn, Summary: "asymmetric path"}}
 	quota := &pathinfo.CPUQuota{Cgroup: "/c", CPUs: 0.02, Periods: 10, Throttled: 10}
 	starvedEnd := busyEnd("remote", nil, 2, 90)
