@@ -214,6 +214,12 @@ func TestCPUExplains(t *testing.T) {
 	if !ReceiverCPUBound(udp) {
 		t.Error("doctor would not lower its rate for a busy receiver that overflowed")
 	}
+	// The same with -w 8K on the receiver (TestLabUDPReceiveBuffer on a
+	// busy host): the buffer asked is the cause, D18 stays.
+	udp.Receiver.BufAsked = 8 << 10
+	if got := rulesOf(Diagnose(udp)); !slices.Contains(got, "WARN D18") {
+		t.Errorf("-w 8K on a busy receiver: %v, want WARN D18 kept", got)
+	}
 
 	d7 := []nicinfo.Finding{{Rule: "D7", Severity: nicinfo.Warn, Summary: "asymmetric path"}}
 	quota := &pathinfo.CPUQuota{Cgroup: "/c", CPUs: 0.02, Periods: 10, Throttled: 10}
