@@ -145,11 +145,11 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 		f.Fix = "none needed for the path; for more, more streams (-P) on more cores or a copy-free backend"
 	}
 	// A receiver short of CPU accounts for its loss and slow window: at
-	// WARN always, at INFO when it fell short here, its thread short of
-	// CPU or its host busy; not a busy host's receiver whose buffer was
-	// set small (-w): that buffer overflowed (D18) on any host
-	// (cpuExplained says what each accounts for).
-	if role == "receiver" && (f.Severity >= nicinfo.Warn || short != "" && (full || starved || soft || busy && e.BufAsked == 0)) {
+	// WARN always; at INFO (a busy host) when it fell short here with
+	// the buffer it was given, not one set small (-w): that buffer
+	// overflows (D18) on any host (cpuExplained says what each accounts
+	// for).
+	if role == "receiver" && (f.Severity >= nicinfo.Warn || busy && short != "" && e.BufAsked == 0) {
 		f.Summary += explainsMark
 	}
 	return f, true

@@ -214,9 +214,11 @@ func TestCPUExplains(t *testing.T) {
 	if !ReceiverCPUBound(udp) {
 		t.Error("doctor would not lower its rate for a busy receiver that overflowed")
 	}
-	// The same with -w 8K on the receiver (TestLabUDPReceiveBuffer on a
-	// busy host): the buffer asked is the cause, D18 stays.
+	// The same with -w 8K on the receiver, its thread waiting 34%
+	// (TestLabUDPReceiveBuffer under two busy loops): the buffer asked is
+	// the cause, D18 stays.
 	udp.Receiver.BufAsked = 8 << 10
+	udp.Receiver.Thread.RunWaitPct = 34
 	if got := rulesOf(Diagnose(udp)); !slices.Contains(got, "WARN D18") {
 		t.Errorf("-w 8K on a busy receiver: %v, want WARN D18 kept", got)
 	}
