@@ -33,10 +33,10 @@ func (r *Result) diagnose() {
 				nicFindings = append(nicFindings, n.Findings...)
 			}
 		}
-		lists = append(lists, nicinfo.DiagnosePath(nicinfo.Path{
+		lists = append(lists, pathdiag.WithoutCPUAsymmetry(nicinfo.DiagnosePath(nicinfo.Path{
 			Forward:  nicDirection(dirs[0]),
 			Reverse:  nicDirection(dirs[1]),
-			SamePath: true, Findings: nicFindings}))
+			SamePath: true, Findings: nicFindings}), dirs[0], dirs[1]))
 	}
 	r.Findings = pathdiag.Merge(lists...)
 }
@@ -141,6 +141,9 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 			recvIO.Idle += io.Idle
 			recvIOKnown = true
 		}
+		// What each end's data thread of the stream spent.
+		addThread(local, sr.Thread)
+		addThread(remote, sr.PeerThread)
 		facts := &sr.Facts
 		if !localSends {
 			facts = sr.PeerFacts
@@ -183,6 +186,20 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 	}
 	d.Failed = r.Err != nil
 	return d
+}
+
+// addThread takes in what one of e's data threads spent: e.Thread holds
+// the most CPU and the longest run wait of its threads, in percent of
+// their time.
+func addThread(e *pathdiag.End, t *ThreadTimes) {
+	if e == nil || t == nil || t.WallNs <= 0 {
+		return
+	}
+	if e.Thread == nil {
+		e.Thread = &pathdiag.Thread{}
+	}
+	e.Thread.CPUPct = max(e.Thread.CPUPct, 100*float64(t.CPUNs)/float64(t.WallNs))
+	e.Thread.RunWaitPct = max(e.Thread.RunWaitPct, 100*float64(t.RunWaitNs)/float64(t.WallNs))
 }
 
 // tcpSummary is the TCP_INFO summary of a stream this side sent on, nil

@@ -327,6 +327,26 @@ type BlastStream struct {
 	// Drained is what this side received after the test's end
 	// (StreamResult.Drained).
 	Drained *Drained `json:"drained,omitempty"`
+	// Thread is what this side's data thread of the stream spent.
+	Thread *ThreadTimes `json:"thread,omitempty"`
+}
+
+// ThreadTimes are what a stream's data thread spent, in nanoseconds: the
+// time it ran the backend (wall), its CPU time, and the time it was
+// runnable but waited for a CPU (the scheduler's run delay, which a CPU
+// quota adds to), as engine.Run measures them.
+type ThreadTimes struct {
+	WallNs    int64 `json:"wall_ns"`
+	CPUNs     int64 `json:"cpu_ns"`
+	RunWaitNs int64 `json:"run_wait_ns"`
+}
+
+// threadTimes is what f's thread spent, nil when Run measured nothing.
+func threadTimes(f *engine.Flow) *ThreadTimes {
+	if f.Wall <= 0 {
+		return nil
+	}
+	return &ThreadTimes{WallNs: int64(f.Wall), CPUNs: int64(f.CPU.Total()), RunWaitNs: int64(f.RunWait)}
 }
 
 // TCPSummary is what the path rules need of a sending stream's TCP_INFO

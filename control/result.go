@@ -208,6 +208,9 @@ type StreamResult struct {
 	// intervals), which cover the test's time only. PeerDrained is the
 	// peer's, if it is blast.
 	Drained, PeerDrained *Drained
+	// Thread is what this side's data thread of the stream spent (nil:
+	// not measured); PeerThread the peer's, if it is blast.
+	Thread, PeerThread *ThreadTimes
 }
 
 // drained sums what the receivers of the streams this side sends on

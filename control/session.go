@@ -32,8 +32,10 @@ type stream struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error // what Send/Recv returned, nil on a normal end
-	// facts the backend reported, copied when Send/Recv returned.
-	facts engine.FactSample
+	// facts the backend reported, copied when Send/Recv returned, and
+	// what its thread spent.
+	facts  engine.FactSample
+	thread *ThreadTimes
 	// udp counts the datagrams of a UDP stream (nil on TCP).
 	udp *udpFraming
 	// source feeds a sending stream and sink takes what a receiving one
@@ -289,6 +291,7 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 			}
 			st.err = err
 			st.facts = f.Facts.Snapshot()
+			st.thread = threadTimes(f)
 		}(st)
 	}
 
@@ -835,7 +838,7 @@ func (s *session) finish(now time.Time) {
 			ssecs = re.Sub(s.start).Seconds()
 		}
 		sr := &StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender, Local: st.local, Remote: st.remote,
-			Bytes: d.Bytes, Seconds: ssecs, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1, IO: cur, Facts: st.facts}
+			Bytes: d.Bytes, Seconds: ssecs, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1, IO: cur, Facts: st.facts, Thread: st.thread}
 		if s.ended && !st.sender && cur.Bytes > end.Bytes {
 			// What arrived after the test's end: a queue on the path
 			// draining. Reported apart, in none of the figures.
@@ -1029,7 +1032,7 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 		}
 		wire := StreamResults{ID: Int(sr.ID), Bytes: Int(sr.Bytes), Retransmits: retr,
 			StartTime: 0, EndTime: sr.Seconds}
-		bs := BlastStream{ID: Int(sr.ID), IO: sr.IO, Verify: sr.Verify, Drained: sr.Drained}
+		bs := BlastStream{ID: Int(sr.ID), IO: sr.IO, Verify: sr.Verify, Drained: sr.Drained, Thread: sr.Thread}
 		if sr.Sender && sr.MeanRTT > 0 {
 			bs.TCP = sr.tcpSummary()
 		}
@@ -1099,6 +1102,7 @@ func (s *session) merge(pr *Results) error {
 			sr.PeerVerify = pr.Blast.Streams[i].Verify
 			sr.PeerTCP = pr.Blast.Streams[i].TCP
 			sr.PeerDrained = pr.Blast.Streams[i].Drained
+			sr.PeerThread = pr.Blast.Streams[i].Thread
 			if u := pr.Blast.Streams[i].UDP; u != nil && sr.PeerUDP != nil {
 				sr.PeerUDP.OutOfOrder, sr.PeerUDP.Duplicates = u.OutOfOrder, u.Duplicates
 			}

@@ -228,6 +228,12 @@ type Flow struct {
 	// of a backend's own are counted in Facts as FactOwnThreads, and
 	// their time is not here).
 	CPU CPUTimes
+	// Wall is how long the flow's thread ran the backend, and RunWait how
+	// much of that it was runnable but waited for a CPU (the scheduler's
+	// run delay: other threads on its CPUs, or a CPU quota that held it
+	// back), both measured by Run. CPU over Wall is the share of a core
+	// the flow used; RunWait over Wall the share it was starved.
+	Wall, RunWait time.Duration
 	// Clock is where the flow's Sender reads the time and sleeps: the time
 	// limit, the pacing schedule, the ENOBUFS pause. nil is the real clock
 	// (time.Now, and sleeps in the kernel that a cancel interrupts); tests

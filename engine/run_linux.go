@@ -107,7 +107,7 @@ func Run(ctx context.Context, b Backend, f *Flow, send bool) error {
 			// thread's own, and the thread ends with the flow.
 			unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 		}
-		t0 := ThreadCPU()
+		t0, w0, start := ThreadCPU(), ThreadRunWait(), time.Now()
 		var err error
 		if send {
 			err = b.Send(ctx, f)
@@ -115,6 +115,8 @@ func Run(ctx context.Context, b Backend, f *Flow, send bool) error {
 			err = b.Recv(ctx, f)
 		}
 		f.CPU = f.CPU.Add(ThreadCPU().Sub(t0))
+		f.RunWait += max(ThreadRunWait()-w0, 0)
+		f.Wall += time.Since(start)
 		done <- err
 	}()
 	err := <-done

@@ -52,6 +52,17 @@ type End struct {
 	IO engine.Sample
 	// BufLen is the buffer each I/O call was given (-l).
 	BufLen int
+	// Thread is what this end's data threads spent in this direction
+	// (nil: not known, as from iperf3 or blast before it).
+	Thread *Thread
+}
+
+// Thread is what an end's data threads (one per stream) spent over a
+// test, in percent of each one's wall time: the most CPU one used (100 is
+// a full core) and the longest one was runnable but waited for a CPU
+// (the scheduler's run delay: other threads on its CPUs, or a CPU quota).
+type Thread struct {
+	CPUPct, RunWaitPct float64
 }
 
 // Direction is one direction of one test: data from Sender to Receiver.
@@ -121,17 +132,18 @@ type rule struct {
 // rules are D14 and up, in the order a verdict prefers them at the same
 // severity: causes first, symptoms last.
 var rules = []rule{
-	{"D17", D17, 0}, // black hole
-	{"D16", D16, 1}, // MTU
-	{"D14", D14, 2}, // shaper or policer
-	{"D18", D18, 3}, // socket buffers overflowed
-	{"D19", D19, 4}, // qdisc drops
-	{"D15", D15, 5}, // window
-	{"D21", D21, 6}, // reader
-	{"D27", D27, 7}, // outage
-	{"D20", D20, 7}, // loss on the path
-	{"D22", D22, 8}, // CPU
-	{"D23", D23, 9}, // line rate
+	{"D28", D28, -20}, // CPU: not the network, before any network cause
+	{"D17", D17, 0},   // black hole
+	{"D16", D16, 1},   // MTU
+	{"D14", D14, 2},   // shaper or policer
+	{"D18", D18, 3},   // socket buffers overflowed
+	{"D19", D19, 4},   // qdisc drops
+	{"D15", D15, 5},   // window
+	{"D21", D21, 6},   // reader
+	{"D27", D27, 7},   // outage
+	{"D20", D20, 7},   // loss on the path
+	{"D22", D22, 8},   // CPU
+	{"D23", D23, 9},   // line rate
 }
 
 // Diagnose runs every path rule over one direction, most serious first.
@@ -147,6 +159,7 @@ func Diagnose(d Direction) []nicinfo.Finding {
 		out = append(out, nicinfo.D9(nicinfo.Input{Iface: n.Interface, Delta: n.Delta, GoodputBps: d.Goodput, NICBound: true})...)
 	}
 	out = explained(out)
+	out = cpuExplained(d, out)
 	Rank(out)
 	// One finding per rule and interface: the most serious (another
 	// test's milder view of the same limit adds nothing).

@@ -92,6 +92,15 @@ func TestRules(t *testing.T) {
 		}, []string{"WARN D15"}, []string{"window 64 KiB / RTT 19.9 ms (the path's smallest; smoothed 20.0 ms) = 26.3 Mbit/s",
 			"could send no more for 40% of the time because the receiver's window was full and 10% because its own send buffer was",
 			"receiver SO_RCVBUF 128 KiB", "remote net.core.rmem_max=212992"}},
+		{"window-limited on a busy host: the window still named (D28 a note)", func() Direction {
+			d := healthyTCP
+			d.Goodput, d.RTTus, d.MinRTTus, d.MaxWnd, d.MaxCwnd = 25e6, 20000, 19900, 64<<10, 200<<10
+			d.BusyUs, d.RwndLimitedUs, d.SndbufLimitedUs = 3e6, 1.2e6, 0.3e6
+			d.Receiver = end("remote", vethB(nil), &pathinfo.Delta{Iface: "veth-b", Host: &pathinfo.HostCPU{CPUs: 2, IdlePct: 1}})
+			d.Receiver.Thread = &Thread{CPUPct: 20, RunWaitPct: 40}
+			d.Receiver.RcvBuf, d.Receiver.BufAsked = 128<<10, 64<<10
+			return d
+		}, []string{"WARN D15", "INFO D28"}, []string{"window 64 KiB / RTT 19.9 ms"}},
 		// Recorded in make test on a busy host (doctor's MTU lab, veth):
 		// goodput 84% of the window over a smoothed RTT of 91 µs, but
 		// the path's own RTT is 3 µs: the queue is the host's CPU.

@@ -10,10 +10,13 @@ import (
 )
 
 // CPUTime is one CPU's time in clock ticks since boot (/proc/stat): all of
-// it, and the part spent in softirq, where the kernel moves packets.
+// it, the part spent in softirq, where the kernel moves packets, idle
+// (with iowait), and stolen (a hypervisor gave the CPU to another guest).
 type CPUTime struct {
 	Total   uint64 `json:"total"`
 	Softirq uint64 `json:"softirq"`
+	Idle    uint64 `json:"idle,omitempty"`
+	Steal   uint64 `json:"steal,omitempty"`
 }
 
 // ParseStat reads the per-CPU lines of /proc/stat ("cpu0 user nice system
@@ -46,8 +49,13 @@ func ParseStat(r io.Reader) ([]CPUTime, error) {
 				}
 				c.Total += v
 			}
-			if i == 6 {
+			switch i {
+			case 3, 4: // idle, iowait
+				c.Idle += v
+			case 6:
 				c.Softirq = v
+			case 7:
+				c.Steal = v
 			}
 		}
 		out = append(out, c)
@@ -85,4 +93,34 @@ func softirqShares(before, after []CPUTime) []float64 {
 		out[i] = 100 * float64(after[i].Softirq-before[i].Softirq) / float64(total)
 	}
 	return out
+}
+
+// HostCPU is the whole host's CPU time between two samples, in percent of
+// all its CPUs: idle (with iowait) and stolen by a hypervisor.
+type HostCPU struct {
+	CPUs     int     `json:"cpus"`
+	IdlePct  float64 `json:"idle_percent"`
+	StealPct float64 `json:"steal_percent"`
+}
+
+// hostShares is the host's idle and steal shares between two samples
+// (nil when they do not match or no time passed).
+func hostShares(before, after []CPUTime) *HostCPU {
+	if len(before) == 0 || len(before) != len(after) {
+		return nil
+	}
+	var total, idle, steal uint64
+	for i := range after {
+		a, b := after[i], before[i]
+		if a.Total < b.Total || a.Idle < b.Idle || a.Steal < b.Steal {
+			return nil
+		}
+		total += a.Total - b.Total
+		idle += a.Idle - b.Idle
+		steal += a.Steal - b.Steal
+	}
+	if total == 0 {
+		return nil
+	}
+	return &HostCPU{CPUs: len(after), IdlePct: 100 * float64(idle) / float64(total), StealPct: 100 * float64(steal) / float64(total)}
 }

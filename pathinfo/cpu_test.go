@@ -8,8 +8,8 @@ import (
 )
 
 const stat = `cpu  1000 0 500 8000 0 0 500 0 0 0
-cpu0 400 0 200 4350 0 0 50 0 0 0
-cpu1 600 0 300 3650 0 0 450 0 0 0
+cpu0 400 0 200 4300 50 0 50 0 0 0
+cpu1 600 0 300 3550 0 0 450 100 0 0
 intr 12345 0 0
 ctxt 987
 `
@@ -19,7 +19,7 @@ func TestParseStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []CPUTime{{Total: 5000, Softirq: 50}, {Total: 5000, Softirq: 450}}
+	want := []CPUTime{{Total: 5000, Softirq: 50, Idle: 4350}, {Total: 5000, Softirq: 450, Idle: 3550, Steal: 100}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -36,6 +36,15 @@ func TestParseStat(t *testing.T) {
 	if softirqShares(got, after[:1]) != nil {
 		t.Error("shares of samples with different CPU counts")
 	}
+	// The next 2000 ticks of the host: cpu0 idle 500 of them, cpu1 had
+	// 300 stolen and no idle.
+	later := []CPUTime{{Total: 6000, Softirq: 50, Idle: 4850}, {Total: 6000, Softirq: 450, Idle: 3550, Steal: 400}}
+	if diff := cmp.Diff(&HostCPU{CPUs: 2, IdlePct: 25, StealPct: 15}, hostShares(got, later)); diff != "" {
+		t.Errorf("host shares (-want +got):\n%s", diff)
+	}
+	if hostShares(got, later[:1]) != nil || hostShares(got, got) != nil || hostShares(later, got) != nil {
+		t.Error("host shares of samples with different CPU counts, no time between or going backwards")
+	}
 }
 
 func FuzzStat(f *testing.F) {
@@ -44,7 +53,7 @@ func FuzzStat(f *testing.F) {
 		cpus, err := ParseStat(strings.NewReader(s))
 		if err == nil {
 			for _, c := range cpus {
-				if c.Softirq > c.Total {
+				if c.Softirq > c.Total || c.Idle > c.Total || c.Steal > c.Total {
 					t.Fatalf("softirq %d over total %d", c.Softirq, c.Total)
 				}
 			}

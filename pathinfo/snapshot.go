@@ -30,6 +30,9 @@ type Snapshot struct {
 	Sysctls map[string]string `json:"sysctls"`
 	// CPUs are the host's CPU times (all namespaces), for softirq load.
 	CPUs []CPUTime `json:"cpus,omitempty"`
+	// Cgroup is the CPU quota that holds this process and its
+	// throttling (nil: none).
+	Cgroup *CgroupCPU `json:"cgroup_cpu,omitempty"`
 }
 
 // Qdisc is one qdisc or class. Counters are cumulative in a Snapshot and
@@ -171,6 +174,12 @@ type Delta struct {
 	// snapshots, in percent: a CPU near 100 is busy moving packets
 	// (receive and transmit processing), whoever asked for them.
 	SoftirqPct []float64 `json:"softirq_percent,omitempty"`
+	// Host is the whole host's idle and steal shares between the
+	// snapshots (nil: not known, as from blast before them).
+	Host *HostCPU `json:"host_cpu,omitempty"`
+	// Quota is what the CPU quota that holds this process did between
+	// the snapshots (nil: none).
+	Quota *CPUQuota `json:"cpu_quota,omitempty"`
 }
 
 // Get returns the increase of an SNMP counter ("Udp.RcvbufErrors"), 0
@@ -187,7 +196,8 @@ func (d *Delta) Shapers() []Qdisc { return shapers(d.Qdiscs) }
 // every one of before is gone.
 func Diff(before, after *Snapshot) *Delta {
 	d := &Delta{Iface: after.Iface, Seconds: after.Time.Sub(before.Time).Seconds(), SNMP: map[string]uint64{},
-		SoftirqPct: softirqShares(before.CPUs, after.CPUs)}
+		SoftirqPct: softirqShares(before.CPUs, after.CPUs), Host: hostShares(before.CPUs, after.CPUs),
+		Quota: quotaBetween(before.Cgroup, after.Cgroup)}
 	for k, a := range after.SNMP {
 		b, ok := before.SNMP[k]
 		switch {

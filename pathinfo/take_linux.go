@@ -105,6 +105,7 @@ func take(iface string) (*Snapshot, error) {
 	}
 	s.Sysctls = readSysctls(os.DirFS("/proc"))
 	s.CPUs = readCPUs(os.DirFS("/proc"))
+	s.Cgroup = cgroupCPU()
 	return s, nil
 }
 
@@ -404,4 +405,18 @@ func tcOptions(msgs [][]byte, ifindex int) (map[tcKey][]byte, error) {
 		}
 	}
 	return m, nil
+}
+
+// cgroupCPU reads the CPU quota that holds this process, in the cgroup
+// tree at /sys/fs/cgroup or, when that is not mounted here (ip netns
+// exec mounts a fresh /sys in a mount namespace of its own), in the tree
+// of init's mount namespace (/proc/1/root, root only).
+func cgroupCPU() *CgroupCPU {
+	proc := os.DirFS("/proc/thread-self")
+	for _, root := range []string{"/sys/fs/cgroup", "/proc/1/root/sys/fs/cgroup"} {
+		if c := readCgroupCPU(proc, os.DirFS(root)); c != nil {
+			return c
+		}
+	}
+	return nil
 }
