@@ -51,6 +51,10 @@ var (
 	udpLegacyReply = [4]byte{0xb1, 0x68, 0xde, 0x3a} // 987654321, little-endian
 )
 
+// udpMinHeader is the shortest header of a data datagram (iperf3's, with
+// 32-bit counters; 16 with --udp-counters-64bit).
+const udpMinHeader = 12
+
 // ParseRate reads iperf3's -b: a bitrate with an optional k, m, g or t
 // suffix (1000-based, as iperf3's unit_atof_rate), then optionally
 // "/BURST", the datagrams or buffers sent back to back. "0" means
@@ -144,7 +148,7 @@ func (u *udpFraming) headerLen() int {
 	if u.wide {
 		return 16
 	}
-	return 12
+	return udpMinHeader
 }
 
 // Stamp implements engine.Framing. A datagram too short for the header
@@ -279,9 +283,12 @@ func (u UDPStats) sub(base UDPStats) UDPStats {
 
 // udpHandshake is the client's side of a UDP stream's connect: send the
 // hello until the server answers (every second, in case a datagram was
-// lost), within the context's deadline. A few data datagrams may arrive
-// before the answer (a reverse test's server starts at once): they are
-// skipped.
+// lost), within the context's deadline. A data datagram in place of the
+// answer (a reverse test's server sends once it has every stream) says
+// the server has this one and its answer was lost: the handshake is done,
+// and the datagram stays for the receiver. (Skipping them left a client
+// whose answer a 1% lossy path dropped waiting for it until its deadline,
+// while the server sent.)
 func udpHandshake(ctx context.Context, sock *engine.Socket) error {
 	if err := sock.SetTimeout(time.Second); err != nil {
 		return err
@@ -295,7 +302,7 @@ func udpHandshake(ctx context.Context, sock *engine.Socket) error {
 			return fmt.Errorf("send the UDP hello: %w", err)
 		}
 		for {
-			n, err := sock.Read(buf[:])
+			n, err := sock.Peek(buf[:])
 			if ctx.Err() != nil {
 				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 					return errors.New("the server did not answer the UDP hello: is UDP to its port blocked by a firewall?")
@@ -306,6 +313,12 @@ func udpHandshake(ctx context.Context, sock *engine.Socket) error {
 				break // send the hello again
 			}
 			if err != nil {
+				return fmt.Errorf("wait for the server's UDP answer: %w (is UDP to its port blocked?)", err)
+			}
+			if n >= udpMinHeader {
+				return nil // data: the server has the stream
+			}
+			if _, err := sock.Read(buf[:]); err != nil {
 				return fmt.Errorf("wait for the server's UDP answer: %w (is UDP to its port blocked?)", err)
 			}
 			if n == 4 && ([4]byte(buf[:4]) == udpReply || [4]byte(buf[:4]) == udpLegacyReply) {

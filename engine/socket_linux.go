@@ -616,6 +616,21 @@ func (s *Socket) Read(p []byte) (int, error) {
 	}
 }
 
+// Peek looks at the next datagram without taking it (blocking, as Read):
+// it copies what fits into p and returns the datagram's whole length.
+func (s *Socket) Peek(p []byte) (int, error) {
+	for {
+		n, _, err := unix.Recvfrom(s.fd, p, unix.MSG_PEEK|unix.MSG_TRUNC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, IOErr("recvfrom", err)
+		}
+		return n, nil
+	}
+}
+
 // ReadFrom receives one datagram into p and says who sent it.
 func (s *Socket) ReadFrom(p []byte) (int, netip.AddrPort, error) {
 	for {

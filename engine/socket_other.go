@@ -35,6 +35,7 @@ func (s *Socket) CloseWrite() error                            { return errOS }
 func (s *Socket) Close() error                                 { return nil }
 func (s *Socket) SetTimeout(time.Duration) error               { return errOS }
 func (s *Socket) Read([]byte) (int, error)                     { return 0, errOS }
+func (s *Socket) Peek([]byte) (int, error)                     { return 0, errOS }
 func (s *Socket) ReadFrom([]byte) (int, netip.AddrPort, error) { return 0, netip.AddrPort{}, errOS }
 func (s *Socket) Write([]byte) (int, error)                    { return 0, errOS }
 func (s *Socket) WriteTo([]byte, netip.AddrPort) (int, error)  { return 0, errOS }
