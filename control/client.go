@@ -561,6 +561,10 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 		case TestStart:
 			after = "TEST_START (no TEST_RUNNING)"
 		case TestRunning:
+			// The test's time starts when the server said it may: a
+			// reverse test's data comes right after, and a start taken
+			// later (a busy host) would count it in too short a time.
+			cl.sess.startAt = time.Now()
 			cl.readDeadline(ctx, time.Time{})
 			return cl.running(ctx, cpu)
 		default:

@@ -167,6 +167,9 @@ type session struct {
 	endAt time.Time
 	// sendEnd is when this side stopped sending (zero: at the end).
 	sendEnd time.Time
+	// startAt, when set, is when the test's time starts (run's start
+	// otherwise): before the peer was told it may send.
+	startAt time.Time
 	// recvEnd is when the receivers got a byte-count test's count (zero:
 	// at the end).
 	recvEnd atomicTime
@@ -232,6 +235,9 @@ func splitBytes(total int64, n, i int) int64 {
 // stopped); blockLen the size of each write and read.
 func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 	now := time.Now()
+	if !s.startAt.IsZero() && s.startAt.Before(now) {
+		now = s.startAt
+	}
 	s.mu.Lock()
 	s.t0, s.start, s.lastTick = now, now, now
 	s.omitting = s.omit > 0
