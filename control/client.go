@@ -732,6 +732,13 @@ wait:
 		fail = ErrInterrupted
 	}
 	idle.tick.Stop()
+	if fail == nil && timeUp != nil && limit == 0 {
+		// The time ran out: a direction that stood still to its end
+		// stalled there.
+		now := clock.Or(cfg.Clock).Now()
+		idle.send.timeUp(now, idle.start)
+		idle.recv.timeUp(now, idle.start)
+	}
 	res.SendStall, res.RecvStall = idle.stalls()
 	sess.stopTicker()
 	if fail == nil && cfg.UDP && limit > 0 {

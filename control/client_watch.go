@@ -66,6 +66,16 @@ func (s *stallTrack) see(grew bool, now, start time.Time) {
 	s.grew, s.at, s.still = true, now, 0
 }
 
+// timeUp closes the count's last stall when a time-limited test's time
+// ran out while it stood still: the direction was due to move to the end,
+// so a stall to the end is one (an outage that outlasts the test). A
+// count that ends with a byte count or a file is not due to move after.
+func (s *stallTrack) timeUp(now, start time.Time) {
+	if d := now.Sub(s.at).Seconds(); s.grew && s.still > 0 && d > s.longest.Seconds {
+		s.longest = Stall{Start: s.at.Sub(start).Seconds(), Seconds: d}
+	}
+}
+
 // idleWatch starts the watch.
 func (cl *client) idleWatch() *idleWatch {
 	clk := clock.Or(cl.cfg.Clock)
