@@ -321,7 +321,15 @@ const (
 // and D26's.
 func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, base string, up bool, tcp, udpUp *control.Result) [][]nicinfo.Finding {
 	td := tcp.Direction(up)
-	if td == nil || !pathdiag.Probable(*td) {
+	if td == nil {
+		return nil
+	}
+	if !pathdiag.Probable(*td) {
+		// Too little loss to probe for a policer, but random loss of
+		// 1 to 2% shows in the UDP upload already run (D30).
+		if up && udpUp != nil && udpUp.Err == nil {
+			return [][]nicinfo.Finding{pathdiag.D30(pathdiag.Probe{Name: "upload", TCP: td, Clean: udpUp.Direction(true)})}
+		}
 		return nil
 	}
 	// TCP too fast for a probe above its rate (more than maxOverRate):

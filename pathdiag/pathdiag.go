@@ -187,12 +187,17 @@ func explained(fs []nicinfo.Finding) []nicinfo.Finding {
 		return slices.ContainsFunc(fs, func(f nicinfo.Finding) bool { return f.Rule == rule && f.Severity >= sev })
 	}
 	policed := has("D26", nicinfo.Warn) || has("D30", nicinfo.Warn) // a rate limit, or random loss
-	outage := has("D27", nicinfo.Warn)                              // the retransmits, and a slow direction, are the outage's
+	// The retransmits, and a slow direction, are the outage's; a stall
+	// amid random loss is TCP's timer backing off on lost resends.
+	outage := has("D27", nicinfo.Warn) && !has("D30", nicinfo.Warn)
 	shaped := has("D14", nicinfo.Warn) || has("D15", nicinfo.Warn) || policed || outage
 	mtuHole := has("D29", nicinfo.Error) // a black hole D29 measured: D17 suspected it
 	lost := has("D17", nicinfo.Error) || has("D16", nicinfo.Error) || has("D19", nicinfo.Warn) || policed || outage || mtuHole
 	nicBound := has("D9", nicinfo.Warn)
 	return slices.DeleteFunc(fs, func(f nicinfo.Finding) bool {
+		if f.Rule == "D27" && has("D30", nicinfo.Warn) {
+			return true
+		}
 		return f.Rule == "D7" && f.Severity == nicinfo.Warn && shaped || f.Rule == "D20" && lost || f.Rule == "D23" && nicBound ||
 			f.Rule == "D17" && mtuHole ||
 			f.Rule == "D18" && f.Severity == nicinfo.Info && has("D16", nicinfo.Error) // the MTU refused the sends

@@ -151,8 +151,18 @@ func TestD30(t *testing.T) {
 	if fs := D30(Probe{Name: "upload", TCP: tcp, Clean: udp(500, 0)}); fs != nil {
 		t.Errorf("UDP lost 0.6%% against TCP's 2.2%%: %v", fs)
 	}
-	if got := rulesOf(Merge([]nicinfo.Finding{{Rule: "D7", Severity: nicinfo.Warn}, {Rule: "D20", Severity: nicinfo.Warn}}, fs)); !cmp.Equal(got, []string{"WARN D30"}) {
-		t.Errorf("merged: %v, want D30 alone (it explains D7 and D20)", got)
+	if got := rulesOf(Merge([]nicinfo.Finding{{Rule: "D7", Severity: nicinfo.Warn}, {Rule: "D20", Severity: nicinfo.Warn}, {Rule: "D27", Severity: nicinfo.Warn}}, fs)); !cmp.Equal(got, []string{"WARN D30"}) {
+		t.Errorf("merged: %v, want D30 alone (it explains D7, D20 and the stall of D27)", got)
+	}
+	// 1.9% lost (under D26's probe) with the UDP upload's 2.0%: D30 too.
+	tcp.Retransmits = 13_400
+	if fs := D30(Probe{Name: "upload", TCP: tcp, Clean: udp(1662, 0)}); len(fs) != 1 {
+		t.Errorf("TCP 1.9%%, UDP 2.0%%: %v, want D30", fs)
+	}
+	// Under 1% of TCP's segments lost is no warning (D20's bound).
+	tcp.Retransmits = 5_000
+	if fs := D30(Probe{Name: "upload", TCP: tcp, Clean: udp(1662, 0)}); fs != nil {
+		t.Errorf("TCP 0.7%%: %v, want none", fs)
 	}
 }
 
