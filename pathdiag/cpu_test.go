@@ -52,6 +52,15 @@ func TestD28(t *testing.T) {
 		{name: "receiver in a 5% CPU quota, tcp",
 			d:    tcp(endOf("local", idleHost(), 20, 1), endOf("remote", host(70, 0, map[string]uint64{"TcpExt.TCPRcvQDrop": 40}), 5, 93)),
 			want: []string{"WARN D28 CPU-bound at the receiver (remote), not the network: its data thread waited for a CPU while the host had CPU to spare"}, noWarn: true, explain: true},
+		// TestLabOutage's download while make test ran: a host 20%
+		// idle whose load came and went, the receiver's thread waiting
+		// 34% of the test and the sender's 31%: no cause at WARN, but
+		// the receiver's window is its CPU's (INFO that explains it).
+		{name: "a thread that waited a third of the test on a host whose load came and went, tcp",
+			d:       tcp(endOf("remote", host(20, 0, nil), 37, 31), endOf("local", host(20, 0, nil), 42, 34)),
+			want:    []string{"INFO D28 the receiver's data thread waited for a CPU 34% of the test (other work on its cores), and it fell short there; it explains", "INFO D28 the sender's data thread waited for a CPU at times (other work on its cores), and nothing fell short for it"},
+			noWarn:  true,
+			explain: true},
 		{name: "receiver in a 5% CPU quota on a busy host, tcp",
 			d:    tcp(endOf("local", host(0, 0, nil), 6, 16), endOf("remote", quota(host(0, 0, nil), 10, 10), 4, 93)),
 			want: []string{"WARN D28 CPU-bound at the receiver (remote), not the network: a cgroup quota holds its blast to 0.05 CPU, and throttled it most of the test", "INFO D28 the local host was busy"}, noWarn: true, explain: true},

@@ -195,7 +195,10 @@ func explained(fs []nicinfo.Finding) []nicinfo.Finding {
 	lost := has("D17", nicinfo.Error) || has("D16", nicinfo.Error) || has("D19", nicinfo.Warn) || policed || outage || mtuHole
 	nicBound := has("D9", nicinfo.Warn)
 	return slices.DeleteFunc(fs, func(f nicinfo.Finding) bool {
-		if f.Rule == "D27" && has("D30", nicinfo.Warn) {
+		if f.Rule == "D27" && (has("D30", nicinfo.Warn) || has("D17", nicinfo.Error) || has("D16", nicinfo.Error) || mtuHole) {
+			// A stall amid random loss is TCP's timer backing off;
+			// one on a path-MTU black hole is the hole's (small
+			// packets pass: no outage).
 			return true
 		}
 		return f.Rule == "D7" && f.Severity == nicinfo.Warn && shaped || f.Rule == "D20" && lost || f.Rule == "D23" && nicBound ||

@@ -187,3 +187,14 @@ func TestD20Congestion(t *testing.T) {
 		t.Errorf("3.3%% lost behind a queue: %v, want WARN", fs)
 	}
 }
+
+// A flow that stalled to its end on a path-MTU black hole (D17, or D29 at
+// ERROR) met the hole, not an outage: small packets passed.
+func TestMergeStallOnBlackHole(t *testing.T) {
+	for _, hole := range []string{"D17", "D29"} {
+		got := rulesOf(Merge([]nicinfo.Finding{{Rule: hole, Severity: nicinfo.Error}, {Rule: "D27", Severity: nicinfo.Warn}}))
+		if !cmp.Equal(got, []string{"ERROR " + hole}) {
+			t.Errorf("%s and D27: %v, want %s alone", hole, got, hole)
+		}
+	}
+}
