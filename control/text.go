@@ -562,7 +562,7 @@ func (t Text) writeSummaryTail(w io.Writer, r *Result) {
 	ew := nicinfo.Escaping(w)
 	for _, f := range r.Findings {
 		if f.Severity >= nicinfo.Warn || t.Verbose {
-			fmt.Fprintf(ew, "path %s %s %s: %s (%s). Fix: %s\n", f.Severity, f.Rule, f.Iface, f.Summary, f.Evidence, f.Fix)
+			fmt.Fprintf(ew, "path %s: %s (%s). Fix: %s\n", f.Head(), f.Summary, f.Evidence, f.Fix)
 		}
 	}
 	writeLoads(w, r)

@@ -74,6 +74,15 @@ func FirstInvalid(fs []Finding) *Finding {
 	return nil
 }
 
+// Head is how a finding's line begins: its severity, rule and interface
+// ("WARN D7" when it names no interface: a finding about the path).
+func (f Finding) Head() string {
+	if f.Iface == "" {
+		return f.Severity.String() + " " + f.Rule
+	}
+	return f.Severity.String() + " " + f.Rule + " " + f.Iface
+}
+
 // String is the finding in one line: rule, summary, evidence.
 func (f Finding) String() string {
 	return fmt.Sprintf("%s %s (%s)", f.Rule, f.Summary, f.Evidence)

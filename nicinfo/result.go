@@ -111,7 +111,7 @@ func WriteBrief(w io.Writer, prefix string, r *Result) error {
 		}
 	}
 	for _, f := range r.Findings {
-		if _, err := fmt.Fprintf(w, "%s%s %s %s: %s (%s). Fix: %s\n", prefix, f.Severity, f.Rule, f.Iface, f.Summary, f.Evidence, f.Fix); err != nil {
+		if _, err := fmt.Fprintf(w, "%s%s: %s (%s). Fix: %s\n", prefix, f.Head(), f.Summary, f.Evidence, f.Fix); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,11 @@
+
+// A finding about the path names no interface, and its line says so
+// without an empty field ("WARN D7: ...", not "WARN D7 : ...").
+func TestFindingHead(t *testing.T) {
+	if got := (Finding{Severity: Warn, Rule: "D7"}).Head(); got != "WARN D7" {
+		t.Errorf("path finding: %q", got)
+	}
+	if got := (Finding{Severity: Error, Rule: "D1", Iface: "eth0"}).Head(); got != "ERROR D1 eth0" {
+		t.Errorf("interface finding: %q", got)
+	}
+}
