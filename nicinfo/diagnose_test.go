@@ -1,3 +1,6 @@
+package nicinfo
+
+import "testing"
 
 // A finding about the path names no interface, and its line says so
 // without an empty field ("WARN D7: ...", not "WARN D7 : ...").
