@@ -834,10 +834,10 @@ func writeDuplicates(w io.Writer, r *Result) {
 	}
 }
 
-// writeSendWaits writes blast's line for each UDP stream whose sender
-// found its own host's queue full (ENOBUFS): how often, and how long it
-// waited for room before it sent those datagrams again. They are no loss.
-func writeSendWaits(w io.Writer, r *Result) {
+// senderFacts calls fn, group by group, with each stream whose sender's
+// facts hold a count called name above 0: this side's facts or the
+// peer's, and which it is ("local" or "remote").
+func senderFacts(r *Result, name string, fn func(st *StreamResult, sender bool, f *engine.FactSample, where string)) {
 	for _, sender := range r.groups() {
 		for _, st := range r.Streams {
 			if st.Sender != sender {
@@ -847,13 +847,21 @@ func writeSendWaits(w io.Writer, r *Result) {
 			if !st.Sender {
 				f, where = st.PeerFacts, "remote"
 			}
-			if f == nil || f.Counts[engine.FactNoBufs] <= 0 {
-				continue
+			if f != nil && f.Counts[name] > 0 {
+				fn(st, sender, f, where)
 			}
-			fmt.Fprintf(w, "Send waits: [%3d]%s the %s sender waited %.1f ms for its host's full queue, %d times, and sent those datagrams again (no loss)\n",
-				st.Socket, r.role(sender), where, float64(f.Counts[engine.FactNoBufsWait])/1e6, f.Counts[engine.FactNoBufs])
 		}
 	}
+}
+
+// writeSendWaits writes blast's line for each UDP stream whose sender
+// found its own host's queue full (ENOBUFS): how often, and how long it
+// waited for room before it sent those datagrams again. They are no loss.
+func writeSendWaits(w io.Writer, r *Result) {
+	senderFacts(r, engine.FactNoBufs, func(st *StreamResult, sender bool, f *engine.FactSample, where string) {
+		fmt.Fprintf(w, "Send waits: [%3d]%s the %s sender waited %.1f ms for its host's full queue, %d times, and sent those datagrams again (no loss)\n",
+			st.Socket, r.role(sender), where, float64(f.Counts[engine.FactNoBufsWait])/1e6, f.Counts[engine.FactNoBufs])
+	})
 }
 
 // writePaceBehind writes blast's line for each paced stream (-b) whose
@@ -861,23 +869,11 @@ func writeSendWaits(w io.Writer, r *Result) {
 // held up for longer than the pacer catches up): how long, and the bytes
 // that time is at the rate. Its figures are then short of -b by that.
 func writePaceBehind(w io.Writer, r *Result) {
-	for _, sender := range r.groups() {
-		for _, st := range r.Streams {
-			if st.Sender != sender {
-				continue
-			}
-			f, where := &st.Facts, "local"
-			if !st.Sender {
-				f, where = st.PeerFacts, "remote"
-			}
-			if f == nil || f.Counts[engine.FactPaceBehind] <= 0 {
-				continue
-			}
-			behind := time.Duration(f.Counts[engine.FactPaceBehind])
-			fmt.Fprintf(w, "Pace: [%3d]%s the %s sender fell %.1f ms behind its -b rate (its thread was held up) and did not make it up: %ss short\n",
-				st.Socket, r.role(sender), where, float64(behind)/1e6, report.IperfBytes(behind.Seconds()*float64(r.Params.Bandwidth)/8))
-		}
-	}
+	senderFacts(r, engine.FactPaceBehind, func(st *StreamResult, sender bool, f *engine.FactSample, where string) {
+		behind := time.Duration(f.Counts[engine.FactPaceBehind])
+		fmt.Fprintf(w, "Pace: [%3d]%s the %s sender fell %.1f ms behind its -b rate (its thread was held up) and did not make it up: %ss short\n",
+			st.Socket, r.role(sender), where, float64(behind)/1e6, report.IperfBytes(behind.Seconds()*float64(r.Params.Bandwidth)/8))
+	})
 }
 
 // fmtLoad is blast's host-load line (--sys), lmbench's and vmstat's

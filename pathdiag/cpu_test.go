@@ -126,7 +126,7 @@ func TestD28(t *testing.T) {
 				d.Goodput, d.RwndLimitedUs = 20e9, 0
 				return d
 			}(),
-			want: []string{"INFO D28 the path is faster than this host: CPU-bound at the sender (local) at 20.00 Gbit/s"}, noWarn: true},
+			want: []string{"INFO D28 the path is faster than this host: CPU-bound at the sender (local) at 20.0 Gbit/s"}, noWarn: true},
 		{name: "both CPUs loaded: busy hosts, info only",
 			d: func() Direction {
 				d := tcp(endOf("local", host(1, 0, nil), 45, 52), endOf("remote", host(1, 0, nil), 25, 74))

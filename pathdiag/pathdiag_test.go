@@ -68,7 +68,7 @@ func TestRules(t *testing.T) {
 			d := healthyTCP
 			d.Goodput, d.Sender = 94.1e6, end("local", vethA(nil), tbf)
 			return d
-		}, []string{"WARN D14"}, []string{"tbf 8001: on veth-a shapes to 100.0 Mbit/s; goodput 94.1 Mbit/s (94% of it)", "5000 over its limit"}},
+		}, []string{"WARN D14"}, []string{"tbf 8001: on veth-a shapes to 100 Mbit/s; goodput 94.1 Mbit/s (94% of it)", "5000 over its limit"}},
 		{"shaper above the sender's own -b", func() Direction {
 			d := healthyTCP
 			d.Goodput, d.Rate, d.Sender = 50e6, 50e6, end("local", vethA(nil), tbf)
@@ -253,7 +253,7 @@ func TestRules(t *testing.T) {
 			d.Sender = end("local", nic("eth0", 2, 0, 1500, 1000, nil), nil)
 			d.Receiver = end("remote", nic("eth0", 2, 0, 1500, 1000, nil), nil)
 			return d
-		}, []string{"INFO D23"}, []string{"goodput 300.0 Mbit/s is 32% of the 1.00 Gbit/s link's TCP line rate (940.0 Mbit/s)"}},
+		}, []string{"INFO D23"}, []string{"goodput 300 Mbit/s is 32% of the 1.00 Gbit/s link's TCP line rate (940 Mbit/s)"}},
 		{"far below line rate with the NIC to blame: D9", func() Direction {
 			d := healthyTCP
 			d.Goodput = 300e6
@@ -298,7 +298,7 @@ func TestWindowFix(t *testing.T) {
 		t.Fatalf("got %v, want D15 first", fs)
 	}
 	// 0.94 Gbit/s over 20 ms: 2.35 MB.
-	for _, want := range []string{"the bandwidth-delay product at the link's line rate (940.0 Mbit/s) is 2.2 MiB"} {
+	for _, want := range []string{"the bandwidth-delay product at the link's line rate (940 Mbit/s) is 2.2 MiB"} {
 		if !strings.Contains(fs[0].Evidence, want) {
 			t.Errorf("evidence %q lacks %q", fs[0].Evidence, want)
 		}

@@ -54,7 +54,7 @@ func TestD26Words(t *testing.T) {
 		Over:  &Direction{UDP: true, Rate: 200e6, Goodput: 99.2e6, Sent: 16985, Lost: 8560}})
 	want := []nicinfo.Finding{{Rule: "D26", Severity: nicinfo.Warn,
 		Summary:  "a policer (or a lossy token bucket) in the upload direction, passing about 99.2 Mbit/s: TCP loses 10.0% to it while UDP below that rate passes clean",
-		Evidence: "tcp upload 80.0 Mbit/s with 10.0% of its segments lost (retransmitted, less what the receiver already had); udp upload at 72.0 Mbit/s: 0 of 6114 datagrams lost (0.00%); udp upload offered at 200.0 Mbit/s: 50% lost, 99.2 Mbit/s delivered; the loss grows with the rate: the policer passes about 99.2 Mbit/s (what UDP offered above it delivered)",
+		Evidence: "tcp upload 80.0 Mbit/s with 10.0% of its segments lost (retransmitted, less what the receiver already had); udp upload at 72.0 Mbit/s: 0 of 6114 datagrams lost (0.00%); udp upload offered at 200 Mbit/s: 50% lost, 99.2 Mbit/s delivered; the loss grows with the rate: the policer passes about 99.2 Mbit/s (what UDP offered above it delivered)",
 		Fix:      "a device between the hosts drops what exceeds about 99.2 Mbit/s in the upload direction (a tc police action, a router's or a provider's rate limit): find it (tc -s filter show on the routers on the way); if it is meant, pace the sender below it (blast client -b 94.2M) or shape to it at the sender (a tbf or htb at 94.2 Mbit/s), which TCP follows without loss"}}
 	if diff := cmp.Diff(want, fs); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -90,7 +90,7 @@ func TestD26BusySender(t *testing.T) {
 		t.Fatalf("got %v, want one D26", fs)
 	}
 	// TCP's 98 Mbit/s went through it too: the better bound.
-	for _, want := range []string{"passing at least 98.0 Mbit/s", "(the sender sent only 162.2 Mbit/s of it: a busy host)", "a lower bound"} {
+	for _, want := range []string{"passing at least 98.0 Mbit/s", "(the sender sent only 162 Mbit/s of it: a busy host)", "a lower bound"} {
 		if !strings.Contains(fs[0].Summary+" "+fs[0].Evidence, want) {
 			t.Errorf("no %q in %s", want, fs[0])
 		}
@@ -108,9 +108,9 @@ func TestD26Queued(t *testing.T) {
 		Clean: &Direction{UDP: true, Rate: 19.5e6, Goodput: 19.5e6, Sent: 5096},
 		Over:  &Direction{UDP: true, Rate: 278e6, Goodput: 190e6, Sent: 70000, Lost: 22000}})
 	want := []nicinfo.Finding{{Rule: "D26", Severity: nicinfo.Warn,
-		Summary:  "a rate limit in the upload direction, passing about 190.0 Mbit/s, that TCP overflows behind a queue: TCP loses 12.2% there and gets 111.2 Mbit/s (a shaper or a slower link with a queue shorter than TCP's window, or a policer behind a queue)",
-		Evidence: "tcp upload 111.2 Mbit/s with 12.2% of its segments lost (retransmitted, less what the receiver already had), its RTT 17.43 ms above the path's 80.00 ms; udp upload at 19.5 Mbit/s: 0 of 5096 datagrams lost (0.00%); udp upload offered at 278.0 Mbit/s: 31% lost, 190.0 Mbit/s delivered; the loss grows with the rate: the limit passes about 190.0 Mbit/s (what UDP offered above it delivered); TCP's RTT stood 17.4 ms above the path's 80.0 ms: a queue on the way, which a policer alone does not hold",
-		Fix:      "find what limits the upload direction to about 190.0 Mbit/s; to tell the two apart, watch the round trip (blast lat) while UDP runs just above that rate (blast client -u -b 199M): a shaper's queue adds its depth to the round trip, a policer adds nothing. A queue that is yours to size needs rate × RTT = 190.0 Mbit/s × 80.0 ms = 1.8 MiB; either way, pacing the sender below the rate (blast client -b 180M, or --fq-rate) or a congestion control that paces (-C bbr where the kernel has it) avoids the loss"}}
+		Summary:  "a rate limit in the upload direction, passing about 190 Mbit/s, that TCP overflows behind a queue: TCP loses 12.2% there and gets 111 Mbit/s (a shaper or a slower link with a queue shorter than TCP's window, or a policer behind a queue)",
+		Evidence: "tcp upload 111 Mbit/s with 12.2% of its segments lost (retransmitted, less what the receiver already had), its RTT 17.43 ms above the path's 80.00 ms; udp upload at 19.5 Mbit/s: 0 of 5096 datagrams lost (0.00%); udp upload offered at 278 Mbit/s: 31% lost, 190 Mbit/s delivered; the loss grows with the rate: the limit passes about 190 Mbit/s (what UDP offered above it delivered); TCP's RTT stood 17.4 ms above the path's 80.0 ms: a queue on the way, which a policer alone does not hold",
+		Fix:      "find what limits the upload direction to about 190 Mbit/s; to tell the two apart, watch the round trip (blast lat) while UDP runs just above that rate (blast client -u -b 199M): a shaper's queue adds its depth to the round trip, a policer adds nothing. A queue that is yours to size needs rate × RTT = 190 Mbit/s × 80.0 ms = 1.8 MiB; either way, pacing the sender below the rate (blast client -b 180M, or --fq-rate) or a congestion control that paces (-C bbr where the kernel has it) avoids the loss"}}
 	if diff := cmp.Diff(want, fs); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -140,7 +140,7 @@ func TestD30(t *testing.T) {
 	fs := D26(Probe{Name: "upload", TCP: tcp, Clean: udp(1662, 0)})
 	want := []nicinfo.Finding{{Rule: "D30", Severity: nicinfo.Warn,
 		Summary:  "random loss in the upload direction: about 2.1% of packets lost whatever the rate, not a rate limit",
-		Evidence: "tcp upload 4.08 Gbit/s with 2.2% of its segments lost (retransmitted, less what the receiver already had); udp upload at 392.0 Mbit/s, a lower rate: 1662 of 83557 datagrams lost, 1.99% on the path (none counted that the receiver's socket dropped): the loss does not grow with the rate",
+		Evidence: "tcp upload 4.08 Gbit/s with 2.2% of its segments lost (retransmitted, less what the receiver already had); udp upload at 392 Mbit/s, a lower rate: 1662 of 83557 datagrams lost, 1.99% on the path (none counted that the receiver's socket dropped): the loss does not grow with the rate",
 		Fix:      "a link or device in the upload direction drops about 2.1% of packets at any rate: look for errors on the routers' and switches' ports on the way (CRC errors, discards: ethtool -S, the devices' interface counters), a failing cable or optic, or a radio link; a congestion control that does not read loss as congestion (-C bbr where the kernel has it) keeps TCP's rate through it"}}
 	if diff := cmp.Diff(want, fs); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

@@ -621,15 +621,25 @@ func wireBytes(d Direction) (tx, rx uint64, ok bool) {
 }
 
 func bits(bps float64) string {
-	switch {
-	case bps >= 1e9:
-		return strconv.FormatFloat(bps/1e9, 'f', 2, 64) + " Gbit/s"
-	case bps >= 1e6:
-		return strconv.FormatFloat(bps/1e6, 'f', 1, 64) + " Mbit/s"
-	case bps >= 1e3:
-		return strconv.FormatFloat(bps/1e3, 'f', 1, 64) + " Kbit/s"
+	units := []string{"bit/s", "Kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"}
+	u, v := 0, bps
+	for v >= 999.5 && u < len(units)-1 { // 999.5 rounds to 1000: the next unit
+		v /= 1000
+		u++
 	}
-	return strconv.FormatFloat(bps, 'f', 0, 64) + " bit/s"
+	return sig3(v) + " " + units[u]
+}
+
+// sig3 is v with three significant digits (as many decimals as that
+// takes, none at 100 or more): 94.1, 9.41, 941.
+func sig3(v float64) string {
+	switch {
+	case v >= 99.95 || v == 0:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 9.995:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
 func bytesWords(n int64) string {
