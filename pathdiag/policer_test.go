@@ -182,6 +182,13 @@ func TestD20Congestion(t *testing.T) {
 	if fs := D20(d); len(fs) != 1 || fs[0].Severity != nicinfo.Warn {
 		t.Errorf("no queue: %v, want WARN", fs)
 	}
+	// No standing queue on average, but 400 of the 559 resent in slow
+	// start: TCP's overshoot, an INFO.
+	d.Sender = &End{Path: &pathinfo.Delta{SNMP: map[string]uint64{"TcpExt.TCPSlowStartRetrans": 400}}}
+	if fs := D20(d); len(fs) != 1 || fs[0].Severity != nicinfo.Info || !strings.Contains(fs[0].Evidence, "400 of the retransmissions in slow start") {
+		t.Errorf("slow start's overshoot: %v, want INFO", fs)
+	}
+	d.Sender = nil
 	d.RTTus, d.Retransmits = 34_000, 1500
 	if fs := D20(d); len(fs) != 1 || fs[0].Severity != nicinfo.Warn {
 		t.Errorf("3.3%% lost behind a queue: %v, want WARN", fs)

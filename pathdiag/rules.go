@@ -417,15 +417,25 @@ func D20(d Direction) []nicinfo.Finding {
 	if pct < lossWarn {
 		return nil
 	}
-	if q := QueueMs(d); q >= PolicerQueueMs && pct < PolicerLoss {
-		// TCP filled a queue on the way and lost a little where it
-		// overflowed: the congestion TCP finds a bottleneck by, not a
-		// device dropping packets (a 200 Mbit/s line with 50 ms of
-		// queue on a 20 ms path: 1.24% resent, its RTT well above the
-		// path's). More than PolicerLoss is for doctor's probes (D26).
+	slowStart := int64(0)
+	if s := d.Sender; s != nil && s.Path != nil && !d.UDP {
+		slowStart = min(int64(s.Path.Get("TcpExt.TCPSlowStartRetrans")), d.Retransmits)
+	}
+	if q := QueueMs(d); (q >= PolicerQueueMs || d.Retransmits > 0 && 2*slowStart >= d.Retransmits) && pct < PolicerLoss {
+		// TCP filled a queue on the way, or overshot it in slow start,
+		// and lost a little where it overflowed: the congestion TCP
+		// finds a bottleneck by, not a device dropping packets (a 200
+		// Mbit/s line with 50 ms of queue on a 20 ms path: 1.02-1.24%
+		// resent). More than PolicerLoss is for doctor's probes (D26).
+		if q >= 0 {
+			ev += fmt.Sprintf("; its RTT stood %.1f ms above the path's %.1f ms while it ran", q, float64(d.MinRTTus)/1000)
+		}
+		if slowStart > 0 {
+			ev += fmt.Sprintf("; %d of the retransmissions in slow start (TCPSlowStartRetrans)", slowStart)
+		}
 		return []nicinfo.Finding{{Rule: "D20", Severity: nicinfo.Info, Iface: iface(d.Sender),
 			Summary:  "TCP lost a little where it filled a queue on the way: congestion at a bottleneck, as TCP finds its rate",
-			Evidence: ev + fmt.Sprintf("; its RTT stood %.1f ms above the path's %.1f ms while it ran", q, float64(d.MinRTTus)/1000),
+			Evidence: ev,
 			Fix:      "none needed at this share; a congestion control that paces (-C bbr where the kernel has it) loses less there"}}
 	}
 	if tx, rx, ok := wireBytes(d); ok && tx > 0 {

@@ -201,13 +201,15 @@ func Open(ctx context.Context, c SocketConfig) (_ *Socket, err error) {
 	return s, nil
 }
 
-// bindRetry binds fd, waiting out EBUSY for a while (or until ctx is
+// bindRetry binds fd, waiting out EBUSY for up to 2 s (or until ctx is
 // done): the kernel releases a closed socket's hold on its queue in a
 // deferred work item, so a socket that follows another on the same queue
-// (back-to-back runs) may find it still taken for a few milliseconds.
+// (back-to-back runs) may find it still taken for a few milliseconds,
+// and on a host whose CPUs are all busy for more than the 500 ms this
+// waited before (make test-stress, with a second suite running).
 func bindRetry(ctx context.Context, fd int, sa *unix.SockaddrXDP) error {
 	var err error
-	for range 100 {
+	for range 400 {
 		if err = unix.Bind(fd, sa); !errors.Is(err, unix.EBUSY) {
 			return err
 		}
