@@ -36,16 +36,18 @@ func wanReport(t *testing.T, rtt time.Duration, plant func(lab *netlab.Lab)) (*n
 	return lab, rep.Findings, code, rep.Verdict
 }
 
-// The line alone, at 20 and 80 ms: its 200 Mbit/s behind 50 ms of queue
-// is the path's bottleneck, and TCP overflows the queue as it finds that
-// rate (in slow start on a 20 ms path, 1.0 to 2.2% resent on a busy host;
-// shorter than TCP's window on an 80 ms one, 12 to 17%). Doctor names
-// nothing but the line: at most D26, a rate limit at the line's rate,
-// behind a queue where TCP stood in one, a policer only where its
-// evidence shows none (a host too busy to let TCP fill it: 65.6 Mbit/s
-// of the line's 200, 3.6 ms of queue, in make test-stress); or nothing.
+// The line alone on an 80 ms path: its 200 Mbit/s behind 50 ms of queue
+// is the path's bottleneck, and the queue is shorter than the window TCP
+// brings (12 to 17% resent). Doctor names nothing but the line: at most
+// D26, a rate limit at the line's rate, behind a queue where TCP stood in
+// one, a policer only where its evidence shows none (a host too busy to
+// let TCP fill it: 65.6 Mbit/s of the line's 200, 3.6 ms of queue, in
+// make test-stress); or nothing. (Not at 20 ms: there TCP loses 1 to 2%,
+// and the line, a userspace process, drops that much itself when the host
+// starves it, which doctor rightly calls loss on the path: make
+// test-stress saw WARN D20 at 1.14% with no queue and no slow start.)
 func TestLabWANLine(t *testing.T) {
-	for _, rtt := range []time.Duration{20 * time.Millisecond, 80 * time.Millisecond} {
+	for _, rtt := range []time.Duration{80 * time.Millisecond} {
 		t.Run(rtt.String(), func(t *testing.T) {
 			_, fs, code, verdict := wanReport(t, rtt, nil)
 			for _, f := range fs {
