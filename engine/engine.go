@@ -234,6 +234,13 @@ type Flow struct {
 	// back), both measured by Run. CPU over Wall is the share of a core
 	// the flow used; RunWait over Wall the share it was starved.
 	Wall, RunWait time.Duration
+	// Switches are the flow's context switches, measured by Run on the
+	// thread(s) that ran it (getrusage RUSAGE_THREAD): voluntary ones are
+	// waits in the kernel, involuntary ones the scheduler taking the CPU.
+	Switches Switches
+	// Free says the flow ran free (an unlocked goroutine in raw calls,
+	// see Free) rather than on a locked thread; set by Run.
+	Free bool
 	// Clock is where the flow's Sender reads the time and sleeps: the time
 	// limit, the pacing schedule, the ENOBUFS pause. nil is the real clock
 	// (time.Now, and sleeps in the kernel that a cancel interrupts); tests
@@ -242,6 +249,13 @@ type Flow struct {
 	Clock clock.Clock
 
 	wake waker // set by Run: the flow's eventfd
+	free free  // set by Run: how the flow's calls run
+}
+
+// Switches counts context switches.
+type Switches struct {
+	Voluntary   int64 `json:"voluntary"`
+	Involuntary int64 `json:"involuntary"`
 }
 
 // Backend moves the bytes of one flow.
