@@ -74,6 +74,24 @@ type notSupported struct{}
 func (notSupported) Error() string        { return "not supported" }
 func (notSupported) Is(target error) bool { return target == errors.ErrUnsupported }
 
+// AsNotSupported makes an error of a package below engine that means "not
+// here" by wrapping errors.ErrUnsupported (uring's refused ring, bpf's
+// missing privilege) wrap ErrNotSupported as well, which is what modes test
+// for (a receive falls back to readwrite on it); its words stay the same.
+// Other errors, and nil, it returns as they are.
+func AsNotSupported(err error) error {
+	if !errors.Is(err, errors.ErrUnsupported) || errors.Is(err, ErrNotSupported) {
+		return err
+	}
+	return alsoNotSupported{err}
+}
+
+// alsoNotSupported is an error that also wraps ErrNotSupported, with the
+// words of the error it carries.
+type alsoNotSupported struct{ error }
+
+func (e alsoNotSupported) Unwrap() []error { return []error{e.error, ErrNotSupported} }
+
 // Protocol is the transport of a flow.
 type Protocol int
 
