@@ -10,7 +10,7 @@ TEST_TOOLS := ip:iproute2 tc:iproute2 socat:socat iperf3:iperf3 ethtool:ethtool 
 BENCH_FLAGS ?=
 
 # Packages that only tests use: held to the tests' rules (no sleeping).
-TEST_HELPERS := engine/enginetest internal/k8stest internal/testkit internal/blasttest internal/netlab/labtest internal/verify/verifytest internal/golden
+TEST_HELPERS := engine/enginetest internal/k8stest internal/testkit internal/blasttest netlab/labtest internal/verify/verifytest internal/golden
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/netlab"
 )
 
 // ProcStats is the kernel's accounting of one process of a run.

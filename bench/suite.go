@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/netlab"
 )
 
 // Config is one run of the suite.

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/netlab"
 )
 
 const (

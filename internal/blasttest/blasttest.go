@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/netlab"
 )
 
 // Bin is the blast binary Main built; a "ttcp" link to it sits beside it.
