@@ -3,6 +3,7 @@ package control
 import (
 	"bytes"
 	"fmt"
+	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/report"
 	"io"
 	"strings"
@@ -559,7 +560,7 @@ func (t Text) writeSummaryTail(w io.Writer, r *Result) {
 	}
 	// The path findings say why it was slow: WARN and ERROR always,
 	// INFO with -V.
-	ew := nicinfo.Escaping(w)
+	ew := safetext.Writer(w)
 	for _, f := range r.Findings {
 		if f.Severity >= nicinfo.Warn || t.Verbose {
 			fmt.Fprintf(ew, "path %s: %s (%s). Fix: %s\n", f.Head(), f.Summary, f.Evidence, f.Fix)

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/blastnet/blast/internal/golden"
+	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/latency"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathmtu"
@@ -206,7 +207,7 @@ func TestCSVParses(t *testing.T) {
 			for i, f := range rep.Findings {
 				row := rows[len(rep.Tests)+1+i]
 				want := map[string]string{"kind": "finding", "rank": strconv.Itoa(i + 1), "rule": f.Rule, "severity": f.Severity.String(),
-					"iface": nicinfo.Escape(f.Iface), "summary": f.Summary, "evidence": f.Evidence, "fix": f.Fix, "invalid": strconv.FormatBool(f.Invalid)}
+					"iface": safetext.Escape(f.Iface), "summary": f.Summary, "evidence": f.Evidence, "fix": f.Fix, "invalid": strconv.FormatBool(f.Invalid)}
 				for name, w := range want {
 					if got := row[col(name)]; got != w {
 						t.Errorf("finding %d: %s %q, want %q", i+1, name, got, w)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/report"
 )
@@ -14,7 +15,7 @@ import (
 // the interfaces at both ends, the verdict, then every finding ranked,
 // each with its evidence and fix.
 func WriteText(w io.Writer, rep *Report) error {
-	ew := nicinfo.Escaping(w) // names and errors come from the peer and files
+	ew := safetext.Writer(w) // names and errors come from the peer and files
 	if rep.Port > 0 {
 		fmt.Fprintf(ew, "blast doctor %s port %d\n", rep.Host, rep.Port)
 	} else {

@@ -16,7 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
 )
@@ -630,14 +630,14 @@ func rate(bps float64) string {
 // every pair (a line per node beyond MaxMatrix nodes), the loss of a UDP
 // matrix that lost datagrams, the outlier cells and nodes, the failed
 // tests; last the agents that could not be reached. Names and errors are
-// escaped (nicinfo.Escape): they come from agents and files.
+// escaped (safetext.Escape): they come from agents and files.
 func Report(w io.Writer, d *Document) error {
 	return ReportAnalysis(w, d, Analyze(d))
 }
 
 // ReportAnalysis is Report with the Analysis already made.
 func ReportAnalysis(w io.Writer, d *Document, a Analysis) error {
-	ew := &errWriter{w: nicinfo.Escaping(w)}
+	ew := &errWriter{w: safetext.Writer(w)}
 	header(ew, d)
 	if len(a.Matrices) == 0 {
 		ew.printf("\nno tests in the document\n")

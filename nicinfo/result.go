@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/blastnet/blast/internal/safetext"
 )
 
 // Result is what a test (or a pair of captures) says about one interface: its
@@ -58,7 +60,7 @@ func (w *Watch) Stop(goodputBps float64, nicBound bool) (*Result, error) {
 // WriteResult writes the full report, the counter changes and the findings.
 func WriteResult(w io.Writer, r *Result) error {
 	if m := r.Renamed; m != nil {
-		if _, err := fmt.Fprintf(Escaping(w), "%s before is %s after: same %s\n\n", m.Before, m.After, m.By); err != nil {
+		if _, err := fmt.Fprintf(safetext.Writer(w), "%s before is %s after: same %s\n\n", m.Before, m.After, m.By); err != nil {
 			return err
 		}
 	}
@@ -79,7 +81,7 @@ func WriteResult(w io.Writer, r *Result) error {
 // prefix ("blast-t: "): the NIC summary, the nonzero counter changes on one
 // line, and one line per finding.
 func WriteBrief(w io.Writer, prefix string, r *Result) error {
-	w = Escaping(w) // names and counters come from files
+	w = safetext.Writer(w) // names and counters come from files
 	if _, err := fmt.Fprintf(w, "%snic %s\n", prefix, Summary(r.Interface)); err != nil {
 		return err
 	}
