@@ -3,6 +3,7 @@ package control
 import (
 	"bytes"
 	"fmt"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/report"
 	"io"
@@ -562,7 +563,7 @@ func (t Text) writeSummaryTail(w io.Writer, r *Result) {
 	// INFO with -V.
 	ew := safetext.Writer(w)
 	for _, f := range r.Findings {
-		if f.Severity >= nicinfo.Warn || t.Verbose {
+		if f.Severity >= finding.Warn || t.Verbose {
 			fmt.Fprintf(ew, "path %s: %s (%s). Fix: %s\n", f.Head(), f.Summary, f.Evidence, f.Fix)
 		}
 	}

@@ -81,7 +81,7 @@ func WriteCSV(w io.Writer, rep *Report) error {
 	for i, f := range rep.Findings {
 		row := csvRow("finding")
 		row[csvRank] = strconv.Itoa(i + 1)
-		row[csvRule] = safetext.Escape(f.Rule)
+		row[csvRule] = safetext.Escape(string(f.Rule))
 		row[csvSeverity] = f.Severity.String()
 		row[csvIface] = safetext.Escape(f.Iface)
 		row[csvSummary] = safetext.Escape(f.Summary)

@@ -49,7 +49,7 @@ func csvRow(c *Cell) []string {
 	}
 	var rules []string
 	for _, fd := range c.Findings {
-		rules = append(rules, safetext.Escape(fd.End+":"+fd.Rule))
+		rules = append(rules, safetext.Escape(fd.End+":"+string(fd.Rule)))
 	}
 	row[18] = strings.Join(rules, ";")
 	if c.Err != "" {

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
@@ -403,7 +404,7 @@ func (m *Matrix) judge() {
 // direction(s), one per rule.
 func (m *Matrix) findings(v *NodeVerdict) []NodeFinding {
 	var out []NodeFinding
-	at := map[string]int{}
+	at := map[finding.ID]int{}
 	tests := 0
 	for _, p := range m.Pairs {
 		if p.Sender == p.Receiver || !(v.LowSending && p.Sender == v.Name || v.LowReceiving && p.Receiver == v.Name) {
@@ -411,7 +412,7 @@ func (m *Matrix) findings(v *NodeVerdict) []NodeFinding {
 		}
 		for _, c := range p.Tests {
 			tests++
-			seen := map[string]bool{}
+			seen := map[finding.ID]bool{}
 			for _, f := range c.Findings {
 				if !(f.End == "src" && c.Src == v.Name || f.End == "dst" && c.Dst == v.Name) || seen[f.Rule] {
 					continue
@@ -431,24 +432,12 @@ func (m *Matrix) findings(v *NodeVerdict) []NodeFinding {
 		out[i].Of = tests
 	}
 	sort.SliceStable(out, func(i, j int) bool {
-		if a, b := severity(out[i].Severity), severity(out[j].Severity); a != b {
+		if a, b := out[i].Severity, out[j].Severity; a != b {
 			return a > b
 		}
 		return out[i].Tests > out[j].Tests
 	})
 	return out
-}
-
-func severity(s string) int {
-	switch strings.ToUpper(s) {
-	case "ERROR":
-		return 3
-	case "WARN", "WARNING":
-		return 2
-	case "INFO":
-		return 1
-	}
-	return 0
 }
 
 // median is the median of v, 0 if v is empty (a pair with no test that
@@ -1051,7 +1040,7 @@ func outliers(w *errWriter, m *Matrix) {
 			if f.Iface != "" {
 				iface = " " + f.Iface
 			}
-			w.printf("    %s %s%s: %s (%d of %d tests)\n", strings.ToUpper(f.Severity), f.Rule, iface, oneLine(f.Summary), f.Tests, f.Of)
+			w.printf("    %s %s%s: %s (%d of %d tests)\n", f.Severity, f.Rule, iface, oneLine(f.Summary), f.Tests, f.Of)
 			if f.Evidence != "" {
 				w.printf("      evidence: %s\n", oneLine(f.Evidence))
 			}

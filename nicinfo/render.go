@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/safetext"
 )
 
@@ -321,14 +322,14 @@ func WriteDelta(w io.Writer, d *Deltas) error {
 }
 
 // WriteFindings writes findings, most serious first as Diagnose orders them.
-func WriteFindings(w io.Writer, fs []Finding) error {
+func WriteFindings(w io.Writer, fs []finding.Finding) error {
 	w = safetext.Writer(w)
 	if len(fs) == 0 {
 		_, err := fmt.Fprintln(w, "diagnosis: no rule fired")
 		return err
 	}
 	for _, f := range fs {
-		who := f.Rule
+		who := string(f.Rule)
 		if f.Iface != "" {
 			who += " " + f.Iface
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/safetext"
 )
 
@@ -17,8 +18,8 @@ type Result struct {
 	Delta     *Deltas    `json:"delta,omitempty"`
 	// Renamed is set when the interface has another name in the second of
 	// two captures: how it was followed across the rename.
-	Renamed  *Match    `json:"renamed,omitempty"`
-	Findings []Finding `json:"findings"`
+	Renamed  *Match            `json:"renamed,omitempty"`
+	Findings []finding.Finding `json:"findings"`
 }
 
 // Watch holds the snapshot taken before a test.
@@ -122,9 +123,9 @@ func WriteBrief(w io.Writer, prefix string, r *Result) error {
 
 // Invalid is the first finding that makes the result invalid (nil: none,
 // or no result).
-func (r *Result) Invalid() *Finding {
+func (r *Result) Invalid() *finding.Finding {
 	if r == nil {
 		return nil
 	}
-	return FirstInvalid(r.Findings)
+	return finding.FirstInvalid(r.Findings)
 }

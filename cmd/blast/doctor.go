@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/doctor"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/plot"
@@ -259,7 +260,7 @@ func runDoctorOffline(e *env, o offlineArgs, out doctorOut) int {
 		}
 	}
 	rep := &doctor.Report{Host: "offline " + o.dir, Tests: []doctor.Test{}}
-	var lists [][]nicinfo.Finding
+	var lists [][]finding.Finding
 	add := func(r *nicinfo.Result, err error) error {
 		if err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/nicinfo"
 )
@@ -246,7 +247,7 @@ func runNic(e *env, args []string) int {
 	// An ERROR finding (a link that cannot carry the test as it is)
 	// fails the command, for scripts and health checks.
 	code := exitOK
-	if slices.ContainsFunc(r.Findings, func(f nicinfo.Finding) bool { return f.Severity >= nicinfo.Error }) {
+	if slices.ContainsFunc(r.Findings, func(f finding.Finding) bool { return f.Severity >= finding.Error }) {
 		code = exitFailure
 	}
 	if c.JSON {
