@@ -11,7 +11,7 @@ import (
 // readme is where the rule table is, between its two marker lines.
 const (
 	readme   = "../README.md"
-	tableBeg = "<!-- rules: finding's registry (finding/registry.go); go test ./finding -update rewrites this table -->\n"
+	tableBeg = "<!-- rules: finding's registry (finding/registry.go); make rules rewrites this table -->\n"
 	tableEnd = "<!-- end of rules -->\n"
 )
 
