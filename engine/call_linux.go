@@ -121,7 +121,7 @@ func (f *Flow) segStart() {
 // segEnd adds the segment's CPU, run-queue wait and switches to the flow,
 // when the goroutine stayed on one thread (a goroutine the runtime moved
 // mid-segment, which yielding every yieldEvery makes rare, has deltas of
-// two threads: dropped, and counted in FactMigrations).
+// two threads: dropped; f.free.migrated counts them).
 func (f *Flow) segEnd() {
 	fr := &f.free
 	if unix.Gettid() != fr.segTid {
@@ -305,9 +305,6 @@ func (f *Flow) runFree(ctx context.Context, b Backend, send bool) error {
 	}
 	f.segEnd()
 	f.Wall += time.Since(start)
-	if fr := &f.free; fr.migrated > 0 {
-		f.Facts.Add(FactMigrations, fr.migrated)
-	}
 	return err
 }
 
