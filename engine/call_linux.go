@@ -41,16 +41,6 @@ const (
 	yieldEvery = 2 * time.Millisecond
 )
 
-// Free is implemented by a Backend whose every blocking data call goes
-// through the flow's calls (Flow.Read, Flow.Send, Flow.Sendfile,
-// WriteAll): Run may run its flows free.
-type Free interface {
-	Backend
-	// RunsFree reports whether the backend's calls in that direction all
-	// go through the flow (a backend may convert one direction only).
-	RunsFree(send bool) bool
-}
-
 func (fr *free) now() time.Duration { return time.Since(fr.base) }
 
 // runsFree says whether Run runs f free.
@@ -233,6 +223,12 @@ func (f *Flow) Read(fd int, p []byte) (int, error) {
 // the flow.
 func (f *Flow) Send(fd int, p []byte, flags int) (int, error) {
 	return f.call(f.free.sndLimit, &sysArgs{trap: unix.SYS_SENDTO, fd: fd, buf: bufPtr(p), n: len(p), flags: flags})
+}
+
+// Recv is recv(2) on fd (recvfrom without an address), a blocking
+// receive of the flow.
+func (f *Flow) Recv(fd int, p []byte, flags int) (int, error) {
+	return f.call(f.free.rcvLimit, &sysArgs{trap: unix.SYS_RECVFROM, fd: fd, buf: bufPtr(p), n: len(p), flags: flags})
 }
 
 // Sendfile is sendfile(2) of n bytes from in to the socket fd, from *off
