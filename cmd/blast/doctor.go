@@ -13,6 +13,7 @@ import (
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/plot"
 	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/units"
 )
 
 func init() {
@@ -232,8 +233,8 @@ func parseDoctor(args []string) (cfg doctor.Config, o doctorOut, off *offlineArg
 	}
 	cfg.Duration = time.Duration(secs * float64(time.Second))
 	if rate != "" {
-		v, err := parseRate(rate)
-		if err != nil || v <= 0 {
+		v, err := units.ParseBits(rate)
+		if err != nil || !(v > 0 && v <= units.MaxRate) { // NaN, +Inf too
 			return cfg, o, nil, fmt.Errorf("-b %s: give a positive rate in bits per second (100M, 1G)", rate)
 		}
 		cfg.UDPRate = v

@@ -21,6 +21,7 @@ import (
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/units"
 )
 
 func init() {
@@ -309,7 +310,7 @@ func (f *serverFlags) config() (cfg control.ServerConfig, format byte, err error
 		if sz.s == "" {
 			continue
 		}
-		n, err := control.ParseSizeFlag(sz.flag, sz.s, "a size such as 512M or 2G", false)
+		n, err := units.ParseSizeFlag(sz.flag, sz.s, "a size such as 512M or 2G", false)
 		if err != nil {
 			return cfg, 0, err
 		}

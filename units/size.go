@@ -1,11 +1,17 @@
-package control
+// Package units is blast's one home for the sizes and rates it reads from
+// users and peers and the ones it prints: iperf3's 1024-based sizes (-n,
+// -l, -w with K, M, G or T), its 1000-based rates (-b with k, m, g or t,
+// and -b's /BURST), its -f letters and unit_snprintf's output, ttcp's -f,
+// blast's own SI rates, and the three significant digits of blast's
+// findings. Parsers check for overflow and bound what they return; each
+// error is one line that names the value and what to give instead.
+package units
 
 import (
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 )
 
 // MaxSize is the largest size ParseSize returns: what an int64 holds,
@@ -24,22 +30,11 @@ func ParseSize(s string) (int64, error) {
 	if s == "" {
 		return 0, fmt.Errorf("empty size")
 	}
-	mult := 1.0
-	switch s[len(s)-1] {
-	case 'k', 'K':
-		mult = 1 << 10
-	case 'm', 'M':
-		mult = 1 << 20
-	case 'g', 'G':
-		mult = 1 << 30
-	case 't', 'T':
-		mult = 1 << 40
-	}
-	num := s
-	if mult != 1 {
-		num = s[:len(s)-1]
-	} else if n, err := strconv.ParseInt(num, 10, 64); err == nil && n >= 0 {
-		return n, nil // a whole number of bytes, exactly (a float has 53 bits)
+	mult, num := suffix(s, 1<<10)
+	if mult == 1 {
+		if n, err := strconv.ParseInt(num, 10, 64); err == nil && n >= 0 {
+			return n, nil // a whole number of bytes, exactly (a float has 53 bits)
+		}
 	}
 	f, err := strconv.ParseFloat(num, 64)
 	switch {
@@ -66,33 +61,25 @@ func ParseSizeFlag(flag, s, want string, zero bool) (int64, error) {
 	return n, nil
 }
 
-// dscpNames are the DiffServ code point names iperf3's --dscp accepts.
-var dscpNames = map[string]int{
-	"cs0": 0, "cs1": 8, "cs2": 16, "cs3": 24, "cs4": 32, "cs5": 40, "cs6": 48, "cs7": 56,
-	"af11": 10, "af12": 12, "af13": 14, "af21": 18, "af22": 20, "af23": 22,
-	"af31": 26, "af32": 28, "af33": 30, "af41": 34, "af42": 36, "af43": 38,
-	"ef": 46, "va": 44, "le": 1,
-}
-
-// ParseDSCP reads a DSCP as a number (0-63, decimal, 0x hex or 0 octal)
-// or a name (EF, AF11, CS1, ...) and returns the TOS byte (dscp << 2).
-func ParseDSCP(s string) (int, error) {
-	if v, ok := dscpNames[strings.ToLower(s)]; ok {
-		return v << 2, nil
+// suffix splits s (not empty) into its number and the multiplier of its
+// k, m, g or t suffix in either case, powers of base; 1 and s without one.
+func suffix(s string, base float64) (mult float64, num string) {
+	conv := 0
+	switch s[len(s)-1] {
+	case 'k', 'K':
+		conv = 1
+	case 'm', 'M':
+		conv = 2
+	case 'g', 'G':
+		conv = 3
+	case 't', 'T':
+		conv = 4
+	default:
+		return 1, s
 	}
-	v, err := strconv.ParseInt(s, 0, 32)
-	if err != nil || v < 0 || v > 63 {
-		return 0, fmt.Errorf("DSCP %q: want 0 to 63 or a name such as EF, AF11, CS1", s)
+	mult = 1
+	for range conv {
+		mult *= base
 	}
-	return int(v) << 2, nil
-}
-
-// ParseTOS reads a TOS byte as iperf3's -S does (strtol base 0: decimal,
-// 0x hex, 0 octal).
-func ParseTOS(s string) (int, error) {
-	v, err := strconv.ParseInt(s, 0, 32)
-	if err != nil || v < 0 || v > 255 {
-		return 0, fmt.Errorf("TOS %q: want 0 to 255 (decimal, 0x hex or 0 octal)", s)
-	}
-	return int(v), nil
+	return mult, s[:len(s)-1]
 }
