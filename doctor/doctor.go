@@ -27,7 +27,7 @@ import (
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathdiag"
 	"github.com/blastnet/blast/pathmtu"
-	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/units"
 )
 
 // Config is one doctor run.
@@ -44,7 +44,7 @@ type Config struct {
 	Progress func(step Step)
 	// Unit renders the rates of the text and the verdict (-f; 0: SI bits
 	// per second, as fits each).
-	Unit report.RateUnit
+	Unit units.Format
 }
 
 // steps is the number of a run's steps (probes count as the UDP step).
@@ -94,10 +94,10 @@ type Test struct {
 // Report is a whole doctor run.
 type Report struct {
 	// Unit renders the rates of the text (-f); JSON and CSV keep bit/s.
-	Unit  report.RateUnit `json:"-"`
-	Host  string          `json:"host"`
-	Port  int             `json:"port"`
-	Tests []Test          `json:"tests"`
+	Unit  units.Format `json:"-"`
+	Host  string       `json:"host"`
+	Port  int          `json:"port"`
+	Tests []Test       `json:"tests"`
 	// Local and Remote are the interfaces that carried the tests, as the
 	// first test that reported them saw them.
 	Local  *nicinfo.Interface `json:"local_nic,omitempty"`

@@ -17,8 +17,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/blastnet/blast/nicinfo"
-	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
+	"github.com/blastnet/blast/units"
 )
 
 // ErrNotDocument is the error (wrapped) for input that is not a blast mesh
@@ -562,7 +562,7 @@ func (m *Matrix) Unit() (div float64, name string) {
 			ref = max(ref, p.Bps)
 		}
 	}
-	return report.SIUnit(ref)
+	return units.SIUnit(ref)
 }
 
 // MaxMatrix is the most nodes Report prints a matrix of; a larger mesh

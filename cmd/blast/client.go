@@ -20,7 +20,6 @@ import (
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/plot"
-	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
 	"github.com/blastnet/blast/units"
 )
@@ -549,7 +548,7 @@ func runClientTest(e *env, cfg control.Config, run *clientRun) int {
 	})
 	// The summary line, printed and written under the plot word for word.
 	const whose = "receivers'"
-	line := whose + " throughput: " + rr.Summary.Line(report.SIRate)
+	line := whose + " throughput: " + rr.Summary.Line(units.SIRate)
 	switch {
 	case run.csv:
 		stats.WriteCSV(lockedBase, "client", "bits_per_second", rr)

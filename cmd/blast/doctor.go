@@ -12,7 +12,6 @@ import (
 	"github.com/blastnet/blast/doctor"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/plot"
-	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/units"
 )
 
@@ -181,7 +180,7 @@ func parseDoctor(args []string) (cfg doctor.Config, o doctorOut, off *offlineArg
 	if o.json && o.csv {
 		return cfg, o, nil, errors.New("--csv and -J: pick one output format")
 	}
-	if cfg.Unit, err = report.ParseRateUnit(f.format); err != nil {
+	if cfg.Unit, err = units.ParseFormat(f.format); err != nil {
 		return cfg, o, nil, err
 	}
 	rest := fs.Args()

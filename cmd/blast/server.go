@@ -20,7 +20,6 @@ import (
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/nicinfo"
-	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/units"
 )
 
@@ -254,7 +253,7 @@ func (f *serverFlags) config() (cfg control.ServerConfig, format byte, err error
 	if !validInterval(f.interval) { // NaN and ±Inf too
 		return cfg, 0, fmt.Errorf("-i %g: must be 0 (off) or 0.1 to 60 seconds", f.interval)
 	}
-	unit, err := report.ParseRateUnit(f.format)
+	unit, err := units.ParseFormat(f.format)
 	if err != nil {
 		return cfg, 0, err
 	}

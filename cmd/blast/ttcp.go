@@ -329,7 +329,7 @@ func ttcpRate(r *report.TTCPResult) float64 {
 // other modes' (stats.Summary.Line), and why a --confidence run stopped
 // short of its width.
 func writeTTCPSummary(w io.Writer, side string, rr stats.Result) {
-	fmt.Fprintf(w, "\n%s: throughput: %s\n", side, rr.Summary.Line(report.SIRate))
+	fmt.Fprintf(w, "\n%s: throughput: %s\n", side, rr.Summary.Line(units.SIRate))
 	if note := rr.Note(); note != "" {
 		fmt.Fprintf(w, "%s: %s\n", side, note)
 	}
@@ -363,7 +363,7 @@ func plotTTCP(path string, cfg ttcp.Config, side string, rr stats.Result) error 
 	if s.HasInterval() {
 		iv = &plot.Interval{Low: s.Low, High: s.High}
 		caption = append(caption, fmt.Sprintf("The band is the %s confidence interval of the mean (±%s); sd %s.",
-			stats.LevelPercent(s.Level), stats.Percent(s.HalfWidthPct), report.SIRate(s.StdDev)))
+			stats.LevelPercent(s.Level), stats.Percent(s.HalfWidthPct), units.SIRate(s.StdDev)))
 	}
 	if note := rr.Note(); note != "" {
 		caption = append(caption, strings.ToUpper(note[:1])+note[1:]+".")
