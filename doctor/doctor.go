@@ -17,8 +17,6 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -225,7 +223,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			ucfg.BlockLen = m - 48
 		}
 	}
-	cmd := fmt.Sprintf("%s -u -b %s --backend mmsg", base, rateFlag(rate))
+	cmd := fmt.Sprintf("%s -u -b %s --backend mmsg", base, units.RateFlag(rate))
 	if ucfg.BlockLen > 0 {
 		cmd += fmt.Sprintf(" -l %d", ucfg.BlockLen)
 	}
@@ -250,7 +248,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if d := res.Direction(true); cfg.UDPRate == 0 && err == nil && d != nil && d.Lost > 0 && lower >= minUDPRate && n < maxLower &&
 			pathdiag.ReceiverCPUBound(*d) && ctx.Err() == nil {
 			ucfg.Rate = lower
-			cmd = fmt.Sprintf("%s -u -b %s --backend mmsg", base, rateFlag(lower))
+			cmd = fmt.Sprintf("%s -u -b %s --backend mmsg", base, units.RateFlag(lower))
 			if ucfg.BlockLen > 0 {
 				cmd += fmt.Sprintf(" -l %d", ucfg.BlockLen)
 			}
@@ -350,7 +348,7 @@ func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, b
 		// must not overflow its socket: the probe counts only what
 		// the path dropped.
 		c.Window = probeWindow
-		cmd := fmt.Sprintf("%s -u -b %s -w 4M --backend mmsg%s", base, rateFlag(rate), flag)
+		cmd := fmt.Sprintf("%s -u -b %s -w 4M --backend mmsg%s", base, units.RateFlag(rate), flag)
 		if c.BlockLen > 0 {
 			cmd += fmt.Sprintf(" -l %d", c.BlockLen)
 		}
@@ -543,15 +541,4 @@ func dur(d time.Duration) string {
 		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
 	}
 	return fmt.Sprintf("%.1f µs", float64(d)/1e3)
-}
-
-// rateFlag is a rate as -b takes it: 500M, 86.3M.
-func rateFlag(bps float64) string {
-	switch {
-	case bps >= 1e9:
-		return strconv.FormatFloat(bps/1e9, 'f', -1, 64) + "G"
-	case bps >= 1e6:
-		return strconv.FormatFloat(math.Round(bps/1e5)/10, 'f', -1, 64) + "M"
-	}
-	return strconv.FormatFloat(math.Round(bps/1e2)/10, 'f', -1, 64) + "K"
 }

@@ -621,10 +621,7 @@ func settings(t Settings) string {
 func trim(v float64) string { return fmt.Sprint(math.Round(v*1000) / 1000) }
 
 // rate is a rate with up to three figures and its unit: "9.41 Gbit/s".
-func rate(bps float64) string {
-	div, unit := (&Matrix{Median: bps}).Unit()
-	return fmt.Sprintf("%.3g %s", bps/div, unit)
-}
+func rate(bps float64) string { return units.BitsShort(bps) }
 
 // Report writes d for a reader: what ran, then per matrix the goodput of
 // every pair (a line per node beyond MaxMatrix nodes), the loss of a UDP

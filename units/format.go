@@ -106,13 +106,27 @@ func SIUnit(ref float64) (div float64, name string) {
 // "94.1 Mbit/s", "189 Mbit/s", "9.40 Gbit/s", "1.00 Gbit/s" (never
 // "1000 Mbit/s": 999.5 and up rounds into the next unit).
 func Bits(bps float64) string {
+	v, unit := bitUnit(bps)
+	return Sig3(v) + " " + unit
+}
+
+// BitsShort is Bits without the zeros that end a fraction: "95 Mbit/s",
+// "9.4 Gbit/s", "1 Gbit/s", for a plot's labels and a flag's echo.
+func BitsShort(bps float64) string {
+	v, unit := bitUnit(bps)
+	return Sig3Short(v) + " " + unit
+}
+
+// bitUnit is bps in the largest 1000-based unit (up to Tbit/s) in which
+// it reads 999.5 or less.
+func bitUnit(bps float64) (float64, string) {
 	units := [...]string{"bit/s", "Kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"}
 	u, v := 0, bps
 	for v >= 999.5 && u < len(units)-1 {
 		v /= 1000
 		u++
 	}
-	return Sig3(v) + " " + units[u]
+	return v, units[u]
 }
 
 // Sig3 is v (under 1000) with three significant digits: as many decimals
@@ -125,6 +139,15 @@ func Sig3(v float64) string {
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+// Sig3Short is Sig3 without the zeros that end a fraction: 3, 1.6, 12.5.
+func Sig3Short(v float64) string {
+	s := Sig3(v)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
 }
 
 // TTCPRate formats a rate in bytes per second the way ttcp's -f does:

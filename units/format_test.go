@@ -131,3 +131,24 @@ func TestTTCPRate(t *testing.T) {
 		}
 	}
 }
+
+// TestBitsShort: Bits without a fraction's ending zeros, for plots and
+// flags; 999.5 and up is the next unit ("%.3g" printed "1e+03 Mbit/s").
+func TestBitsShort(t *testing.T) {
+	for _, tc := range []struct {
+		bps  float64
+		want string
+	}{
+		{95e6, "95 Mbit/s"}, {9.4e9, "9.4 Gbit/s"}, {1e9, "1 Gbit/s"}, {9.41e9, "9.41 Gbit/s"},
+		{481e6, "481 Mbit/s"}, {999.7e6, "1 Gbit/s"}, {0, "0 bit/s"}, {12.05e3, "12.1 Kbit/s"},
+	} {
+		if got := BitsShort(tc.bps); got != tc.want {
+			t.Errorf("BitsShort(%g) = %q, want %q", tc.bps, got, tc.want)
+		}
+	}
+	for v, want := range map[float64]string{3: "3", 1.6: "1.6", 12.5: "12.5", 340: "340", 9.996: "10", 0.5: "0.5", 2.10: "2.1"} {
+		if got := Sig3Short(v); got != want {
+			t.Errorf("Sig3Short(%g) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -209,6 +209,24 @@ func TestRateFlag(t *testing.T) {
 	}
 }
 
+// TestRateFlagBelow: a pace suggested under a limit is never above it.
+func TestRateFlagBelow(t *testing.T) {
+	for _, tc := range []struct {
+		bps  float64
+		want string
+	}{
+		{94.19e6, "94.1M"}, {1.299e9, "1.29G"}, {999.9e3, "999K"}, {500e6, "500M"}, {12.34e9, "12.3G"}, {800, "800"},
+	} {
+		got := RateFlagBelow(tc.bps)
+		if got != tc.want {
+			t.Errorf("RateFlagBelow(%g) = %q, want %q", tc.bps, got, tc.want)
+		}
+		if back, err := ParseBits(got); err != nil || back > tc.bps {
+			t.Errorf("RateFlagBelow(%g) = %q, which reads back as %g, %v", tc.bps, got, back, err)
+		}
+	}
+}
+
 // FuzzUnits: the sizes, rates, TOS and DSCP values of the command line.
 // Any text is parsed or refused in one line; what parses is in range and,
 // written back as a number, parses to the same value.

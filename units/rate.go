@@ -68,3 +68,25 @@ func RateFlag(bps float64) string {
 	}
 	return strconv.FormatFloat(math.Round(bps/1e2)/10, 'f', -1, 64) + "K"
 }
+
+// RateFlagBelow is a rate as -b takes it for a pace that must not pass
+// bps: three significant digits rounded down, "94.1M", "1.2G", "999K".
+func RateFlagBelow(bps float64) string {
+	v, unit := bps, ""
+	switch {
+	case bps >= 1e9:
+		v, unit = bps/1e9, "G"
+	case bps >= 1e6:
+		v, unit = bps/1e6, "M"
+	case bps >= 1e3:
+		v, unit = bps/1e3, "K"
+	}
+	digits := 2.0
+	if v >= 100 {
+		digits = 0
+	} else if v >= 10 {
+		digits = 1
+	}
+	scale := math.Pow(10, digits)
+	return strconv.FormatFloat(math.Floor(v*scale)/scale, 'f', -1, 64) + unit
+}
