@@ -637,25 +637,12 @@ func bits(bps float64) string { return units.Bits(bps) }
 // sig3 is v with three significant digits: units.Sig3.
 func sig3(v float64) string { return units.Sig3(v) }
 
-func bytesWords(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
-	case n >= 1<<20:
-		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
-	case n >= 1<<16:
-		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 0, 64) + " KiB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
-}
+// bytesWords is a size in a finding: units.Bytes.
+func bytesWords(n int64) string { return units.Bytes(n) }
 
-// sizeFlag is n rounded up to a whole K or M, as -w takes it.
-func sizeFlag(n int64) string {
-	if n >= 1<<20 {
-		return strconv.FormatInt((n+1<<20-1)>>20, 10) + "M"
-	}
-	return strconv.FormatInt((n+1<<10-1)>>10, 10) + "K"
-}
+// sizeFlag is n rounded up to a whole K or M, as -w takes it:
+// units.SizeFlag.
+func sizeFlag(n int64) string { return units.SizeFlag(n) }
 
 func usWords(us float64) string {
 	if us >= 1000 {

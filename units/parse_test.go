@@ -209,6 +209,29 @@ func TestRateFlag(t *testing.T) {
 	}
 }
 
+// TestBytes: sizes in findings, and -w's form that reads back as at
+// least the size.
+func TestBytes(t *testing.T) {
+	for _, tc := range []struct {
+		n          int64
+		words, flg string
+	}{
+		{1500, "1500 bytes", "2K"}, {65535, "65535 bytes", "64K"}, {1 << 16, "64 KiB", "64K"},
+		{96 << 10, "96 KiB", "96K"}, {4 << 20, "4.0 MiB", "4M"}, {4<<20 + 1, "4.0 MiB", "5M"}, {3 << 29, "1.5 GiB", "1536M"},
+	} {
+		if got := Bytes(tc.n); got != tc.words {
+			t.Errorf("Bytes(%d) = %q, want %q", tc.n, got, tc.words)
+		}
+		got := SizeFlag(tc.n)
+		if got != tc.flg {
+			t.Errorf("SizeFlag(%d) = %q, want %q", tc.n, got, tc.flg)
+		}
+		if back, err := ParseSize(got); err != nil || back < tc.n {
+			t.Errorf("SizeFlag(%d) = %q, which reads back as %d, %v", tc.n, got, back, err)
+		}
+	}
+}
+
 // TestRateFlagBelow: a pace suggested under a limit is never above it.
 func TestRateFlagBelow(t *testing.T) {
 	for _, tc := range []struct {

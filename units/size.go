@@ -61,6 +61,29 @@ func ParseSizeFlag(flag, s, want string, zero bool) (int64, error) {
 	return n, nil
 }
 
+// Bytes is a size in a finding, in binary units: "4.0 MiB", "1.5 GiB",
+// "96 KiB" from 64 KiB up, "1500 bytes" below.
+func Bytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+	case n >= 1<<16:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 0, 64) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+// SizeFlag is n rounded up to a whole K or M, as -w takes it (ParseSize
+// reads it back as n or more): "4M", "96K".
+func SizeFlag(n int64) string {
+	if n >= 1<<20 {
+		return strconv.FormatInt((n+1<<20-1)>>20, 10) + "M"
+	}
+	return strconv.FormatInt((n+1<<10-1)>>10, 10) + "K"
+}
+
 // suffix splits s (not empty) into its number and the multiplier of its
 // k, m, g or t suffix in either case, powers of base; 1 and s without one.
 func suffix(s string, base float64) (mult float64, num string) {
