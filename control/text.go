@@ -908,13 +908,6 @@ func writeLoads(w io.Writer, r *Result) {
 	}
 }
 
-// count writes a rate with 3 significant digits and a k or M suffix.
-func count(x float64) string {
-	switch {
-	case x >= 1e6:
-		return fmt.Sprintf("%.3gM", x/1e6)
-	case x >= 1e3:
-		return fmt.Sprintf("%.3gk", x/1e3)
-	}
-	return fmt.Sprintf("%.0f", x)
-}
+// count writes a rate with 3 significant digits and a k or M suffix:
+// units.Count.
+func count(x float64) string { return units.Count(x) }

@@ -120,13 +120,30 @@ func BitsShort(bps float64) string {
 // bitUnit is bps in the largest 1000-based unit (up to Tbit/s) in which
 // it reads 999.5 or less.
 func bitUnit(bps float64) (float64, string) {
-	units := [...]string{"bit/s", "Kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"}
-	u, v := 0, bps
-	for v >= 999.5 && u < len(units)-1 {
+	v, u := thousands(bps, 4)
+	return v, [...]string{"bit/s", "Kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"}[u]
+}
+
+// thousands divides v by 1000 while it would print 1000 or more with 3
+// significant digits, at most top times; u is how many times it did.
+func thousands(v float64, top int) (float64, int) {
+	u := 0
+	for v >= 999.5 && u < top {
 		v /= 1000
 		u++
 	}
-	return v, units[u]
+	return v, u
+}
+
+// Count is a count per second in blast's load lines (interrupts, context
+// switches, packets): whole under 1000, else three significant digits at
+// most with k, M or G: "980", "12.5k", "1.2M", "1k" (not "1e+03k").
+func Count(x float64) string {
+	v, u := thousands(x, 3)
+	if u == 0 {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return Sig3Short(v) + [...]string{"", "k", "M", "G"}[u]
 }
 
 // Sig3 is v (under 1000) with three significant digits: as many decimals

@@ -152,3 +152,17 @@ func TestBitsShort(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, tc := range []struct {
+		x    float64
+		want string
+	}{
+		{0, "0"}, {980, "980"}, {999.4, "999"}, {999.7, "1k"}, {12.5e3, "12.5k"}, {1.2e6, "1.2M"},
+		{999.7e3, "1M"}, {123456, "123k"}, {1.5e9, "1.5G"}, {2e12, "2000G"},
+	} {
+		if got := Count(tc.x); got != tc.want {
+			t.Errorf("Count(%g) = %q, want %q", tc.x, got, tc.want)
+		}
+	}
+}
