@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/safetext"
-	"github.com/blastnet/blast/report"
 	"io"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/hostload"
 	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/units"
 )
 
 // The line formats of iperf3's text output (iperf_locale.c).
@@ -80,14 +80,11 @@ var serverText = Text{tail: true}
 // bits renders a rate given in bytes per second in t's Format, as
 // iperf3's unit_snprintf does with -f (the caller adds "s/sec").
 func (t Text) bits(bytesPerSec float64) string {
-	if t.Format == 0 || t.Format == 'a' {
-		return report.IperfBits(bytesPerSec)
+	if t.Format == 0 {
+		return units.Iperf(bytesPerSec, 'a')
 	}
-	return report.FixedUnit(bytesPerSec, t.Format)
+	return units.Iperf(bytesPerSec, t.Format)
 }
-
-// ValidFormat reports whether f is one of iperf3's -f units (kmgtKMGT).
-func ValidFormat(f byte) bool { return strings.IndexByte("kmgtKMGT", f) >= 0 }
 
 func rate(bytes int64, secs float64) float64 {
 	if secs <= 0 {
@@ -267,11 +264,11 @@ func (t Text) writeIntervalTCP(w io.Writer, r *Result, iv *Interval, first bool)
 				st0 = si
 			}
 			sum += si.Bytes
-			tr := report.IperfBytes(float64(si.Bytes))
+			tr := units.IperfBytes(float64(si.Bytes))
 			bw := t.bits(rate(si.Bytes, si.Seconds()))
 			if si.Sender && si.TCP != nil {
 				retr += si.Retransmits
-				fmt.Fprintf(w, fmtBWRetransCwnd, si.Socket, r.role(si.Sender), si.Start, si.End, tr, bw, si.Retransmits, report.IperfBytes(float64(si.TCP.SndCwnd)), omitted)
+				fmt.Fprintf(w, fmtBWRetransCwnd, si.Socket, r.role(si.Sender), si.Start, si.End, tr, bw, si.Retransmits, units.IperfBytes(float64(si.TCP.SndCwnd)), omitted)
 			} else {
 				fmt.Fprintf(w, fmtBW, si.Socket, r.role(si.Sender), si.Start, si.End, tr, bw, omitted)
 			}
@@ -279,7 +276,7 @@ func (t Text) writeIntervalTCP(w io.Writer, r *Result, iv *Interval, first bool)
 		if st0 == nil || r.NumStreams() < 2 {
 			continue
 		}
-		tr := report.IperfBytes(float64(sum))
+		tr := units.IperfBytes(float64(sum))
 		bw := t.bits(rate(sum, st0.Seconds()))
 		if sender && st0.TCP != nil {
 			fmt.Fprintf(w, fmtSumBWRetrans, r.role(sender), st0.Start, st0.End, tr, bw, retr, omitted)
@@ -455,9 +452,9 @@ func (t Text) writeSummaryTCP(w io.Writer, r *Result) {
 				if sb < 0 {
 					fmt.Fprintf(w, "[%3d]%s (sender statistics not available)\n", st.Socket, role)
 				} else if retrOK {
-					fmt.Fprintf(w, fmtBWRetrans, st.Socket, role, 0.0, ss, report.IperfBytes(float64(sb)), t.bits(rate(sb, ss)), max(st.Retransmits, 0), "sender")
+					fmt.Fprintf(w, fmtBWRetrans, st.Socket, role, 0.0, ss, units.IperfBytes(float64(sb)), t.bits(rate(sb, ss)), max(st.Retransmits, 0), "sender")
 				} else {
-					fmt.Fprintf(w, fmtBW, st.Socket, role, 0.0, ss, report.IperfBytes(float64(sb)), t.bits(rate(sb, ss)), "sender")
+					fmt.Fprintf(w, fmtBW, st.Socket, role, 0.0, ss, units.IperfBytes(float64(sb)), t.bits(rate(sb, ss)), "sender")
 				}
 			}
 			if r.File != nil {
@@ -471,25 +468,25 @@ func (t Text) writeSummaryTCP(w io.Writer, r *Result) {
 				if rb < 0 {
 					fmt.Fprintf(w, "[%3d]%s (receiver statistics not available)\n", st.Socket, role)
 				} else {
-					fmt.Fprintf(w, fmtBW, st.Socket, role, 0.0, rs, report.IperfBytes(float64(rb)), t.bits(rate(rb, rs)), "receiver")
+					fmt.Fprintf(w, fmtBW, st.Socket, role, 0.0, rs, units.IperfBytes(float64(rb)), t.bits(rate(rb, rs)), "receiver")
 				}
 			}
 		}
 		if n > 0 && r.NumStreams() > 1 {
 			if (client || sender) && sentOK {
 				if retrOK {
-					fmt.Fprintf(w, fmtSumBWRetrans, role, 0.0, sentSecs, report.IperfBytes(float64(sent)), t.bits(rate(sent, sentSecs)), retr, "sender")
+					fmt.Fprintf(w, fmtSumBWRetrans, role, 0.0, sentSecs, units.IperfBytes(float64(sent)), t.bits(rate(sent, sentSecs)), retr, "sender")
 				} else {
-					fmt.Fprintf(w, fmtSumBW, role, 0.0, sentSecs, report.IperfBytes(float64(sent)), t.bits(rate(sent, sentSecs)), "sender")
+					fmt.Fprintf(w, fmtSumBW, role, 0.0, sentSecs, units.IperfBytes(float64(sent)), t.bits(rate(sent, sentSecs)), "sender")
 				}
 			}
 			if (client || !sender) && recvOK {
-				fmt.Fprintf(w, fmtSumBW, role, 0.0, recvSecs, report.IperfBytes(float64(recv)), t.bits(rate(recv, recvSecs)), "receiver")
+				fmt.Fprintf(w, fmtSumBW, role, 0.0, recvSecs, units.IperfBytes(float64(recv)), t.bits(rate(recv, recvSecs)), "receiver")
 			}
 		}
 		if client || !sender {
 			if d := r.drained(sender); d != nil {
-				fmt.Fprintf(w, "[SUM]%s drained after the end: %ss in %.0f ms, counted in no figure above\n", role, report.IperfBytes(float64(d.Bytes)), 1000*d.Seconds)
+				fmt.Fprintf(w, "[SUM]%s drained after the end: %ss in %.0f ms, counted in no figure above\n", role, units.IperfBytes(float64(d.Bytes)), 1000*d.Seconds)
 			}
 		}
 		t.groupTail(w, r, sender, gi == 0)
@@ -504,7 +501,7 @@ func writeDiskFile(w io.Writer, f *DiskFile, moved int64) {
 	if f.Size > 0 {
 		pct = int(float64(max(moved, 0)) / float64(f.Size) * 100)
 	}
-	fmt.Fprintf(w, "        Sent %s / %s (%d%%) of %s\n", report.IperfBytes(float64(max(moved, 0))), report.IperfBytes(float64(f.Size)), pct, f.Name)
+	fmt.Fprintf(w, "        Sent %s / %s (%d%%) of %s\n", units.IperfBytes(float64(max(moved, 0))), units.IperfBytes(float64(f.Size)), pct, f.Name)
 }
 
 // writeThreads writes how one side's streams ran (engine.Free or locked
@@ -590,7 +587,7 @@ func (t Text) writeSummaryTail(w io.Writer, r *Result) {
 				what = "UDP buffer"
 			}
 			fmt.Fprintf(w, "%s: requested %ss, kernel granted SO_SNDBUF %ss, SO_RCVBUF %ss (Linux doubles the request)\n", what,
-				report.IperfBytes(float64(r.SockBufSize)), report.IperfBytes(float64(r.SndBufActual)), report.IperfBytes(float64(r.RcvBufActual)))
+				units.IperfBytes(float64(r.SockBufSize)), units.IperfBytes(float64(r.SndBufActual)), units.IperfBytes(float64(r.RcvBufActual)))
 		}
 		if r.NIC != nil && r.NIC.Interface != nil {
 			nicinfo.WriteBrief(w, "local ", r.NIC)
@@ -727,7 +724,7 @@ func (t Text) writeIntervalUDP(w io.Writer, r *Result, iv *Interval, first bool)
 			packets += u.Packets
 			lost += u.Lost
 			jitter += u.Jitter
-			tr := report.IperfBytes(float64(si.Bytes))
+			tr := units.IperfBytes(float64(si.Bytes))
 			bw := t.bits(rate(si.Bytes, si.Seconds()))
 			if si.Sender {
 				fmt.Fprintf(w, fmtBWUDPSender, si.Socket, role, si.Start, si.End, tr, bw, zbuf, u.Packets, omitted)
@@ -738,7 +735,7 @@ func (t Text) writeIntervalUDP(w io.Writer, r *Result, iv *Interval, first bool)
 		if st0 == nil || r.NumStreams() < 2 {
 			continue
 		}
-		tr := report.IperfBytes(float64(bytes))
+		tr := units.IperfBytes(float64(bytes))
 		bw := t.bits(rate(bytes, st0.Seconds()))
 		if sender {
 			fmt.Fprintf(w, fmtSumBWUDPSender, role, st0.Start, st0.End, tr, bw, zbuf, packets, omitted)
@@ -813,7 +810,7 @@ func (t Text) writeSummaryUDP(w io.Writer, r *Result) {
 				if sb < 0 {
 					fmt.Fprintf(w, "[%3d]%s (sender statistics not available)\n", st.Socket, role)
 				} else {
-					fmt.Fprintf(w, fmtBWUDP, st.Socket, role, 0.0, ss, report.IperfBytes(float64(sb)), t.bits(rate(sb, ss)), 0.0, int64(0), su.Packets, 0.0, "sender")
+					fmt.Fprintf(w, fmtBWUDP, st.Socket, role, 0.0, ss, units.IperfBytes(float64(sb)), t.bits(rate(sb, ss)), 0.0, int64(0), su.Packets, 0.0, "sender")
 				}
 			}
 			if ooo := outOfOrder(st.UDP); !st.Sender && ooo > 0 {
@@ -829,23 +826,23 @@ func (t Text) writeSummaryUDP(w io.Writer, r *Result) {
 				if rb < 0 {
 					fmt.Fprintf(w, "[%3d]%s (receiver statistics not available)\n", st.Socket, role)
 				} else {
-					fmt.Fprintf(w, fmtBWUDP, st.Socket, role, 0.0, rs, report.IperfBytes(float64(rb)), t.bits(rate(rb, rs)), 1000*ru.Jitter, ru.Lost, ru.Packets, lostPercent(ru.Lost, ru.Packets), "receiver")
+					fmt.Fprintf(w, fmtBWUDP, st.Socket, role, 0.0, rs, units.IperfBytes(float64(rb)), t.bits(rate(rb, rs)), 1000*ru.Jitter, ru.Lost, ru.Packets, lostPercent(ru.Lost, ru.Packets), "receiver")
 				}
 			}
 		}
 		if n > 0 && r.NumStreams() > 1 {
 			if (client || sender) && sentOK {
-				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, sentSecs, report.IperfBytes(float64(sent)), t.bits(rate(sent, sentSecs)), 0.0, int64(0), sentPkts, 0.0, "sender")
+				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, sentSecs, units.IperfBytes(float64(sent)), t.bits(rate(sent, sentSecs)), 0.0, int64(0), sentPkts, 0.0, "sender")
 			}
 			if (client || !sender) && recvOK {
 				// As iperf3: the jitter averaged over -P, the loss as a
 				// share of the datagrams sent, printed over those received.
-				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, recvSecs, report.IperfBytes(float64(recv)), t.bits(rate(recv, recvSecs)),
+				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, recvSecs, units.IperfBytes(float64(recv)), t.bits(rate(recv, recvSecs)),
 					1000*jitter/float64(r.NumStreams()), lost, recvPkts, lostPercent(lost, totalPkts), "receiver")
 			}
 		}
 		if d := r.drained(sender); d != nil && (client || !sender) {
-			fmt.Fprintf(w, "[SUM]%s drained after the end: %d datagrams (%ss) in %.0f ms, counted in no figure above\n", role, d.Datagrams, report.IperfBytes(float64(d.Bytes)), 1000*d.Seconds)
+			fmt.Fprintf(w, "[SUM]%s drained after the end: %d datagrams (%ss) in %.0f ms, counted in no figure above\n", role, d.Datagrams, units.IperfBytes(float64(d.Bytes)), 1000*d.Seconds)
 		}
 		if n := r.sentAfterCount(sender); n > 0 {
 			fmt.Fprintf(w, "[SUM]%s sent after the receiver had the count, until TEST_END: %d datagrams, no part of the test and no loss\n", role, n)
@@ -914,7 +911,7 @@ func writePaceBehind(w io.Writer, r *Result) {
 	senderFacts(r, engine.FactPaceBehind, func(st *StreamResult, sender bool, f *engine.FactSample, where string) {
 		behind := time.Duration(f.Counts[engine.FactPaceBehind])
 		fmt.Fprintf(w, "Pace: [%3d]%s the %s sender fell %.1f ms behind its -b rate (its thread was held up) and did not make it up: %ss short\n",
-			st.Socket, r.role(sender), where, float64(behind)/1e6, report.IperfBytes(behind.Seconds()*float64(r.Params.Bandwidth)/8))
+			st.Socket, r.role(sender), where, float64(behind)/1e6, units.IperfBytes(behind.Seconds()*float64(r.Params.Bandwidth)/8))
 	})
 }
 
@@ -953,13 +950,6 @@ func writeLoads(w io.Writer, r *Result) {
 	}
 }
 
-// count writes a rate with 3 significant digits and a k or M suffix.
-func count(x float64) string {
-	switch {
-	case x >= 1e6:
-		return fmt.Sprintf("%.3gM", x/1e6)
-	case x >= 1e3:
-		return fmt.Sprintf("%.3gk", x/1e3)
-	}
-	return fmt.Sprintf("%.0f", x)
-}
+// count writes a rate with 3 significant digits and a k or M suffix:
+// units.Count.
+func count(x float64) string { return units.Count(x) }
