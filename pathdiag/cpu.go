@@ -31,6 +31,12 @@ const (
 	starvedPct   = 25
 	heldPct      = 50
 	busyIdlePct  = 15
+	// spareIdlePct is the idle share a host needs for a thread's long
+	// run-queue wait to be its cores' (a quota, a busy loop on its core:
+	// the other cores idle), not the host's load: a thread that waited
+	// 51-58% of the test on a 2-CPU host 13-23% idle while two test
+	// packages ran at once waited for the host.
+	spareIdlePct = 35
 	busyStealPct = 10
 	shortLossPct = 1
 	rwndShortPct = 20
@@ -75,10 +81,13 @@ func cpuFinding(d Direction, e *End) (finding.Finding, bool) {
 	if e.Path != nil {
 		host, quota = e.Path.Host, e.Path.Quota
 	}
-	busy := host != nil && (host.IdlePct < busyIdlePct || host.StealPct >= busyStealPct)
 	t := e.Thread
 	full := t != nil && t.CPUPct >= fullCorePct
 	starved := t != nil && t.RunWaitPct >= starvedPct
+	// Held back half the test or more on a host without much idle time:
+	// the host's load, not the thread's cores.
+	loaded := starved && t.RunWaitPct >= heldPct && host != nil && host.IdlePct < spareIdlePct
+	busy := host != nil && (host.IdlePct < busyIdlePct || host.StealPct >= busyStealPct || loaded)
 	// A quota that throttled the end in most periods while its data
 	// thread waited to run held it back, busy host or not.
 	throttled := quota != nil && quota.Periods > 0 && 2*quota.Throttled >= quota.Periods && (t == nil || starved)
