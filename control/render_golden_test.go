@@ -579,3 +579,88 @@ func TestJSONGolden(t *testing.T) {
 		})
 	}
 }
+
+// clientP4Reverse is blast client -P 4 -R -t 2 against a blast server that
+// reported its retransmits: four receiving streams and their sums.
+func clientP4Reverse() *Result {
+	var first, second []goldenIv
+	for i := range 4 {
+		first = append(first, goldenIv{socket: 5 + 2*i, id: i + 1, start: 0, end: 1.000211, calls: 5100 + int64(i), bytes: 290713600 + int64(i)*131072})
+		second = append(second, goldenIv{socket: 5 + 2*i, id: i + 1, start: 1.000211, end: 2.000043, calls: 5200 - int64(i), bytes: 298647552 - int64(i)*65536})
+	}
+	ivs := intervals(first, second)
+	r := &Result{
+		Role: "client", Version: Version, SystemInfo: "Linux lab-a 6.12.0 #1 SMP x86_64", Time: goldenTime,
+		Peer: addrPort(goldenServer, 5201), Host: "198.18.0.2", Cookie: "p4p4p4p4p4p4p4p4p4p4p4p4p4p4p4p4p4p4",
+		Params:               Params{TCP: true, Time: 2, Parallel: 4, Reverse: true, Blast: &BlastParams{Version: Version}},
+		TCPMSSDefault:        1448,
+		Intervals:            ivs,
+		CPU:                  CPUUtil{Total: 41.5, User: 1.9, System: 39.6},
+		RemoteCPU:            CPUUtil{Total: 71.25, User: 2.5, System: 68.75},
+		RemoteHasRetransmits: true, Congestion: "cubic", RemoteCongestion: "cubic",
+		Backend: "readwrite", RemoteBackend: "readwrite", RemoteVersion: Version,
+	}
+	for i := range 4 {
+		st := streamFromIntervals(&StreamResult{ID: i + 1, Socket: 5 + 2*i, Sender: false,
+			Local: addrPort(goldenClient, uint16(50440+i)), Remote: addrPort(goldenServer, 5201),
+			PeerBytes: 589430784 + int64(i)*1048576, PeerSeconds: 2.000011 + float64(i)/1e6, Retransmits: int64(3 * i),
+			PeerTCP: &TCPSummary{MaxSndCwnd: 1048576 + int64(i)*4096, MinRTT: 40 + int64(i), MeanRTT: 300 + int64(i)}}, ivs)
+		r.Streams = append(r.Streams, st)
+	}
+	return r
+}
+
+// udpClientP4Loss is blast client -u -P 4 -b 100M -t 2 against a blast
+// server whose receivers lost and reordered some datagrams.
+func udpClientP4Loss() *Result {
+	r := udpClient("udp4udp4udp4udp4udp4udp4udp4udp4udp4", Params{Time: 2, Parallel: 4, Len: 1460, Bandwidth: 100000000})
+	var streams []udpStream
+	for i := range 4 {
+		n := int64(4280 + i)
+		streams = append(streams, udpStream{socket: 5 + 2*i, id: i + 1, sender: true, localPort: uint16(50520 + i),
+			ivs:  []UDPStats{{Packets: n}, {Packets: n + 1}},
+			peer: &UDPStats{Packets: 2*n + 1, Lost: int64(7 * i), OutOfOrder: int64(i % 2), Duplicates: int64(i / 3), Jitter: 0.000051 + float64(i)*0.000013}, peerSecs: 2.000702})
+	}
+	return udpResult(r, 1460, udpSpans2, streams)
+}
+
+// serverP4NoPeer is a blast server's -P 4 test whose client went away
+// before it sent its results: the server's own receiving counts only.
+func serverP4NoPeer() *Result {
+	var first, second []goldenIv
+	for i := range 4 {
+		first = append(first, goldenIv{socket: 5 + i, id: i + 1, start: 0, end: 1.000042, calls: 4000 + int64(i), bytes: 280000000 + int64(i)*1448})
+		second = append(second, goldenIv{socket: 5 + i, id: i + 1, start: 1.000042, end: 2.000091, calls: 4100 - int64(i), bytes: 281000000 - int64(i)*2896})
+	}
+	ivs := intervals(first, second)
+	r := &Result{
+		Role: "server", Version: Version, SystemInfo: "Linux lab-b 6.12.0 #1 SMP x86_64", Time: goldenTime,
+		Peer: addrPort(goldenClient, 50430), Cookie: "nopeernopeernopeernopeernopeernopeer",
+		Params:        Params{TCP: true, Time: 2, Parallel: 4, Blast: &BlastParams{Version: Version}},
+		TCPMSSDefault: 1448,
+		Intervals:     ivs,
+		CPU:           CPUUtil{Total: 33.3, User: 1.2, System: 32.1},
+		Backend:       "readwrite",
+		Err:           errors.New("control connection: EOF"),
+	}
+	for i := range 4 {
+		st := streamFromIntervals(&StreamResult{ID: i + 1, Socket: 5 + i, Sender: false,
+			Local: addrPort(goldenServer, 5201), Remote: addrPort(goldenClient, uint16(50431+i)),
+			PeerBytes: -1, PeerSeconds: -1, Retransmits: -1}, ivs)
+		r.Streams = append(r.Streams, st)
+	}
+	return r
+}
+
+// goldenP4 are the -P 4 cases, pinned before the renderers moved onto one
+// summary.
+var goldenP4 = []struct {
+	name string
+	r    func() *Result
+}{
+	{"client-p4-reverse", clientP4Reverse},
+	{"udp-client-p4-loss", udpClientP4Loss},
+	{"server-p4-no-peer", serverP4NoPeer},
+}
+
+func init() { goldenResults = append(goldenResults, goldenP4...) }
