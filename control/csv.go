@@ -129,21 +129,8 @@ func csvUDP(row []string, u UDPStats, sender bool) {
 // sum.
 func csvInterval(r *Result, iv *Interval) [][]string {
 	var rows [][]string
-	for _, sender := range r.groups() {
-		var sum UDPStats
-		var bytes, retr int64
-		var st0 *StreamInterval
-		hasTCP := false
-		n := 0
-		for i := range iv.Streams {
-			si := &iv.Streams[i]
-			if si.Sender != sender {
-				continue
-			}
-			if st0 == nil {
-				st0 = si
-			}
-			n++
+	for _, d := range SummarizeInterval(r, iv).Dirs {
+		for _, si := range d.Streams {
 			row := csvRow("interval")
 			row[csvStream] = strconv.Itoa(si.ID)
 			row[csvSender] = strconv.FormatBool(si.Sender)
@@ -153,34 +140,21 @@ func csvInterval(r *Result, iv *Interval) [][]string {
 				row[csvRetransmits] = csvInt(si.Retransmits)
 				row[csvCwnd] = csvInt(t.SndCwnd)
 				row[csvRTT] = csvInt(t.RTT)
-				retr += si.Retransmits
-				hasTCP = true
 			}
 			if si.UDP != nil {
-				u := *si.UDP
-				csvUDP(row, u, si.Sender)
-				sum.Packets += u.Packets
-				sum.Lost += u.Lost
-				sum.OutOfOrder += u.OutOfOrder
-				sum.Duplicates += u.Duplicates
-				sum.Jitter += u.Jitter
+				csvUDP(row, *si.UDP, si.Sender)
 			}
-			bytes += si.Bytes
 			rows = append(rows, row)
 		}
-		if st0 == nil {
-			continue
-		}
 		row := csvRow("interval_sum")
-		row[csvSender] = strconv.FormatBool(sender)
+		row[csvSender] = strconv.FormatBool(d.Sender)
 		row[csvOmitted] = strconv.FormatBool(iv.Omitted)
-		csvSpan(row, st0.Start, st0.End, bytes)
-		if hasTCP {
-			row[csvRetransmits] = csvInt(retr)
+		csvSpan(row, d.Start, d.End, d.Bytes)
+		if d.TCP {
+			row[csvRetransmits] = csvInt(d.Retransmits)
 		}
 		if r.UDP() {
-			sum.Jitter /= float64(n)
-			csvUDP(row, sum, sender)
+			csvUDP(row, d.UDP, d.Sender)
 		}
 		rows = append(rows, row)
 	}
@@ -191,71 +165,67 @@ func csvInterval(r *Result, iv *Interval) [][]string {
 // stream's sent and received views, then the direction's sums.
 func csvSummary(r *Result) [][]string {
 	var rows [][]string
-	for _, sender := range r.groups() {
-		retrOK := !r.UDP() && r.groupHasRetransmits(sender)
-		sent, recv := newCSVTotal(), newCSVTotal()
-		n := 0
-		for _, st := range r.Streams {
-			if st.Sender != sender {
-				continue
-			}
-			n++
-			snd, rcv := st.udpSides()
-			sb, ss := st.SentBytes()
-			if sb >= 0 {
-				row := csvRow("stream_sent")
-				row[csvStream] = strconv.Itoa(st.ID)
-				row[csvSender] = strconv.FormatBool(sender)
-				csvSpan(row, 0, ss, sb)
-				if retrOK && st.Retransmits >= 0 {
-					row[csvRetransmits] = csvInt(st.Retransmits)
-				}
-				csvSenderTCP(row, r, st)
-				if snd != nil {
-					csvUDP(row, *snd, true)
-				}
-				rows = append(rows, row)
-			}
-			sent.add(sb, ss, st.Retransmits, snd)
-			rb, rs := st.ReceivedBytes()
-			if rb >= 0 {
-				row := csvRow("stream_received")
-				row[csvStream] = strconv.Itoa(st.ID)
-				row[csvSender] = strconv.FormatBool(sender)
-				csvSpan(row, 0, rs, rb)
-				if rcv != nil {
-					csvUDP(row, *rcv, false)
-				}
-				rows = append(rows, row)
-			}
-			recv.add(rb, rs, 0, rcv)
-		}
-		if n == 0 {
+	for _, d := range Summarize(r).Dirs {
+		if d.empty() {
 			continue
 		}
-		if sent.known {
+		retrOK := !r.UDP() && d.Retransmits
+		for _, ss := range d.Streams {
+			rows = append(rows, csvStreamRows(r, &d, &ss, retrOK)...)
+		}
+		if snt := &d.Sent; snt.Known {
 			row := csvRow("sum_sent")
-			row[csvSender] = strconv.FormatBool(sender)
-			csvSpan(row, 0, sent.secs, sent.bytes)
-			if retrOK && sent.retrOK {
-				row[csvRetransmits] = csvInt(sent.retr)
+			row[csvSender] = strconv.FormatBool(d.Sender)
+			csvSpan(row, 0, snt.Seconds, snt.Bytes)
+			if retrOK && snt.RetrKnown {
+				row[csvRetransmits] = csvInt(snt.Retransmits)
 			}
-			if sent.udpOK {
-				csvUDP(row, sent.udp, true)
+			if snt.UDPKnown {
+				csvUDP(row, snt.UDP, true)
 			}
 			rows = append(rows, row)
 		}
-		if recv.known {
+		if rcv := &d.Received; rcv.Known {
 			row := csvRow("sum_received")
-			row[csvSender] = strconv.FormatBool(sender)
-			csvSpan(row, 0, recv.secs, recv.bytes)
-			if recv.udpOK {
+			row[csvSender] = strconv.FormatBool(d.Sender)
+			csvSpan(row, 0, rcv.Seconds, rcv.Bytes)
+			if rcv.UDPKnown {
 				// As iperf3: the jitter averaged over the streams.
-				recv.udp.Jitter /= float64(n)
-				csvUDP(row, recv.udp, false)
+				csvUDP(row, rcv.UDP, false)
 			}
 			rows = append(rows, row)
 		}
+	}
+	return rows
+}
+
+// csvStreamRows is a stream's stream_sent and stream_received rows, those
+// whose view is known.
+func csvStreamRows(r *Result, d *DirSummary, ss *StreamSummary, retrOK bool) [][]string {
+	var rows [][]string
+	if snt := ss.Sent; snt.Known() {
+		row := csvRow("stream_sent")
+		row[csvStream] = strconv.Itoa(ss.ID)
+		row[csvSender] = strconv.FormatBool(d.Sender)
+		csvSpan(row, 0, snt.Seconds, snt.Bytes)
+		if retrOK && ss.Retransmits >= 0 {
+			row[csvRetransmits] = csvInt(ss.Retransmits)
+		}
+		csvSenderTCP(row, r, ss.StreamResult)
+		if ss.SndUDP != nil {
+			csvUDP(row, *ss.SndUDP, true)
+		}
+		rows = append(rows, row)
+	}
+	if rcv := ss.Received; rcv.Known() {
+		row := csvRow("stream_received")
+		row[csvStream] = strconv.Itoa(ss.ID)
+		row[csvSender] = strconv.FormatBool(d.Sender)
+		csvSpan(row, 0, rcv.Seconds, rcv.Bytes)
+		if ss.RcvUDP != nil {
+			csvUDP(row, *ss.RcvUDP, false)
+		}
+		rows = append(rows, row)
 	}
 	return rows
 }
@@ -277,33 +247,5 @@ func csvSenderTCP(row []string, r *Result, st *StreamResult) {
 		row[csvMaxCwnd] = csvInt(st.PeerTCP.MaxSndCwnd)
 		row[csvMinRTT] = csvInt(st.PeerTCP.MinRTT)
 		row[csvMeanRTT] = csvInt(st.PeerTCP.MeanRTT)
-	}
-}
-
-// csvTotal adds up one view (sent or received) of a direction's streams:
-// known, retrOK and udpOK stay true while every stream's bytes,
-// retransmits and datagram counts are known.
-type csvTotal struct {
-	known, retrOK, udpOK bool
-	bytes, retr          int64
-	secs                 float64
-	udp                  UDPStats
-}
-
-func newCSVTotal() *csvTotal { return &csvTotal{known: true, retrOK: true, udpOK: true} }
-
-func (t *csvTotal) add(bytes int64, secs float64, retr int64, u *UDPStats) {
-	t.known = t.known && bytes >= 0
-	t.bytes += bytes
-	t.secs = max(t.secs, secs)
-	t.retrOK = t.retrOK && retr >= 0
-	t.retr += retr
-	t.udpOK = t.udpOK && u != nil
-	if u != nil {
-		t.udp.Packets += u.Packets
-		t.udp.Lost += u.Lost
-		t.udp.OutOfOrder += u.OutOfOrder
-		t.udp.Duplicates += u.Duplicates
-		t.udp.Jitter += u.Jitter
 	}
 }

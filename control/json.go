@@ -335,69 +335,52 @@ func jsonIntervalOf(r *Result, iv *Interval) jsonInterval {
 	if iv.Load != nil {
 		ji.Blast = &jsonIntervalBlast{Host: iv.Load}
 	}
-	for _, sender := range r.groups() {
-		var sum jsonSum
-		var retr, packets, lost int64
-		var jitter float64
-		n := 0
-		for _, si := range iv.Streams {
-			if si.Sender != sender {
-				continue
-			}
-			js := jsonIntervalStream{Socket: si.Socket, Start: si.Start, End: si.End, Seconds: si.Seconds(),
-				Bytes: si.Bytes, BitsPerSecond: 8 * rate(si.Bytes, si.Seconds()), Omitted: si.Omitted, Sender: si.Sender,
-				Blast: &jsonStreamBlast{ID: si.ID}}
-			io := si.IO
-			js.Blast.IO = &io
-			if si.TCP != nil {
-				t := si.TCP
-				js.Retransmits, js.SndCwnd, js.SndWnd = i64(si.Retransmits), i64(t.SndCwnd), i64(t.SndWnd)
-				js.RTT, js.RTTVar, js.PMTU = i64(t.RTT), i64(t.RTTVar), i64(t.PMTU)
-				js.Blast.MinRTT, js.Blast.PacingRate, js.Blast.DeliveryRate, js.Blast.Reordering = i64(t.MinRTT), i64(t.PacingRate), i64(t.DeliveryRate), i64(t.Reordering)
-				retr += si.Retransmits
-			}
-			if r.UDP() {
-				u := udpOf(si.UDP)
-				if si.Sender {
-					js.Packets = i64(u.Packets)
-				} else {
-					js.JitterMS, js.LostPackets, js.Packets, js.LostPercent = f64(1000*u.Jitter), i64(u.Lost), i64(u.Packets), f64(lostPercent(u.Lost, u.Packets))
-					js.Blast.UDP = &u
-				}
-				packets += u.Packets
-				lost += u.Lost
-				jitter += u.Jitter
-			}
-			ji.Streams = append(ji.Streams, js)
-			if n == 0 {
-				sum.Start, sum.End, sum.Seconds = si.Start, si.End, si.Seconds()
-			}
-			n++
-			sum.Bytes += si.Bytes
+	for _, d := range SummarizeInterval(r, iv).Dirs {
+		for _, si := range d.Streams {
+			ji.Streams = append(ji.Streams, jsonIntervalStreamOf(r, si))
 		}
-		if n == 0 {
-			continue
-		}
-		sum.BitsPerSecond = 8 * rate(sum.Bytes, sum.Seconds)
-		sum.Sender = sender
 		om := iv.Omitted
-		sum.Omitted = &om
-		switch {
-		case r.UDP() && sender:
-			sum.Packets = i64(packets)
+		sum := jsonSum{Start: d.Start, End: d.End, Seconds: d.Seconds(), Bytes: d.Bytes, BitsPerSecond: 8 * rate(d.Bytes, d.Seconds()),
+			Sender: d.Sender, Omitted: &om}
+		switch u := d.UDP; {
+		case r.UDP() && d.Sender:
+			sum.Packets = i64(u.Packets)
 		case r.UDP():
-			// iperf3 averages the jitter over -P.
-			sum.JitterMS, sum.LostPackets, sum.Packets, sum.LostPercent = f64(1000*jitter/float64(r.NumStreams())), i64(lost), i64(packets), f64(lostPercent(lost, packets))
-		case sender && r.HasRetransmits:
-			sum.Retransmits = i64(retr)
+			sum.JitterMS, sum.LostPackets, sum.Packets, sum.LostPercent = f64(1000*u.Jitter), i64(u.Lost), i64(u.Packets), f64(lostPercent(u.Lost, u.Packets))
+		case d.Sender && r.HasRetransmits:
+			sum.Retransmits = i64(d.Retransmits)
 		}
-		if r.Bidir() && !r.upstream(sender) {
+		if d.Reverse {
 			ji.SumBidirReverse = &sum
 		} else {
 			ji.Sum = &sum
 		}
 	}
 	return ji
+}
+
+// jsonIntervalStreamOf is one stream of an interval.
+func jsonIntervalStreamOf(r *Result, si *StreamInterval) jsonIntervalStream {
+	js := jsonIntervalStream{Socket: si.Socket, Start: si.Start, End: si.End, Seconds: si.Seconds(),
+		Bytes: si.Bytes, BitsPerSecond: 8 * rate(si.Bytes, si.Seconds()), Omitted: si.Omitted, Sender: si.Sender,
+		Blast: &jsonStreamBlast{ID: si.ID}}
+	io := si.IO
+	js.Blast.IO = &io
+	if t := si.TCP; t != nil {
+		js.Retransmits, js.SndCwnd, js.SndWnd = i64(si.Retransmits), i64(t.SndCwnd), i64(t.SndWnd)
+		js.RTT, js.RTTVar, js.PMTU = i64(t.RTT), i64(t.RTTVar), i64(t.PMTU)
+		js.Blast.MinRTT, js.Blast.PacingRate, js.Blast.DeliveryRate, js.Blast.Reordering = i64(t.MinRTT), i64(t.PacingRate), i64(t.DeliveryRate), i64(t.Reordering)
+	}
+	if r.UDP() {
+		u := udpOf(si.UDP)
+		if si.Sender {
+			js.Packets = i64(u.Packets)
+		} else {
+			js.JitterMS, js.LostPackets, js.Packets, js.LostPercent = f64(1000*u.Jitter), i64(u.Lost), i64(u.Packets), f64(lostPercent(u.Lost, u.Packets))
+			js.Blast.UDP = &u
+		}
+	}
+	return js
 }
 
 // jsonEndOf is the "end" object of r's -J document.
@@ -434,64 +417,53 @@ func jsonEndOf(r *Result) *jsonEnd {
 
 // jsonEndTCPOf fills the streams and sums of a TCP test's summary.
 func jsonEndTCPOf(r *Result, e *jsonEnd) {
-	for _, sender := range r.groups() {
-		retrOK := r.groupHasRetransmits(sender)
-		var sent, recv jsonSum
-		var retr int64
-		n := 0
-		for _, st := range r.Streams {
-			if st.Sender != sender {
-				continue
-			}
-			n++
-			sb, ss := st.SentBytes()
-			rb, rs := st.ReceivedBytes()
-			sb, rb = max(sb, 0), max(rb, 0)
-			ss, rs = max(ss, 0), max(rs, 0)
-			es := jsonEndStream{
-				Sender:   &jsonEndSide{Socket: st.Socket, End: ss, Seconds: ss, Bytes: sb, BitsPerSecond: 8 * rate(sb, ss), Sender: sender},
-				Receiver: &jsonEndSide{Socket: st.Socket, End: rs, Seconds: rs, Bytes: rb, BitsPerSecond: 8 * rate(rb, rs), Sender: sender},
-			}
-			if retrOK {
-				es.Sender.Retransmits = i64(max(st.Retransmits, 0))
-				retr += max(st.Retransmits, 0)
-				// A client's -R (or --bidir) sender is the server, which
-				// keeps its TCP_INFO to itself: iperf3's client writes the
-				// keys with zeros.
-				if st.Sender || r.Role == "client" {
-					var cwnd, wnd, maxRTT, minRTT, meanRTT int64
-					if st.Sender {
-						cwnd, wnd, maxRTT, minRTT, meanRTT = st.MaxSndCwnd, st.MaxSndWnd, st.MaxRTT, st.MinRTT, st.MeanRTT
-					}
-					es.Sender.MaxSndCwnd, es.Sender.MaxSndWnd = i64(cwnd), i64(wnd)
-					es.Sender.MaxRTT, es.Sender.MinRTT, es.Sender.MeanRTT = i64(maxRTT), i64(minRTT), i64(meanRTT)
-				}
-			}
-			if r.File != nil {
-				es.DiskFile = jsonDiskFileOf(r.File, sb, rb)
-			}
-			e.Streams = append(e.Streams, es)
-			sent.Bytes += sb
-			recv.Bytes += rb
-			sent.Seconds = max(sent.Seconds, ss)
-			recv.Seconds = max(recv.Seconds, rs)
-		}
-		if n == 0 {
+	for _, d := range Summarize(r).Dirs {
+		if d.empty() {
 			continue
 		}
-		sent.End, recv.End = sent.Seconds, recv.Seconds
-		sent.BitsPerSecond = 8 * rate(sent.Bytes, sent.Seconds)
-		recv.BitsPerSecond = 8 * rate(recv.Bytes, recv.Seconds)
-		sent.Sender, recv.Sender = sender, sender
-		if retrOK {
-			sent.Retransmits = i64(retr)
+		for _, ss := range d.Streams {
+			e.Streams = append(e.Streams, jsonEndTCPStream(r, &d, &ss))
 		}
-		if r.Bidir() && !r.upstream(sender) {
+		sent := jsonSum{End: d.Sent.Seconds, Seconds: d.Sent.Seconds, Bytes: d.Sent.Bytes, BitsPerSecond: 8 * rate(d.Sent.Bytes, d.Sent.Seconds), Sender: d.Sender}
+		recv := jsonSum{End: d.Received.Seconds, Seconds: d.Received.Seconds, Bytes: d.Received.Bytes, BitsPerSecond: 8 * rate(d.Received.Bytes, d.Received.Seconds), Sender: d.Sender}
+		if d.Retransmits {
+			sent.Retransmits = i64(d.Sent.Retransmits)
+		}
+		if d.Reverse {
 			e.SumSentBidirReverse, e.SumReceivedBidirReverse = &sent, &recv
 		} else {
 			e.SumSent, e.SumReceived = &sent, &recv
 		}
 	}
+}
+
+// jsonEndTCPStream is one stream of a TCP test's summary: its sender's
+// and its receiver's view (a view not known reads 0 bytes).
+func jsonEndTCPStream(r *Result, d *DirSummary, ss *StreamSummary) jsonEndStream {
+	sb, secs := max(ss.Sent.Bytes, 0), max(ss.Sent.Seconds, 0)
+	rb, rs := max(ss.Received.Bytes, 0), max(ss.Received.Seconds, 0)
+	es := jsonEndStream{
+		Sender:   &jsonEndSide{Socket: ss.Socket, End: secs, Seconds: secs, Bytes: sb, BitsPerSecond: 8 * rate(sb, secs), Sender: d.Sender},
+		Receiver: &jsonEndSide{Socket: ss.Socket, End: rs, Seconds: rs, Bytes: rb, BitsPerSecond: 8 * rate(rb, rs), Sender: d.Sender},
+	}
+	if d.Retransmits {
+		es.Sender.Retransmits = i64(max(ss.Retransmits, 0))
+		// A client's -R (or --bidir) sender is the server, which keeps
+		// its TCP_INFO to itself: iperf3's client writes the keys with
+		// zeros.
+		if ss.StreamResult.Sender || r.Role == "client" {
+			var cwnd, wnd, maxRTT, minRTT, meanRTT int64
+			if ss.StreamResult.Sender {
+				cwnd, wnd, maxRTT, minRTT, meanRTT = ss.MaxSndCwnd, ss.MaxSndWnd, ss.MaxRTT, ss.MinRTT, ss.MeanRTT
+			}
+			es.Sender.MaxSndCwnd, es.Sender.MaxSndWnd = i64(cwnd), i64(wnd)
+			es.Sender.MaxRTT, es.Sender.MinRTT, es.Sender.MeanRTT = i64(maxRTT), i64(minRTT), i64(meanRTT)
+		}
+	}
+	if r.File != nil {
+		es.DiskFile = jsonDiskFileOf(r.File, sb, rb)
+	}
+	return es
 }
 
 // jsonDiskFileOf is iperf3's diskfile object: the bytes sent and
@@ -510,60 +482,32 @@ func jsonDiskFileOf(f *DiskFile, sent, received int64) *jsonDiskFile {
 // "sum" (the receiver's time and loss over the sender's bytes, rate and
 // datagrams), a "sum_sent" and a "sum_received", the last two always
 // marked sender true and false. Where the peer's figures are not known
-// the sender's time falls back to the receiver's, as in iperf3, and
-// counts to 0.
+// the sender's time falls back to the receiver's, as in iperf3 (View),
+// and counts to 0.
 func jsonEndUDPOf(r *Result, e *jsonEnd) {
-	for _, sender := range r.groups() {
-		var sentBytes, recvBytes, sentPkts, recvPkts, totalPkts, lost int64
-		var sentSecs, recvSecs, jitter float64
-		n := 0
-		for _, st := range r.Streams {
-			if st.Sender != sender {
-				continue
-			}
-			n++
-			sb, ss := st.SentBytes()
-			rb, rs := st.ReceivedBytes()
-			sb, rb = max(sb, 0), max(rb, 0)
-			if ss < 0 {
-				ss = st.Seconds
-			}
-			if rs < 0 {
-				rs = st.Seconds
-			}
-			snd, rcv := st.udpSides()
-			su, ru := udpOf(snd), udpOf(rcv)
-			// iperf3 reports the sender's count where it has it, the
-			// receiver's otherwise, and the loss over the sender's.
-			packets := su.Packets
-			if packets == 0 {
-				packets = ru.Packets
-			}
-			e.Streams = append(e.Streams, jsonEndStream{UDP: &jsonEndUDP{
-				Socket: st.Socket, End: ss, Seconds: ss, Bytes: sb, BitsPerSecond: 8 * rate(sb, ss),
-				JitterMS: 1000 * ru.Jitter, LostPackets: ru.Lost, Packets: packets, LostPercent: lostPercent(ru.Lost, su.Packets),
-				OutOfOrder: outOfOrder(rcv), Sender: sender}})
-			sentBytes += sb
-			recvBytes += rb
-			sentSecs = max(sentSecs, ss)
-			recvSecs = max(recvSecs, rs)
-			sentPkts += su.Packets
-			recvPkts += ru.Packets
-			totalPkts += packets
-			lost += ru.Lost
-			jitter += ru.Jitter
-		}
-		if n == 0 {
+	for _, d := range Summarize(r).Dirs {
+		if d.empty() {
 			continue
 		}
-		avgJitter := 1000 * jitter / float64(r.NumStreams())
-		sum := &jsonSum{End: recvSecs, Seconds: recvSecs, Bytes: sentBytes, BitsPerSecond: 8 * rate(sentBytes, sentSecs),
-			JitterMS: f64(avgJitter), LostPackets: i64(lost), Packets: i64(totalPkts), LostPercent: f64(lostPercent(lost, totalPkts)), Sender: sender}
-		sent := &jsonSum{End: sentSecs, Seconds: sentSecs, Bytes: sentBytes, BitsPerSecond: 8 * rate(sentBytes, sentSecs),
-			JitterMS: f64(0), LostPackets: i64(0), Packets: i64(sentPkts), LostPercent: f64(0), Sender: true}
-		recv := &jsonSum{End: recvSecs, Seconds: recvSecs, Bytes: recvBytes, BitsPerSecond: 8 * rate(recvBytes, recvSecs),
-			JitterMS: f64(avgJitter), LostPackets: i64(lost), Packets: i64(recvPkts), LostPercent: f64(lostPercent(lost, totalPkts)), Sender: false}
-		if r.Bidir() && !r.upstream(sender) {
+		for _, ss := range d.Streams {
+			sb, secs := max(ss.Sent.Bytes, 0), ss.Sent.Seconds
+			ru := udpOf(ss.RcvUDP)
+			// iperf3 reports the sender's count where it has it, the
+			// receiver's otherwise, and the loss over the sender's.
+			e.Streams = append(e.Streams, jsonEndStream{UDP: &jsonEndUDP{
+				Socket: ss.Socket, End: secs, Seconds: secs, Bytes: sb, BitsPerSecond: 8 * rate(sb, secs),
+				JitterMS: 1000 * ru.Jitter, LostPackets: ru.Lost, Packets: ss.Packets, LostPercent: lostPercent(ru.Lost, udpOf(ss.SndUDP).Packets),
+				OutOfOrder: outOfOrder(ss.RcvUDP), Sender: d.Sender}})
+		}
+		snt, rcv := &d.Sent, &d.Received
+		jitter, lost := 1000*rcv.UDP.Jitter, rcv.UDP.Lost
+		sum := &jsonSum{End: rcv.Seconds, Seconds: rcv.Seconds, Bytes: snt.Bytes, BitsPerSecond: 8 * rate(snt.Bytes, snt.Seconds),
+			JitterMS: f64(jitter), LostPackets: i64(lost), Packets: i64(d.Packets), LostPercent: f64(lostPercent(lost, d.Packets)), Sender: d.Sender}
+		sent := &jsonSum{End: snt.Seconds, Seconds: snt.Seconds, Bytes: snt.Bytes, BitsPerSecond: 8 * rate(snt.Bytes, snt.Seconds),
+			JitterMS: f64(0), LostPackets: i64(0), Packets: i64(snt.UDP.Packets), LostPercent: f64(0), Sender: true}
+		recv := &jsonSum{End: rcv.Seconds, Seconds: rcv.Seconds, Bytes: rcv.Bytes, BitsPerSecond: 8 * rate(rcv.Bytes, rcv.Seconds),
+			JitterMS: f64(jitter), LostPackets: i64(lost), Packets: i64(rcv.UDP.Packets), LostPercent: f64(lostPercent(lost, d.Packets)), Sender: false}
+		if d.Reverse {
 			e.SumBidirReverse, e.SumSentBidirReverse, e.SumReceivedBidirReverse = sum, sent, recv
 		} else {
 			e.Sum, e.SumSent, e.SumReceived = sum, sent, recv

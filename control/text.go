@@ -252,37 +252,26 @@ func (t Text) writeIntervalTCP(w io.Writer, r *Result, iv *Interval, first bool)
 	if iv.Omitted {
 		omitted = "(omitted)"
 	}
-	for _, sender := range r.groups() {
-		var sum int64
-		var retr int64
-		var st0 *StreamInterval
-		for i := range iv.Streams {
-			si := &iv.Streams[i]
-			if si.Sender != sender {
-				continue
-			}
-			if st0 == nil {
-				st0 = si
-			}
-			sum += si.Bytes
+	for _, d := range SummarizeInterval(r, iv).Dirs {
+		role := r.role(d.Sender)
+		for _, si := range d.Streams {
 			tr := report.IperfBytes(float64(si.Bytes))
 			bw := t.bits(rate(si.Bytes, si.Seconds()))
 			if si.Sender && si.TCP != nil {
-				retr += si.Retransmits
-				fmt.Fprintf(w, fmtBWRetransCwnd, si.Socket, r.role(si.Sender), si.Start, si.End, tr, bw, si.Retransmits, report.IperfBytes(float64(si.TCP.SndCwnd)), omitted)
+				fmt.Fprintf(w, fmtBWRetransCwnd, si.Socket, role, si.Start, si.End, tr, bw, si.Retransmits, report.IperfBytes(float64(si.TCP.SndCwnd)), omitted)
 			} else {
-				fmt.Fprintf(w, fmtBW, si.Socket, r.role(si.Sender), si.Start, si.End, tr, bw, omitted)
+				fmt.Fprintf(w, fmtBW, si.Socket, role, si.Start, si.End, tr, bw, omitted)
 			}
 		}
-		if st0 == nil || r.NumStreams() < 2 {
+		if r.NumStreams() < 2 {
 			continue
 		}
-		tr := report.IperfBytes(float64(sum))
-		bw := t.bits(rate(sum, st0.Seconds()))
-		if sender && st0.TCP != nil {
-			fmt.Fprintf(w, fmtSumBWRetrans, r.role(sender), st0.Start, st0.End, tr, bw, retr, omitted)
+		tr := report.IperfBytes(float64(d.Bytes))
+		bw := t.bits(rate(d.Bytes, d.Seconds()))
+		if d.Sender && d.TCP {
+			fmt.Fprintf(w, fmtSumBWRetrans, role, d.Start, d.End, tr, bw, d.Retransmits, omitted)
 		} else {
-			fmt.Fprintf(w, fmtSumBW, r.role(sender), st0.Start, st0.End, tr, bw, omitted)
+			fmt.Fprintf(w, fmtSumBW, role, d.Start, d.End, tr, bw, omitted)
 		}
 	}
 }
@@ -420,77 +409,60 @@ func (t Text) writeSummaryTCP(w io.Writer, r *Result) {
 	default:
 		io.WriteString(w, hdrBW)
 	}
-	for gi, sender := range r.groups() {
-		retrOK := r.groupHasRetransmits(sender)
-		role := r.role(sender)
-		var sent, recv, retr int64
-		var sentSecs, recvSecs float64
-		sentOK, recvOK := true, true
-		n := 0
-		for _, st := range r.Streams {
-			if st.Sender != sender {
-				continue
-			}
-			n++
-			sb, ss := st.SentBytes()
-			rb, rs := st.ReceivedBytes()
-			if sb < 0 {
-				sentOK = false
-			}
-			if rb < 0 {
-				recvOK = false
-			}
-			sent += sb
-			recv += rb
-			sentSecs = max(sentSecs, ss)
-			recvSecs = max(recvSecs, rs)
-			if st.Retransmits > 0 {
-				retr += st.Retransmits
-			}
-			showSent := client || st.Sender
-			showRecv := client || !st.Sender
-			if showSent {
-				if sb < 0 {
-					fmt.Fprintf(w, "[%3d]%s (sender statistics not available)\n", st.Socket, role)
-				} else if retrOK {
-					fmt.Fprintf(w, fmtBWRetrans, st.Socket, role, 0.0, ss, report.IperfBytes(float64(sb)), t.bits(rate(sb, ss)), max(st.Retransmits, 0), "sender")
+	for gi, d := range Summarize(r).Dirs {
+		role := r.role(d.Sender)
+		for _, ss := range d.Streams {
+			t.writeStreamTCP(w, r, &d, &ss)
+		}
+		if !d.empty() && r.NumStreams() > 1 {
+			snt, rcv := &d.Sent, &d.Received
+			if (client || d.Sender) && snt.Known {
+				if d.Retransmits {
+					fmt.Fprintf(w, fmtSumBWRetrans, role, 0.0, snt.Seconds, report.IperfBytes(float64(snt.Bytes)), t.bits(rate(snt.Bytes, snt.Seconds)), snt.Retransmits, "sender")
 				} else {
-					fmt.Fprintf(w, fmtBW, st.Socket, role, 0.0, ss, report.IperfBytes(float64(sb)), t.bits(rate(sb, ss)), "sender")
+					fmt.Fprintf(w, fmtSumBW, role, 0.0, snt.Seconds, report.IperfBytes(float64(snt.Bytes)), t.bits(rate(snt.Bytes, snt.Seconds)), "sender")
 				}
 			}
-			if r.File != nil {
-				moved := sb
-				if !sender {
-					moved = rb
-				}
-				writeDiskFile(w, r.File, moved)
-			}
-			if showRecv {
-				if rb < 0 {
-					fmt.Fprintf(w, "[%3d]%s (receiver statistics not available)\n", st.Socket, role)
-				} else {
-					fmt.Fprintf(w, fmtBW, st.Socket, role, 0.0, rs, report.IperfBytes(float64(rb)), t.bits(rate(rb, rs)), "receiver")
-				}
+			if (client || !d.Sender) && rcv.Known {
+				fmt.Fprintf(w, fmtSumBW, role, 0.0, rcv.Seconds, report.IperfBytes(float64(rcv.Bytes)), t.bits(rate(rcv.Bytes, rcv.Seconds)), "receiver")
 			}
 		}
-		if n > 0 && r.NumStreams() > 1 {
-			if (client || sender) && sentOK {
-				if retrOK {
-					fmt.Fprintf(w, fmtSumBWRetrans, role, 0.0, sentSecs, report.IperfBytes(float64(sent)), t.bits(rate(sent, sentSecs)), retr, "sender")
-				} else {
-					fmt.Fprintf(w, fmtSumBW, role, 0.0, sentSecs, report.IperfBytes(float64(sent)), t.bits(rate(sent, sentSecs)), "sender")
-				}
-			}
-			if (client || !sender) && recvOK {
-				fmt.Fprintf(w, fmtSumBW, role, 0.0, recvSecs, report.IperfBytes(float64(recv)), t.bits(rate(recv, recvSecs)), "receiver")
-			}
+		if dr := d.Drained; dr != nil && (client || !d.Sender) {
+			fmt.Fprintf(w, "[SUM]%s drained after the end: %ss in %.0f ms, counted in no figure above\n", role, report.IperfBytes(float64(dr.Bytes)), 1000*dr.Seconds)
 		}
-		if client || !sender {
-			if d := r.drained(sender); d != nil {
-				fmt.Fprintf(w, "[SUM]%s drained after the end: %ss in %.0f ms, counted in no figure above\n", role, report.IperfBytes(float64(d.Bytes)), 1000*d.Seconds)
-			}
+		t.groupTail(w, r, d.Sender, gi == 0)
+	}
+}
+
+// writeStreamTCP writes a TCP stream's summary lines: its sender's view
+// and its receiver's (the server only its own), and the -F file's line.
+func (t Text) writeStreamTCP(w io.Writer, r *Result, d *DirSummary, ss *StreamSummary) {
+	client := r.Role == "client"
+	role := r.role(d.Sender)
+	snt, rcv := ss.Sent, ss.Received
+	if client || ss.StreamResult.Sender {
+		switch {
+		case !snt.Known():
+			fmt.Fprintf(w, "[%3d]%s (sender statistics not available)\n", ss.Socket, role)
+		case d.Retransmits:
+			fmt.Fprintf(w, fmtBWRetrans, ss.Socket, role, 0.0, snt.Seconds, report.IperfBytes(float64(snt.Bytes)), t.bits(rate(snt.Bytes, snt.Seconds)), max(ss.Retransmits, 0), "sender")
+		default:
+			fmt.Fprintf(w, fmtBW, ss.Socket, role, 0.0, snt.Seconds, report.IperfBytes(float64(snt.Bytes)), t.bits(rate(snt.Bytes, snt.Seconds)), "sender")
 		}
-		t.groupTail(w, r, sender, gi == 0)
+	}
+	if r.File != nil {
+		moved := snt.Bytes
+		if !d.Sender {
+			moved = rcv.Bytes
+		}
+		writeDiskFile(w, r.File, moved)
+	}
+	if client || !ss.StreamResult.Sender {
+		if !rcv.Known() {
+			fmt.Fprintf(w, "[%3d]%s (receiver statistics not available)\n", ss.Socket, role)
+		} else {
+			fmt.Fprintf(w, fmtBW, ss.Socket, role, 0.0, rcv.Seconds, report.IperfBytes(float64(rcv.Bytes)), t.bits(rate(rcv.Bytes, rcv.Seconds)), "receiver")
+		}
 	}
 }
 
@@ -667,24 +639,10 @@ func (t Text) writeIntervalUDP(w io.Writer, r *Result, iv *Interval, first bool)
 	if r.Bidir() {
 		zbuf = udpZbuf
 	}
-	for _, sender := range r.groups() {
-		role := r.role(sender)
-		var bytes, packets, lost int64
-		var jitter float64
-		var st0 *StreamInterval
-		for i := range iv.Streams {
-			si := &iv.Streams[i]
-			if si.Sender != sender {
-				continue
-			}
-			if st0 == nil {
-				st0 = si
-			}
+	for _, d := range SummarizeInterval(r, iv).Dirs {
+		role := r.role(d.Sender)
+		for _, si := range d.Streams {
 			u := udpOf(si.UDP)
-			bytes += si.Bytes
-			packets += u.Packets
-			lost += u.Lost
-			jitter += u.Jitter
 			tr := report.IperfBytes(float64(si.Bytes))
 			bw := t.bits(rate(si.Bytes, si.Seconds()))
 			if si.Sender {
@@ -693,18 +651,17 @@ func (t Text) writeIntervalUDP(w io.Writer, r *Result, iv *Interval, first bool)
 				fmt.Fprintf(w, fmtBWUDP, si.Socket, role, si.Start, si.End, tr, bw, 1000*u.Jitter, u.Lost, u.Packets, lostPercent(u.Lost, u.Packets), omitted)
 			}
 		}
-		if st0 == nil || r.NumStreams() < 2 {
+		if r.NumStreams() < 2 {
 			continue
 		}
-		tr := report.IperfBytes(float64(bytes))
-		bw := t.bits(rate(bytes, st0.Seconds()))
-		if sender {
-			fmt.Fprintf(w, fmtSumBWUDPSender, role, st0.Start, st0.End, tr, bw, zbuf, packets, omitted)
+		tr := report.IperfBytes(float64(d.Bytes))
+		bw := t.bits(rate(d.Bytes, d.Seconds()))
+		if u := d.UDP; d.Sender {
+			fmt.Fprintf(w, fmtSumBWUDPSender, role, d.Start, d.End, tr, bw, zbuf, u.Packets, omitted)
 		} else {
 			// iperf3 averages the jitter over -P, and counts the loss
 			// over the datagrams the receivers saw.
-			jitter /= float64(r.NumStreams())
-			fmt.Fprintf(w, fmtSumBWUDP, role, st0.Start, st0.End, tr, bw, 1000*jitter, lost, packets, lostPercent(lost, packets), omitted)
+			fmt.Fprintf(w, fmtSumBWUDP, role, d.Start, d.End, tr, bw, 1000*u.Jitter, u.Lost, u.Packets, lostPercent(u.Lost, u.Packets), omitted)
 		}
 	}
 }
@@ -723,92 +680,67 @@ func (t Text) writeSummaryUDP(w io.Writer, r *Result) {
 	} else {
 		io.WriteString(w, hdrUDP)
 	}
-	for gi, sender := range r.groups() {
-		role := r.role(sender)
-		var sent, recv int64
-		var sentSecs, recvSecs float64
-		sentOK, recvOK := true, true
-		var sentPkts, recvPkts, totalPkts, lost int64
-		var jitter float64
-		n := 0
-		for _, st := range r.Streams {
-			if st.Sender != sender {
-				continue
-			}
-			n++
-			sb, ss := st.SentBytes()
-			rb, rs := st.ReceivedBytes()
-			snd, rcv := st.udpSides()
-			if !client {
-				if st.Sender {
-					rcv = nil
-				} else {
-					snd = nil
-				}
-			}
-			su, ru := udpOf(snd), udpOf(rcv)
-			if sb < 0 {
-				sentOK = false
-			}
-			if rb < 0 {
-				recvOK = false
-			}
-			sent += sb
-			recv += rb
-			sentSecs = max(sentSecs, ss)
-			recvSecs = max(recvSecs, rs)
-			sentPkts += su.Packets
-			recvPkts += ru.Packets
-			// iperf3's total is the sender's count where it has it.
-			if su.Packets != 0 {
-				totalPkts += su.Packets
-			} else {
-				totalPkts += ru.Packets
-			}
-			lost += ru.Lost
-			jitter += ru.Jitter
-			if client || st.Sender {
-				if sb < 0 {
-					fmt.Fprintf(w, "[%3d]%s (sender statistics not available)\n", st.Socket, role)
-				} else {
-					fmt.Fprintf(w, fmtBWUDP, st.Socket, role, 0.0, ss, report.IperfBytes(float64(sb)), t.bits(rate(sb, ss)), 0.0, int64(0), su.Packets, 0.0, "sender")
-				}
-			}
-			if ooo := outOfOrder(st.UDP); !st.Sender && ooo > 0 {
-				// iperf3 ends it at the sender's time, which it knows
-				// only from the peer's results.
-				end := ss
-				if !client || sb < 0 {
-					end = st.Seconds
-				}
-				fmt.Fprintf(w, fmtSumOutOfOrder, role, 0.0, end, ooo)
-			}
-			if client || !st.Sender {
-				if rb < 0 {
-					fmt.Fprintf(w, "[%3d]%s (receiver statistics not available)\n", st.Socket, role)
-				} else {
-					fmt.Fprintf(w, fmtBWUDP, st.Socket, role, 0.0, rs, report.IperfBytes(float64(rb)), t.bits(rate(rb, rs)), 1000*ru.Jitter, ru.Lost, ru.Packets, lostPercent(ru.Lost, ru.Packets), "receiver")
-				}
-			}
+	for gi, d := range Summarize(r).Dirs {
+		role := r.role(d.Sender)
+		for _, ss := range d.Streams {
+			t.writeStreamUDP(w, r, &d, &ss)
 		}
-		if n > 0 && r.NumStreams() > 1 {
-			if (client || sender) && sentOK {
-				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, sentSecs, report.IperfBytes(float64(sent)), t.bits(rate(sent, sentSecs)), 0.0, int64(0), sentPkts, 0.0, "sender")
+		if !d.empty() && r.NumStreams() > 1 {
+			snt, rcv := &d.Sent, &d.Received
+			if (client || d.Sender) && snt.Known {
+				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, snt.Seconds, report.IperfBytes(float64(snt.Bytes)), t.bits(rate(snt.Bytes, snt.Seconds)), 0.0, int64(0), snt.UDP.Packets, 0.0, "sender")
 			}
-			if (client || !sender) && recvOK {
+			if (client || !d.Sender) && rcv.Known {
 				// As iperf3: the jitter averaged over -P, the loss as a
-				// share of the datagrams sent, printed over those received.
-				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, recvSecs, report.IperfBytes(float64(recv)), t.bits(rate(recv, recvSecs)),
-					1000*jitter/float64(r.NumStreams()), lost, recvPkts, lostPercent(lost, totalPkts), "receiver")
+				// share of the datagrams sent, printed over those
+				// received. iperf3's server has no sender's counts.
+				total := d.Packets
+				if !client {
+					total = rcv.UDP.Packets
+				}
+				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, rcv.Seconds, report.IperfBytes(float64(rcv.Bytes)), t.bits(rate(rcv.Bytes, rcv.Seconds)),
+					1000*rcv.UDP.Jitter, rcv.UDP.Lost, rcv.UDP.Packets, lostPercent(rcv.UDP.Lost, total), "receiver")
 			}
 		}
-		if d := r.drained(sender); d != nil && (client || !sender) {
-			fmt.Fprintf(w, "[SUM]%s drained after the end: %d datagrams (%ss) in %.0f ms, counted in no figure above\n", role, d.Datagrams, report.IperfBytes(float64(d.Bytes)), 1000*d.Seconds)
+		if dr := d.Drained; dr != nil && (client || !d.Sender) {
+			fmt.Fprintf(w, "[SUM]%s drained after the end: %d datagrams (%ss) in %.0f ms, counted in no figure above\n", role, dr.Datagrams, report.IperfBytes(float64(dr.Bytes)), 1000*dr.Seconds)
 		}
-		if n := r.sentAfterCount(sender); n > 0 {
+		if n := r.sentAfterCount(d.Sender); n > 0 {
 			fmt.Fprintf(w, "[SUM]%s sent after the receiver had the count, until TEST_END: %d datagrams, no part of the test and no loss\n", role, n)
 		}
-		t.groupTail(w, r, sender, gi == 0)
+		t.groupTail(w, r, d.Sender, gi == 0)
+	}
+}
+
+// writeStreamUDP writes a UDP stream's summary lines: its sender's view,
+// the out-of-order line, its receiver's view (the server only its own).
+func (t Text) writeStreamUDP(w io.Writer, r *Result, d *DirSummary, ss *StreamSummary) {
+	client := r.Role == "client"
+	role := r.role(d.Sender)
+	snt, rcv := ss.Sent, ss.Received
+	if client || ss.StreamResult.Sender {
+		if !snt.Known() {
+			fmt.Fprintf(w, "[%3d]%s (sender statistics not available)\n", ss.Socket, role)
+		} else {
+			fmt.Fprintf(w, fmtBWUDP, ss.Socket, role, 0.0, snt.Seconds, report.IperfBytes(float64(snt.Bytes)), t.bits(rate(snt.Bytes, snt.Seconds)), 0.0, int64(0), udpOf(ss.SndUDP).Packets, 0.0, "sender")
+		}
+	}
+	if ooo := outOfOrder(ss.UDP); !ss.StreamResult.Sender && ooo > 0 {
+		// iperf3 ends it at the sender's time, which it knows only from
+		// the peer's results.
+		end := snt.Seconds
+		if !client || !snt.Known() {
+			end = ss.Seconds
+		}
+		fmt.Fprintf(w, fmtSumOutOfOrder, role, 0.0, end, ooo)
+	}
+	if client || !ss.StreamResult.Sender {
+		if !rcv.Known() {
+			fmt.Fprintf(w, "[%3d]%s (receiver statistics not available)\n", ss.Socket, role)
+		} else {
+			ru := udpOf(ss.RcvUDP)
+			fmt.Fprintf(w, fmtBWUDP, ss.Socket, role, 0.0, rcv.Seconds, report.IperfBytes(float64(rcv.Bytes)), t.bits(rate(rcv.Bytes, rcv.Seconds)), 1000*ru.Jitter, ru.Lost, ru.Packets, lostPercent(ru.Lost, ru.Packets), "receiver")
+		}
 	}
 }
 
