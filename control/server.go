@@ -467,64 +467,11 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 		c.Close()
 		return
 	}
-	if nonce, ok := proofRequest(cookie); ok {
-		if !pc.identified() {
-			c.Close()
-			return
-		}
-		s.answerProof(c, nonce)
-		return
-	}
-	if port, rate, ok := latency.ParseUDPGreeting(cookie); ok {
-		if !pc.identified() {
-			c.Close()
-			return
-		}
-		c.SetReadDeadline(time.Time{})
-		s.latSession(ctx, c, seq, port, rate, cookie)
-		return
-	}
-	if port, ok := pathmtu.ParseGreeting(cookie); ok {
-		// doctor's path-MTU probes, both ways (pathmtu.Serve).
-		if !pc.identified() {
-			c.Close()
-			return
-		}
-		if s.mtuSessions.Add(1) > maxMTUSessions {
-			s.mtuSessions.Add(-1)
-			s.shedf("%s: refused: %d path-MTU probe sessions running already", c.RemoteAddr(), maxMTUSessions)
-			c.Close()
-			return
-		}
-		defer s.mtuSessions.Add(-1)
-		c.SetReadDeadline(time.Time{})
-		pathmtu.Serve(ctx, c, port)
-		return
-	}
-	if cookie == latency.Hello {
-		if !pc.identified() {
-			c.Close()
-			return
-		}
-		c.SetReadDeadline(time.Time{})
-		s.echo(ctx, c, seq)
+	if s.greeting(ctx, c, seq, cookie, pc) {
 		return
 	}
 	s.mu.Lock()
-	if w, ok := s.waiting[cookie]; ok {
-		if w.host != host && !s.cfg.AnyStreamSource {
-			s.mu.Unlock()
-			s.logf("%s: refused: a data stream for the test of %v from another address (--any-stream-source accepts them, behind NAT)", c.RemoteAddr(), w.host)
-			c.Close()
-			return
-		}
-		// Sent under the lock, so nothing arrives after the test stops
-		// waiting; a stream beyond what the test asked for is closed.
-		select {
-		case w.ch <- dataConn{c, seq}:
-		default:
-			c.Close()
-		}
+	if s.toWaitingTestLocked(c, seq, cookie, host) {
 		s.mu.Unlock()
 		return
 	}
@@ -545,6 +492,72 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 	if s.cfg.OnResult != nil {
 		s.cfg.OnResult(res)
 	}
+}
+
+// greeting serves a connection whose cookie is a greeting of another
+// kind than a test's (an agent's proof request, a latency session, path-MTU
+// probes, a latency echo); false if it is none.
+func (s *Server) greeting(ctx context.Context, c net.Conn, seq uint64, cookie [CookieSize]byte, pc *pendingConn) bool {
+	var serve func()
+	if nonce, ok := proofRequest(cookie); ok {
+		serve = func() { s.answerProof(c, nonce) }
+	} else if port, rate, ok := latency.ParseUDPGreeting(cookie); ok {
+		serve = func() {
+			c.SetReadDeadline(time.Time{})
+			s.latSession(ctx, c, seq, port, rate, cookie)
+		}
+	} else if port, ok := pathmtu.ParseGreeting(cookie); ok {
+		serve = func() { s.mtuSession(ctx, c, port) }
+	} else if cookie == latency.Hello {
+		serve = func() {
+			c.SetReadDeadline(time.Time{})
+			s.echo(ctx, c, seq)
+		}
+	} else {
+		return false
+	}
+	if !pc.identified() {
+		c.Close()
+		return true
+	}
+	serve()
+	return true
+}
+
+// mtuSession serves doctor's path-MTU probes, both ways (pathmtu.Serve),
+// unless maxMTUSessions run already.
+func (s *Server) mtuSession(ctx context.Context, c net.Conn, port uint16) {
+	if s.mtuSessions.Add(1) > maxMTUSessions {
+		s.mtuSessions.Add(-1)
+		s.shedf("%s: refused: %d path-MTU probe sessions running already", c.RemoteAddr(), maxMTUSessions)
+		c.Close()
+		return
+	}
+	defer s.mtuSessions.Add(-1)
+	c.SetReadDeadline(time.Time{})
+	pathmtu.Serve(ctx, c, port)
+}
+
+// toWaitingTestLocked hands a data stream to the test being set up that
+// its cookie names; false if no test waits for it. s.mu is held.
+func (s *Server) toWaitingTestLocked(c net.Conn, seq uint64, cookie [CookieSize]byte, host netip.Addr) bool {
+	w, ok := s.waiting[cookie]
+	if !ok {
+		return false
+	}
+	if w.host != host && !s.cfg.AnyStreamSource {
+		s.logf("%s: refused: a data stream for the test of %v from another address (--any-stream-source accepts them, behind NAT)", c.RemoteAddr(), w.host)
+		c.Close()
+		return true
+	}
+	// Sent under the lock, so nothing arrives after the test stops
+	// waiting; a stream beyond what the test asked for is closed.
+	select {
+	case w.ch <- dataConn{c, seq}:
+	default:
+		c.Close()
+	}
+	return true
 }
 
 func (s *Server) logf(format string, args ...any) {
