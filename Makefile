@@ -10,7 +10,7 @@ TEST_TOOLS := ip:iproute2 tc:iproute2 socat:socat iperf3:iperf3 ethtool:ethtool 
 BENCH_FLAGS ?=
 
 # Packages that only tests use: held to the tests' rules (no sleeping).
-TEST_HELPERS := engine/enginetest internal/k8stest internal/testkit internal/blasttest internal/netlab/labtest internal/verify/verifytest internal/golden
+TEST_HELPERS := engine/enginetest internal/k8stest internal/testkit internal/blasttest netlab/labtest internal/verify/verifytest internal/golden
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -76,21 +76,26 @@ deps: ## install the Debian packages the tests need (as root, when missing)
 	  fi; \
 	fi
 	$(GO) mod download
+	cd deploy && $(GO) mod download
 
-vet: ## go.mod tidy, gofmt, go vet for Linux, for another OS and with the timing checks; tests that sleep or skip on a slow host
+vet: ## go.mod tidy (blast's and deploy's), gofmt, go vet for Linux, for another OS and with the timing checks; tests that sleep or skip on a slow host
 	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit the result"; exit 1; }
+	@cd deploy && $(GO) mod tidy -diff || { echo "deploy/go.mod or deploy/go.sum is not tidy: run 'go mod tidy' in deploy/ and commit the result"; exit 1; }
 	@f=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go')) && test -z "$$f" || { echo "not gofmt'ed (run gofmt -w on them): $$f"; exit 1; }
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./...
 	$(GO) vet -tags timing ./...
-	$(GO) vet -tags k8s ./deploy/ ./internal/k8stest/
+	$(GO) vet -tags k8s ./internal/k8stest/
+	cd deploy && $(GO) vet ./... && $(GO) vet -tags k8s ./...
 	@! git grep -n 'time\.Sleep' -- '*_test.go' $(TEST_HELPERS) || { echo "a test sleeps: wait for the event (testkit.WaitFor) or use the fake clock (internal/clock)"; exit 1; }
 	@! git grep -n -i -E '\.Skip[f]?\(.*\b(slow|busy|stall|stalls|stalled|loaded|too late|too often|to judge|host is)\b' -- '*_test.go' || { echo "a test skips on a slow host: it must pass there (behaviour), or be a timing check (make check-timing)"; exit 1; }
 
-test: deps vet ## vet and run every test, packages in parallel (the lab tests need root; fuzz targets run their seed corpus)
+test: deps vet ## vet and run every test, packages in parallel (the lab tests need root; fuzz targets run their seed corpus), then the manifests' (deploy/, a module of its own)
 	@bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && \
-	$(GO) build -o "$$bin/blast" ./cmd/blast && ln -s blast "$$bin/ttcp" && \
-	BLAST_TEST_BIN="$$bin/blast" $(GO) test -count=1 -timeout 10m ./...
+	$(GO) build -o "$$bin/blast" ./cmd/blast && ln -s blast "$$bin/ttcp" || exit 1; \
+	st=0; BLAST_TEST_BIN="$$bin/blast" $(GO) test -count=1 -timeout 10m ./... || st=1; \
+	(cd deploy && BLAST_TEST_BIN="$$bin/blast" $(GO) test -count=1 -timeout 10m ./...) || st=1; \
+	exit $$st
 
 # The real API server of make test-k8s: kube-apiserver of this release,
 # built from the Go module proxy by the module in internal/k8stest/apiserver
@@ -123,7 +128,7 @@ kube-apiserver: ## build kube-apiserver (K8S_VERSION, v1.37.2) into K8S_APISERVE
 	fi
 
 test-k8s: deps-k8s kube-apiserver ## blast's Kubernetes discovery and the manifests against a real kube-apiserver and etcd on 127.0.0.1 (root for etcd's install; builds the API server once)
-	BLAST_KUBE_APISERVER="$(K8S_APISERVER)" $(GO) test -tags k8s -count=1 -timeout 15m -v -run 'TestAPIServer' ./deploy/
+	cd deploy && BLAST_KUBE_APISERVER="$(K8S_APISERVER)" $(GO) test -tags k8s -count=1 -timeout 15m -v -run 'TestAPIServer' .
 
 ROUNDS ?= 5
 

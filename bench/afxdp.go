@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/netlab"
 )
 
 // afxdpPayload makes 60-byte frames (64 on the wire with the FCS):

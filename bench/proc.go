@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/netlab"
 )
 
 // ProcStats is the kernel's accounting of one process of a run.
@@ -24,6 +24,11 @@ type ProcStats struct {
 	// Bytes is what this process sent or received, as the tool reports.
 	Bytes    int64 `json:"bytes"`
 	CPUPerGB Num   `json:"cpu_sec_per_gb"`
+	// Switches are the process's context switches, voluntary plus
+	// involuntary (wait4's rusage), and SwitchesPerGB them per 10^9
+	// bytes moved: how often the process's threads left a CPU for it.
+	Switches      int64 `json:"switches"`
+	SwitchesPerGB Num   `json:"switches_per_gb"`
 }
 
 // CPUSec is user plus system time.
@@ -33,6 +38,7 @@ func (p ProcStats) CPUSec() float64 { return p.UserSec + p.SysSec }
 func (p *ProcStats) setBytes(b int64) {
 	p.Bytes = b
 	p.CPUPerGB = Num(CPUPerGB(p.CPUSec(), b))
+	p.SwitchesPerGB = Num(CPUPerGB(float64(p.Switches), b))
 }
 
 // proc is a command running in a lab host.
@@ -152,7 +158,7 @@ func (p *proc) lastWords() string {
 // stats is the process's rusage; call it after it exited.
 func (p *proc) stats() ProcStats {
 	st := ProcStats{Role: p.role, Argv: p.argv, WallSec: p.wall.Seconds()}
-	st.UserSec, st.SysSec, st.MaxRSSKB = rusage(p.cmd.ProcessState)
+	st.UserSec, st.SysSec, st.MaxRSSKB, st.Switches = rusage(p.cmd.ProcessState)
 	return st
 }
 
@@ -160,16 +166,17 @@ func (p *proc) stats() ProcStats {
 // wait4 returned them (what /usr/bin/time prints): the process's own,
 // with any children it waited for. Through `ip netns exec` and `taskset`,
 // which exec the command in place, the peak is the command's (or theirs,
-// before the exec, when larger: a few MB). Zero for no process.
-func rusage(ps *os.ProcessState) (user, sys float64, maxRSSKB int64) {
+// before the exec, when larger: a few MB), and its context switches.
+// Zero for no process.
+func rusage(ps *os.ProcessState) (user, sys float64, maxRSSKB, switches int64) {
 	if ps == nil {
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
 	ru, ok := ps.SysUsage().(*syscall.Rusage)
 	if !ok {
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
-	return tvSec(ru.Utime), tvSec(ru.Stime), maxRSSKiB(ru.Maxrss)
+	return tvSec(ru.Utime), tvSec(ru.Stime), maxRSSKiB(ru.Maxrss), ru.Nvcsw + ru.Nivcsw
 }
 
 func tvSec(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }

@@ -44,7 +44,10 @@ func runChild(t *testing.T, mb int, argv ...string) (string, float64, int64) {
 	if err != nil {
 		t.Fatalf("%v: %v", argv, err)
 	}
-	user, sys, rss := rusage(c.ProcessState)
+	user, sys, rss, sw := rusage(c.ProcessState)
+	if sw <= 0 {
+		t.Errorf("%v: %d context switches, want some (a Go process's threads park and wake)", argv, sw)
+	}
 	return strings.TrimSpace(string(out)), user + sys, rss
 }
 
@@ -69,8 +72,8 @@ func TestRusageMaxRSS(t *testing.T) {
 	if cpu <= 0 {
 		t.Errorf("CPU time %v s, want some", cpu)
 	}
-	if u, s, r := rusage(nil); u != 0 || s != 0 || r != 0 {
-		t.Errorf("rusage(nil) = %v, %v, %v; want zeros", u, s, r)
+	if u, s, r, sw := rusage(nil); u != 0 || s != 0 || r != 0 || sw != 0 {
+		t.Errorf("rusage(nil) = %v, %v, %v, %v; want zeros", u, s, r, sw)
 	}
 }
 

@@ -196,15 +196,16 @@ func WriteTables(w io.Writer, r *Results, resultsFile string) {
 			p0.label(), p0.valueCell(wr.Unit), p0.ratioCell(), l1, p1.valueCell(wr.Unit), p1.ratioCell())
 	}
 
-	fmt.Fprintf(w, "\n### CPU and memory\n\nCPU is CPU-seconds per GB moved, sender / receiver; RSS is peak resident memory, sender / receiver; both from each process's rusage (wait4), medians over the rounds.\n\n")
-	fmt.Fprintf(w, "| workload | blast CPU s/GB | peer CPU s/GB | %s CPU s/GB | blast RSS | peer RSS | %s RSS |\n|---|---|---|---|---|---|---|\n", modern, modern)
+	fmt.Fprintf(w, "\n### CPU and memory\n\nCPU is CPU-seconds per GB moved, sender / receiver; switches are context switches (voluntary and involuntary) per GB moved, sender / receiver; RSS is peak resident memory, sender / receiver; all from each process's rusage (wait4), medians over the rounds.\n\n")
+	fmt.Fprintf(w, "| workload | blast CPU s/GB | peer CPU s/GB | %s CPU s/GB | blast switches/GB | peer switches/GB | %s switches/GB | blast RSS | peer RSS | %s RSS |\n|---|---|---|---|---|---|---|---|---|---|\n", modern, modern, modern)
 	for _, wr := range r.Workloads {
 		if wr.Skipped != "" || wr.Error != "" {
 			continue
 		}
 		p0, p1 := wr.peerAt(0), wr.peerAt(1)
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", wr.Title,
-			cpuCell(wr.BlastProcs), p0.cpuCell(), p1.cpuCell(), rssCell(wr.BlastProcs), p0.rssCell(), p1.rssCell())
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", wr.Title,
+			cpuCell(wr.BlastProcs), p0.cpuCell(), p1.cpuCell(), switchCell(wr.BlastProcs), p0.switchCell(), p1.switchCell(),
+			rssCell(wr.BlastProcs), p0.rssCell(), p1.rssCell())
 	}
 	writeLatencyTable(w, r)
 	if errs := failures(r); errs != "" {
@@ -284,6 +285,13 @@ func (p *PeerResult) cpuCell() string {
 	return cpuCell(p.Procs)
 }
 
+func (p *PeerResult) switchCell() string {
+	if p == nil || p.Skipped != "" {
+		return ""
+	}
+	return switchCell(p.Procs)
+}
+
 func (p *PeerResult) rssCell() string {
 	if p == nil || p.Skipped != "" {
 		return ""
@@ -342,6 +350,16 @@ func ratioCell(s Summary) string {
 
 func cpuCell(p map[string]ProcSummary) string {
 	return fmt.Sprintf("%s / %s", sig(p["sender"].CPUPerGB), sig(p["receiver"].CPUPerGB))
+}
+
+func switchCell(p map[string]ProcSummary) string {
+	n := func(s Summary) string {
+		if s.N == 0 || math.IsNaN(s.Median) {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f", s.Median)
+	}
+	return n(p["sender"].SwitchesPerGB) + " / " + n(p["receiver"].SwitchesPerGB)
 }
 
 func rssCell(p map[string]ProcSummary) string {

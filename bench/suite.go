@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/netlab"
 )
 
 // Config is one run of the suite.
@@ -122,8 +122,9 @@ type PeerRun struct {
 
 // ProcSummary summarizes one role's processes over the rounds.
 type ProcSummary struct {
-	CPUPerGB Summary `json:"cpu_sec_per_gb"`
-	MaxRSSKB Summary `json:"max_rss_kb"`
+	CPUPerGB      Summary `json:"cpu_sec_per_gb"`
+	SwitchesPerGB Summary `json:"switches_per_gb"`
+	MaxRSSKB      Summary `json:"max_rss_kb"`
 }
 
 // Run builds a lab, runs the workloads and returns what they measured.
@@ -447,18 +448,19 @@ func summarizePeer(pr *PeerResult, rounds []Round) {
 func procSummaries(samples []Sample) map[string]ProcSummary {
 	out := map[string]ProcSummary{}
 	for _, role := range []string{"sender", "receiver"} {
-		var cpu, rss []float64
+		var cpu, sw, rss []float64
 		for _, s := range samples {
 			if s.Err != "" {
 				continue
 			}
 			if ps := s.proc(role); ps != nil {
 				cpu = append(cpu, float64(ps.CPUPerGB))
+				sw = append(sw, float64(ps.SwitchesPerGB))
 				rss = append(rss, float64(ps.MaxRSSKB))
 			}
 		}
 		if len(rss) > 0 {
-			out[role] = ProcSummary{CPUPerGB: Summarize(cpu), MaxRSSKB: Summarize(rss)}
+			out[role] = ProcSummary{CPUPerGB: Summarize(cpu), SwitchesPerGB: Summarize(sw), MaxRSSKB: Summarize(rss)}
 		}
 	}
 	return out

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/netlab"
 )
 
 // Env is what a workload runs with: the lab, the blast binary and what it

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/netlab"
 )
 
 const (
@@ -192,6 +192,18 @@ func blastClientMetric(label string, m metric, flags []string) Side {
 	}}
 }
 
+// lockedClientSide is blastClientSide with every flow of both ends on a
+// locked thread (BLAST_THREADS=locked: the engine-v2 data path).
+func lockedClientSide(label string, flags []string) Side {
+	return Side{Key: "blast-locked", Label: label, Run: func(ctx context.Context, e *Env) Sample {
+		env := []string{"/usr/bin/env", "BLAST_THREADS=locked", e.Blast}
+		srvArgv := append(env[:3:3], "server", "-1", "-p", strconv.Itoa(iperfPort))
+		cliArgv := append(append(env[:3:3], "client", e.target(), "-p", strconv.Itoa(iperfPort), "-J",
+			"-t", strconv.Itoa(e.Secs)), flags...)
+		return clientServerJSON(ctx, e, srvArgv, cliArgv, metricGbps)
+	}}
+}
+
 // metric is what a client/server run measures.
 type metric int
 
@@ -318,6 +330,18 @@ func Workloads() []Workload {
 			Unavailable: needClient,
 			Blast:       blastClientSide("blast client -P "+ps+" -> blast server", []string{"-P", ps}),
 			Peers:       iperfSides("iperf3 -c -P "+ps+" -> iperf3 -s", metricGbps, []string{"-P", ps}),
+		})
+	}
+	// The engine's designs side by side: flows run free (engine v3, the
+	// default) against every flow on a locked thread (engine v2, what
+	// BLAST_THREADS=locked asks for), both ends alike.
+	for _, p := range []int{1, 4, 8} {
+		ps := strconv.Itoa(p)
+		ws = append(ws, Workload{
+			ID: "design-P" + ps, Title: "TCP, client/server mode, " + ps + " stream(s): free flows vs locked threads", Metric: "throughput", Unit: "Gbit/s",
+			Unavailable: needClient,
+			Blast:       blastClientSide("blast client -P "+ps+" -> blast server (free flows)", []string{"-P", ps}),
+			Peers:       []Side{lockedClientSide("blast client -P "+ps+" -> blast server (locked threads)", []string{"-P", ps})},
 		})
 	}
 	ws = append(ws, Workload{

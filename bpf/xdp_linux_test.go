@@ -11,8 +11,8 @@ import (
 
 	"github.com/blastnet/blast/bpf"
 	"github.com/blastnet/blast/engine/afxdp"
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 const port = 5001

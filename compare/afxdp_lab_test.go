@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 // TestLabAFXDP runs the afxdp rows of the UDP comparison in a lab: the

@@ -4,7 +4,7 @@
 // copied between user memory and the kernel.
 //
 // In lab mode both ends run in this process, each in its own network
-// namespace of an internal/netlab lab (root only), joined by a veth pair.
+// namespace of a netlab lab (root only), joined by a veth pair.
 // In the HOST form this host runs one end and a blast server the other,
 // through package control; the server's half of each row comes from the
 // blast extensions of its results.
@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
-	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/netlab"
 	"github.com/blastnet/blast/stats"
 )
 

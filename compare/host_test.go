@@ -23,8 +23,8 @@ import (
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/blasttest"
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 func TestMain(m *testing.M) { blasttest.Main(m, false) }

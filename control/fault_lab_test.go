@@ -10,8 +10,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 // faultCase is a lab test whose link goes down while the test runs, on

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
 	"github.com/blastnet/blast/internal/testkit"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 // shapedCeiling is the most TCP goodput a 100 Mbit/s tbf lets through on

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 // labServer serves blast in the lab's host B until the test ends, on a

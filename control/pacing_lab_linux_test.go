@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
 	"github.com/blastnet/blast/internal/testkit"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 // pacedCases are the backends a client or server sends UDP with, at rates

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
 	"github.com/blastnet/blast/internal/timingcheck"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 // TestTimingPacingEvery10ms: pacing holds the rate over every 10 ms of a

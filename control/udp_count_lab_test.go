@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/internal/blasttest"
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
 	"github.com/blastnet/blast/internal/testkit"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 // A UDP count the server sends (-R -n) through a path that loses 1% of

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 // queueCeiling is the most UDP goodput a 50 Mbit/s tbf lets through with

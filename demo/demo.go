@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/netlab"
 )
 
 // Config is one demo run.

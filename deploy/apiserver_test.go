@@ -1,7 +1,7 @@
 //go:build k8s
 
 // The tests against a real kube-apiserver (internal/k8stest), run by
-// make test-k8s: go test -tags k8s ./deploy/ with $BLAST_KUBE_APISERVER.
+// make test-k8s: cd deploy && go test -tags k8s . with $BLAST_KUBE_APISERVER.
 
 package deploy
 

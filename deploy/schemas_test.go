@@ -20,7 +20,7 @@ import (
 // schema, Kubernetes v1.21.2); TestSchemasCurrent holds the committed files
 // equal to what this file makes of it, and
 //
-//	go test ./deploy -run TestSchemasCurrent -update
+//	cd deploy && go test -run TestSchemasCurrent -update
 //
 // rewrites them. They follow kubeconform's "standalone-strict" layout: every
 // $ref inlined, no property that the API does not define, optional fields
@@ -242,11 +242,11 @@ func TestSchemasCurrent(t *testing.T) {
 		}
 		got, err := os.ReadFile(file)
 		if err != nil {
-			t.Errorf("schema of %s %s: %v (run go test ./deploy -run TestSchemasCurrent -update)", k.apiVersion, k.kind, err)
+			t.Errorf("schema of %s %s: %v (run cd deploy && go test -run TestSchemasCurrent -update)", k.apiVersion, k.kind, err)
 			continue
 		}
 		if !bytes.Equal(got, b) {
-			t.Errorf("%s differs from what kustomize's OpenAPI definitions give: edited by hand? (run go test ./deploy -run TestSchemasCurrent -update)", file)
+			t.Errorf("%s differs from what kustomize's OpenAPI definitions give: edited by hand? (run cd deploy && go test -run TestSchemasCurrent -update)", file)
 		}
 	}
 	entries, err := os.ReadDir(schemaDir)

@@ -6,8 +6,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 	"github.com/blastnet/blast/nicinfo"
 )
 

@@ -10,9 +10,9 @@ import (
 
 	"github.com/blastnet/blast/doctor"
 	"github.com/blastnet/blast/internal/blasttest"
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
 	"github.com/blastnet/blast/internal/testkit"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 	"github.com/blastnet/blast/nicinfo"
 )
 

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/blastnet/blast/internal/blasttest"
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
 	"github.com/blastnet/blast/internal/timingcheck"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 // TestTimingTTCPCPUBound: a ttcp transmitter writing 1 KiB buffers as

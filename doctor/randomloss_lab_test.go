@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 	"github.com/blastnet/blast/nicinfo"
 )
 

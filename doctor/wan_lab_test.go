@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathdiag"
 )

@@ -74,6 +74,24 @@ type notSupported struct{}
 func (notSupported) Error() string        { return "not supported" }
 func (notSupported) Is(target error) bool { return target == errors.ErrUnsupported }
 
+// AsNotSupported makes an error of a package below engine that means "not
+// here" by wrapping errors.ErrUnsupported (uring's refused ring, bpf's
+// missing privilege) wrap ErrNotSupported as well, which is what modes test
+// for (a receive falls back to readwrite on it); its words stay the same.
+// Other errors, and nil, it returns as they are.
+func AsNotSupported(err error) error {
+	if !errors.Is(err, errors.ErrUnsupported) || errors.Is(err, ErrNotSupported) {
+		return err
+	}
+	return alsoNotSupported{err}
+}
+
+// alsoNotSupported is an error that also wraps ErrNotSupported, with the
+// words of the error it carries.
+type alsoNotSupported struct{ error }
+
+func (e alsoNotSupported) Unwrap() []error { return []error{e.error, ErrNotSupported} }
+
 // Protocol is the transport of a flow.
 type Protocol int
 
@@ -234,6 +252,13 @@ type Flow struct {
 	// back), both measured by Run. CPU over Wall is the share of a core
 	// the flow used; RunWait over Wall the share it was starved.
 	Wall, RunWait time.Duration
+	// Switches are the flow's context switches, measured by Run on the
+	// thread(s) that ran it (getrusage RUSAGE_THREAD): voluntary ones are
+	// waits in the kernel, involuntary ones the scheduler taking the CPU.
+	Switches Switches
+	// Free says the flow ran free (an unlocked goroutine in raw calls,
+	// see Free) rather than on a locked thread; set by Run.
+	Free bool
 	// Clock is where the flow's Sender reads the time and sleeps: the time
 	// limit, the pacing schedule, the ENOBUFS pause. nil is the real clock
 	// (time.Now, and sleeps in the kernel that a cancel interrupts); tests
@@ -242,6 +267,13 @@ type Flow struct {
 	Clock clock.Clock
 
 	wake waker // set by Run: the flow's eventfd
+	free free  // set by Run: how the flow's calls run
+}
+
+// Switches counts context switches.
+type Switches struct {
+	Voluntary   int64 `json:"voluntary"`
+	Involuntary int64 `json:"involuntary"`
 }
 
 // Backend moves the bytes of one flow.

@@ -51,12 +51,15 @@ func (w *waker) close() {
 	}
 }
 
-// Run runs b's Send (send true) or Recv on f, on a goroutine locked to an
-// OS thread of its own, and returns what it returned. The thread ends with
-// the flow (the goroutine exits locked), so nothing a backend changed on it
-// (priority, affinity, namespace) outlives the flow. With Spec.Affinity
-// the thread is pinned to those CPUs before the backend runs; a pin the
-// kernel refuses fails the flow before it moves a byte.
+// Run runs b's Send (send true) or Recv on f and returns what it
+// returned. A flow of a Free backend, unpaced and without Spec.Affinity,
+// runs free (see Free: an unlocked goroutine in raw calls on a socket
+// whose blocking Run bounds). Any other runs on a goroutine locked to an
+// OS thread of its own, which ends with the flow (the goroutine exits
+// locked), so nothing a backend changed on it (priority, affinity,
+// namespace) outlives the flow. With Spec.Affinity the thread is pinned
+// to those CPUs before the backend runs; a pin the kernel refuses fails
+// the flow before it moves a byte.
 //
 // When ctx is done Run cancels the flow: it shuts f.Sock down and wakes
 // Flow.Wait, and returns ctx's error once the backend has returned. A
@@ -70,7 +73,16 @@ func Run(ctx context.Context, b Backend, f *Flow, send bool) error {
 		return err
 	}
 	defer f.wake.close()
-	if send && f.Spec.Duration > 0 && f.Sock != nil {
+	freeRun := runsFree(b, f, send)
+	f.Free = freeRun
+	if freeRun {
+		if err := f.startFree(send); err != nil {
+			return err
+		}
+		defer f.endFree()
+		holdP()
+		defer releaseP()
+	} else if send && f.Spec.Duration > 0 && f.Sock != nil {
 		if err := f.Sock.sendTimeout(sendSlice); err != nil {
 			return err
 		}
@@ -93,6 +105,10 @@ func Run(ctx context.Context, b Backend, f *Flow, send bool) error {
 	})
 	done := make(chan error, 1)
 	go func() {
+		if freeRun {
+			done <- f.runFree(ctx, b, send)
+			return
+		}
 		runtime.LockOSThread() // never unlocked: the thread exits with us
 		if len(f.Spec.Affinity) > 0 {
 			if err := pin(f.Spec.Affinity); err != nil {
@@ -107,14 +123,18 @@ func Run(ctx context.Context, b Backend, f *Flow, send bool) error {
 			// thread's own, and the thread ends with the flow.
 			unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 		}
-		t0, w0, start := ThreadCPU(), ThreadRunWait(), time.Now()
+		t0, v0, i0 := threadUsage()
+		w0, start := ThreadRunWait(), time.Now()
 		var err error
 		if send {
 			err = b.Send(ctx, f)
 		} else {
 			err = b.Recv(ctx, f)
 		}
-		f.CPU = f.CPU.Add(ThreadCPU().Sub(t0))
+		t1, v1, i1 := threadUsage()
+		f.CPU = f.CPU.Add(t1.Sub(t0))
+		f.Switches.Voluntary += v1 - v0
+		f.Switches.Involuntary += i1 - i0
 		f.RunWait += max(ThreadRunWait()-w0, 0)
 		f.Wall += time.Since(start)
 		done <- err

@@ -455,7 +455,7 @@ func WriteAll(s *Sender, fd int, p []byte) error {
 	partial := 0
 	var werr error
 	for len(p) > 0 {
-		n, err := unix.SendmsgN(fd, p, nil, nil, unix.MSG_NOSIGNAL)
+		n, err := f.Send(fd, p, unix.MSG_NOSIGNAL)
 		s.syscalls.Add(1)
 		s.Sent()
 		if err != nil {

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/blastnet/blast/internal/blasttest"
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
 	"github.com/blastnet/blast/latency"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 func TestMain(m *testing.M) { blasttest.Main(m, true) }

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/internal/blasttest"
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
 	"github.com/blastnet/blast/internal/timingcheck"
 	"github.com/blastnet/blast/latency"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 var sockperfP50 = regexp.MustCompile(`percentile 50\.000 =\s+([0-9.]+)`)

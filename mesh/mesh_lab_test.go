@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/internal/blasttest"
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
 	"github.com/blastnet/blast/internal/testkit"
 	"github.com/blastnet/blast/mesh"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 func TestMain(m *testing.M) { blasttest.Main(m, true) }

@@ -19,13 +19,13 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
 	"github.com/blastnet/blast/internal/testkit"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 	"github.com/blastnet/blast/pathinfo"
 )
 
-// These tests configure tc in namespaces of their own (internal/netlab
+// These tests configure tc in namespaces of their own (netlab
 // labs: two namespaces joined by a veth pair, 198.18.0.1 in A and
 // 198.18.0.2 in B) and check pathinfo against what they configured, what
 // they sent and what tc itself prints.

@@ -10,9 +10,9 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/blastnet/blast/internal/blasttest"
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
 	"github.com/blastnet/blast/internal/testkit"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 // The link goes down for a moment during a transfer that survives it: both

@@ -23,8 +23,8 @@ import (
 
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/golden"
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 	"github.com/blastnet/blast/ttcp"
 )
 

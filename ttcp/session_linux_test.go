@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/internal/clock"
-	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/testkit"
+	"github.com/blastnet/blast/netlab"
 	"github.com/blastnet/blast/ttcp"
 )
 

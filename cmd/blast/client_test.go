@@ -23,7 +23,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/blastnet/blast/control"
-	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/netlab"
 )
 
 // blast client's command line: every iperf3 3.21 client flag, run against

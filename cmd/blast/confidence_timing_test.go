@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/blastnet/blast/internal/blasttest"
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
 	"github.com/blastnet/blast/internal/testkit"
 	"github.com/blastnet/blast/internal/timingcheck"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 // TestTimingConfidenceSteady: a sender paced to 20 Mbit/s (-b 20M) over

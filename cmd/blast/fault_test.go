@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/control"
-	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/testkit"
+	"github.com/blastnet/blast/netlab"
 )
 
 // Processes killed mid-test (issue 13): `blast client` killed while a

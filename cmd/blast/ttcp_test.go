@@ -19,8 +19,8 @@ import (
 
 	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/internal/golden"
-	"github.com/blastnet/blast/internal/netlab"
 	"github.com/blastnet/blast/internal/testkit"
+	"github.com/blastnet/blast/netlab"
 	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
 	"github.com/blastnet/blast/ttcp"

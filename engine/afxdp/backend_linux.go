@@ -150,20 +150,10 @@ func hasCaps() bool {
 }
 
 // bpfErr makes an error of package bpf that wraps errors.ErrUnsupported
-// (no privilege for BPF) wrap engine.ErrNotSupported as well, which is
-// what modes test for (a receive falls back to readwrite on it).
+// (no privilege for BPF) wrap engine.ErrNotSupported as well.
 func bpfErr(err error) error {
-	if errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, engine.ErrNotSupported) {
-		return fmt.Errorf("afxdp: %w", notSupported{err})
-	}
-	return fmt.Errorf("afxdp: %w", err)
+	return fmt.Errorf("afxdp: %w", engine.AsNotSupported(err))
 }
-
-// notSupported is an error that also wraps engine.ErrNotSupported, with
-// the words of the error it carries.
-type notSupported struct{ error }
-
-func (e notSupported) Unwrap() []error { return []error{e.error, engine.ErrNotSupported} }
 
 // udpAddrs checks that f is a UDP flow and returns its socket's addresses.
 func udpAddrs(f *engine.Flow) (local, remote netip.AddrPort, err error) {

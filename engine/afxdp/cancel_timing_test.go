@@ -13,10 +13,10 @@ import (
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/engine/afxdp"
 	"github.com/blastnet/blast/engine/enginetest"
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
 	"github.com/blastnet/blast/internal/testkit"
 	"github.com/blastnet/blast/internal/timingcheck"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 // TestTimingCancel: TestCancel's unlimited send on two threads and

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/testkit"
 )
@@ -134,6 +136,12 @@ func RunWith(t *testing.T, b engine.Backend, caps Caps, p Pairs) {
 			t.Skip("backend does not receive UDP")
 		}
 		testUDPRecv(t, b, caps, p.UDP, 300, 1200)
+	})
+	t.Run("tcp/gc", func(t *testing.T) {
+		if !caps.TCPSend && !caps.TCPRecv {
+			t.Skip("backend moves no TCP")
+		}
+		testGCStorm(t, b, caps)
 	})
 	t.Run("cancel/recv", func(t *testing.T) {
 		if !caps.TCPRecv {
@@ -338,11 +346,81 @@ func run(t *testing.T, what string, b engine.Backend, f *engine.Flow, send bool)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hang)
 	defer cancel()
+	procs := runtime.GOMAXPROCS(0)
+	tmo := timeouts(t, f.Sock)
 	err := engine.Run(ctx, b, f, send)
 	if errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("%s did not finish within %v", what, hang)
 	}
+	checkRan(t, what, b, f, send, procs, tmo)
 	return err
+}
+
+// checkRan checks how Run ran the flow (engine v3): a Free backend's
+// unpaced flow without affinity runs free, unless BLAST_THREADS=locked;
+// Run puts GOMAXPROCS and the socket's timeouts back as they were.
+func checkRan(t *testing.T, what string, b engine.Backend, f *engine.Flow, send bool, procs int, tmo [2]time.Duration) {
+	t.Helper()
+	fb, ok := b.(engine.Free)
+	want := ok && fb.RunsFree(send) && f.Spec.Rate == 0 && len(f.Spec.Affinity) == 0 && os.Getenv("BLAST_THREADS") != "locked"
+	if f.Free != want {
+		t.Errorf("%s: the flow ran free: %v, want %v (a Free backend's unpaced flow runs free)", what, f.Free, want)
+	}
+	if got := runtime.GOMAXPROCS(0); got != procs {
+		t.Errorf("%s: GOMAXPROCS %d after Run, %d before: Run must put it back", what, got, procs)
+	}
+	if got := timeouts(t, f.Sock); got != tmo {
+		t.Errorf("%s: the socket's timeouts (send, receive) are %v after Run, %v before: Run must put them back", what, got, tmo)
+	}
+	if f.CPU.User < 0 || f.CPU.System < 0 || f.Switches.Voluntary < 0 || f.Switches.Involuntary < 0 {
+		t.Errorf("%s: negative CPU time or switches: %+v %+v", what, f.CPU, f.Switches)
+	}
+}
+
+// timeouts reads the socket's SO_SNDTIMEO and SO_RCVTIMEO.
+func timeouts(t *testing.T, s *engine.Socket) (out [2]time.Duration) {
+	t.Helper()
+	if s == nil {
+		return out
+	}
+	s.Control(func(fd int) error {
+		for i, opt := range []int{unix.SO_SNDTIMEO, unix.SO_RCVTIMEO} {
+			tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, opt)
+			if err != nil {
+				t.Fatalf("getsockopt: %v", err)
+			}
+			out[i] = time.Duration(tv.Nano())
+		}
+		return nil
+	})
+	return out
+}
+
+// testGCStorm sends and receives over TCP while the collector stops the
+// world again and again: every stop interrupts the data calls (the
+// runtime's preemption signal; a free flow's raw calls fail with EINTR),
+// and every byte must still arrive once.
+func testGCStorm(t *testing.T, b engine.Backend, caps Caps) {
+	stop := make(chan struct{})
+	gcDone := make(chan struct{})
+	go func() {
+		defer close(gcDone)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.GC()
+			}
+		}
+	}()
+	defer func() { close(stop); <-gcDone }()
+	if caps.TCPSend {
+		testTCPSend(t, b, "tcp4", 32<<20+5, 65536)
+	}
+	if caps.TCPRecv {
+		testTCPRecv(t, b, caps, 32<<20+7, 65536)
+	}
 }
 
 func checkSample(t *testing.T, f *engine.Flow, wantBytes int64, bufLen int) {

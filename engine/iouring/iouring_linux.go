@@ -83,12 +83,19 @@ func (b Backend) batchN() int {
 // Probe implements engine.Backend: set up a ring and ask the kernel for
 // what the options need.
 func (b Backend) Probe() error {
-	r, err := uring.New(4, 0)
+	r, err := newRing(4, 0)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	return b.check(r)
+}
+
+// newRing sets up a ring as uring.New does; a ring refused here (uring's
+// errors.ErrUnsupported) is engine.ErrNotSupported, the backend's "not here".
+func newRing(entries, cqEntries uint32) (*uring.Ring, error) {
+	r, err := uring.New(entries, cqEntries)
+	return r, engine.AsNotSupported(err)
 }
 
 // check says whether r's kernel has what b needs.
@@ -149,7 +156,7 @@ func (b Backend) open(f *engine.Flow, slots, size, cq int) (*uflow, error) {
 		entries *= 2
 	}
 	var err error
-	if u.r, err = uring.New(entries, uint32(max(cq, 2*int(entries)))); err != nil {
+	if u.r, err = newRing(entries, uint32(max(cq, 2*int(entries)))); err != nil {
 		return nil, err
 	}
 	if err := b.check(u.r); err != nil {

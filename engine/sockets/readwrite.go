@@ -10,7 +10,7 @@ import (
 
 // ReadWrite moves bytes with one write(2) per buffer and one read(2) per
 // receive call, blocking on the flow's own thread: the classic path every
-// other backend is compared with.
+// other backend is compared with. It runs free (engine.Free).
 type ReadWrite struct{}
 
 var _ engine.Backend = ReadWrite{}
@@ -20,6 +20,9 @@ func (ReadWrite) Name() string { return "readwrite" }
 
 // Probe implements engine.Backend: read and write are always there.
 func (ReadWrite) Probe() error { return nil }
+
+// RunsFree implements engine.Free: every call goes through the flow.
+func (ReadWrite) RunsFree(bool) bool { return true }
 
 // Send implements engine.Backend: one buffer from the Sender per
 // WriteAll, which counts its calls in FactSyscalls.
@@ -54,7 +57,7 @@ func (ReadWrite) Recv(ctx context.Context, f *engine.Flow) error {
 		if left > 0 && left < int64(len(p)) {
 			p = p[:left]
 		}
-		n, err := unix.Read(fd, p)
+		n, err := f.Read(fd, p)
 		syscalls.Add(1)
 		if err == unix.EINTR {
 			continue

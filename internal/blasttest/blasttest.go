@@ -11,10 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/netlab"
 )
 
 // Bin is the blast binary Main built; a "ttcp" link to it sits beside it.
@@ -58,11 +59,18 @@ func Main(m *testing.M, rootOnly bool) {
 }
 
 // Build builds blast into dir, with a ttcp link beside it, and returns the
-// binary's path.
+// binary's path. It builds in blast's own module, with blast's go.mod, also
+// for a test of another module that uses this checkout (deploy's), so the
+// binary under test is the one make build ships.
 func Build(dir string) (string, error) {
-	bin := filepath.Join(dir, "blast")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/blastnet/blast/cmd/blast").CombinedOutput()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/blastnet/blast").Output()
 	if err != nil {
+		return "", fmt.Errorf("build blast: find its module: %w", err)
+	}
+	bin := filepath.Join(dir, "blast")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/blast")
+	build.Dir = strings.TrimSpace(string(out))
+	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build blast: %v\n%s", err, out)
 	}
 	if err := os.Symlink("blast", filepath.Join(dir, "ttcp")); err != nil {

@@ -11,8 +11,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/blastnet/blast/engine"
 )
 
 // Opcodes (enum io_uring_op) blast uses.
@@ -167,7 +165,7 @@ type Ring struct {
 
 // New sets up a ring of entries SQEs and at least cqEntries CQEs (0: the
 // kernel's default of twice entries). Its errors say why io_uring cannot
-// run here, wrapping engine.ErrNotSupported, when that is the reason.
+// run here, wrapping errors.ErrUnsupported, when that is the reason.
 func New(entries, cqEntries uint32) (*Ring, error) {
 	var p params
 	if cqEntries > 0 {
@@ -384,11 +382,11 @@ func (r *Ring) Supported() (map[uint8]bool, error) {
 }
 
 // SetupError says why io_uring_setup failed, in words; refusals wrap
-// engine.ErrNotSupported.
+// errors.ErrUnsupported.
 func SetupError(errno unix.Errno) error {
 	switch errno {
 	case unix.ENOSYS:
-		return fmt.Errorf("io_uring_setup: the kernel has no io_uring (older than 5.1 or built without it): %w", engine.ErrNotSupported)
+		return fmt.Errorf("io_uring_setup: the kernel has no io_uring (older than 5.1 or built without it): %w", errors.ErrUnsupported)
 	case unix.EPERM, unix.EACCES:
 		why := "a seccomp filter refuses it (Docker's default profile does)"
 		if b, err := os.ReadFile("/proc/sys/kernel/io_uring_disabled"); err == nil {
@@ -402,7 +400,7 @@ func SetupError(errno unix.Errno) error {
 		if strings.HasPrefix(why, "a seccomp") && !seccompFiltered() {
 			why = "the kernel refuses it (" + errno.Error() + ")"
 		}
-		return fmt.Errorf("io_uring is not allowed here: %s: %w", why, engine.ErrNotSupported)
+		return fmt.Errorf("io_uring is not allowed here: %s: %w", why, errors.ErrUnsupported)
 	case unix.ENOMEM:
 		return fmt.Errorf("io_uring_setup: out of locked memory (raise RLIMIT_MEMLOCK): %w", errno)
 	}

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/blastnet/blast/engine"
 )
 
 // TestSetupError checks that the refusals of io_uring_setup read as "not
@@ -27,7 +25,7 @@ func TestSetupError(t *testing.T) {
 		{unix.EFAULT, false},
 	} {
 		err := SetupError(tc.errno)
-		if errors.Is(err, engine.ErrNotSupported) != tc.not {
+		if errors.Is(err, errors.ErrUnsupported) != tc.not {
 			t.Errorf("%v: %v (not supported: %v, want %v)", tc.errno, err, !tc.not, tc.not)
 		}
 	}
@@ -37,7 +35,7 @@ func TestSetupError(t *testing.T) {
 func newRing(t *testing.T, entries, cq uint32) *Ring {
 	t.Helper()
 	r, err := New(entries, cq)
-	if errors.Is(err, engine.ErrNotSupported) {
+	if errors.Is(err, errors.ErrUnsupported) {
 		t.Skip(err)
 	}
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
-	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 // hostsEnv names the hosts file TestHostsFile's child mounts on

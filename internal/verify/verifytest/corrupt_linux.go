@@ -8,7 +8,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 
-	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/netlab"
 )
 
 // Protocols Corrupt knows: IP protocol numbers.

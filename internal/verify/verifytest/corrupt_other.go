@@ -5,7 +5,7 @@ package verifytest
 import (
 	"testing"
 
-	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/netlab"
 )
 
 // Protocols Corrupt knows: IP protocol numbers.

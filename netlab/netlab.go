@@ -1,11 +1,15 @@
-// Package netlab builds the network labs blast's tests, demo and
-// benchmarks run in: network namespaces joined by veth pairs, as a direct
-// link, as a routed path through a router namespace, or through a
-// userspace delay line that adds round-trip time, a bottleneck rate and
-// random loss (the kernel may lack netem); optionally with several queues
-// per veth and a token-bucket rate limit that emulates a 10, 100 or
-// 1000 Mbit/s link. A Bridged lab puts 2 to 32 hosts on one Ethernet
-// segment through a bridge, with a rate limit per host.
+// Package netlab builds network labs: network namespaces joined by veth
+// pairs, as a direct link, as a routed path through a router namespace, or
+// through a userspace delay line that adds round-trip time, a bottleneck
+// rate and random loss (the kernel may lack netem); optionally with
+// several queues per veth and a token-bucket rate limit that emulates a
+// 10, 100 or 1000 Mbit/s link. A Bridged lab puts 2 to 32 hosts on one
+// Ethernet segment through a bridge, with a rate limit per host.
+//
+// It is product code, shipped in the binary: `blast compare` runs its lab
+// mode in one, and so do `blast demo` and bench; tests build theirs
+// through netlab/labtest, which skips a test that is not root and removes
+// the lab when the test ends.
 //
 // Addresses come only from the benchmarking ranges 198.18.0.0/15 and
 // 2001:2::/48. Names are unique per process and lab, so parallel tests do

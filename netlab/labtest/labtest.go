@@ -1,4 +1,4 @@
-// Package labtest builds internal/netlab labs for tests: it skips a test
+// Package labtest builds netlab labs for tests: it skips a test
 // that is not root, and removes the lab when the test ends. It lives apart
 // from netlab so that package testing is not linked into the binary.
 package labtest
@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/blastnet/blast/internal/netlab"
+	"github.com/blastnet/blast/netlab"
 )
 
 // RequireRoot skips the test, saying why, unless it runs as root.

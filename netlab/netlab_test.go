@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 // transfer sends n bytes from lab.A to lab.B over TCP to addr and

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blastnet/blast/internal/netlab"
-	"github.com/blastnet/blast/internal/netlab/labtest"
 	"github.com/blastnet/blast/internal/timingcheck"
+	"github.com/blastnet/blast/netlab"
+	"github.com/blastnet/blast/netlab/labtest"
 )
 
 // TestTimingDelayedRoundTrip: the round trip across a 20 ms delay line

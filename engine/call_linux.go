@@ -1,0 +1,295 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// How a flow's thread runs (engine v3; ARCHITECTURE.md "The data path").
+//
+// A flow of a Free backend without Spec.Affinity and without pacing runs
+// free: an unlocked goroutine that makes its blocking data calls through
+// the raw system-call entry (unix.RawSyscall6), on a socket whose blocking
+// Run bounds with SO_SNDTIMEO and SO_RCVTIMEO (freeBound). The runtime
+// does not see those calls: the goroutine keeps its P while the kernel
+// blocks it, so sysmon never hands the P off, never starts another thread
+// for it, and never goes back to 20 µs wakeups for it (a locked thread
+// in ordinary blocking calls had its P retaken every 10 ms: 3.5× the
+// context switches of iperf3 at -P 4). The goroutine yields
+// (runtime.Gosched) every yieldEvery, so sysmon never needs to preempt
+// it, and Run raises GOMAXPROCS to the free flows plus one, so every flow
+// has a P and the control plane a spare one.
+//
+// What the bound buys: a raw call the collector must stop is interrupted
+// by the runtime's preemption signal, and a socket call with a timeout
+// fails with EINTR instead of restarting, so a stop-the-world waits for a
+// signal, not for the data (without a timeout the kernel restarts the
+// call and the world waits for the peer). The bound also caps how long a
+// free flow sits on its P without yielding.
+//
+// Every other flow runs on a locked thread in ordinary blocking calls, as
+// before: affinity (-A) needs a thread to pin, a paced sender its
+// thread's timer slack, AF_XDP and io_uring their own waits.
+const (
+	freeBound  = 2 * time.Millisecond
+	yieldEvery = 2 * time.Millisecond
+)
+
+// Free is implemented by a Backend whose every blocking data call goes
+// through the flow's calls (Flow.SendCall, Flow.RecvCall, Flow.Read,
+// Flow.Send, WriteAll): Run may run its flows free.
+type Free interface {
+	Backend
+	// RunsFree reports whether the backend's calls in that direction all
+	// go through the flow (a backend may convert one direction only).
+	RunsFree(send bool) bool
+}
+
+func (fr *free) now() time.Duration { return time.Since(fr.base) }
+
+// runsFree says whether Run runs f free.
+func runsFree(b Backend, f *Flow, send bool) bool {
+	fb, ok := b.(Free)
+	if !ok || !fb.RunsFree(send) || f.Sock == nil || len(f.Spec.Affinity) > 0 {
+		return false
+	}
+	if send && f.Spec.Rate > 0 {
+		return false
+	}
+	return !freeDisabled()
+}
+
+// startFree bounds the socket's blocking and records what the flow's
+// calls must still honour: the mode's own timeouts, and the send slice a
+// locked time-limited sender gets.
+func (f *Flow) startFree(send bool) error {
+	fr := &f.free
+	fd := f.Sock.FD()
+	snd, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO)
+	if err != nil {
+		return IOErr("getsockopt SO_SNDTIMEO", err)
+	}
+	rcv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO)
+	if err != nil {
+		return IOErr("getsockopt SO_RCVTIMEO", err)
+	}
+	fr.prevSnd, fr.prevRcv = time.Duration(snd.Nano()), time.Duration(rcv.Nano())
+	fr.sndLimit, fr.rcvLimit = fr.prevSnd, fr.prevRcv
+	if send && f.Spec.Duration > 0 {
+		fr.sndLimit = sendSlice
+	}
+	if err := f.Sock.SetTimeout(freeBound); err != nil {
+		return err
+	}
+	fr.restoreFD = fd
+	fr.on = true
+	fr.base = time.Now()
+	fr.yieldAt = yieldEvery
+	return nil
+}
+
+// endFree gives the socket its timeouts back.
+func (f *Flow) endFree() {
+	fr := &f.free
+	if fr.restoreFD <= 0 {
+		return
+	}
+	fr.on = false
+	f.Sock.Control(func(fd int) error {
+		snd, rcv := unix.NsecToTimeval(int64(fr.prevSnd)), unix.NsecToTimeval(int64(fr.prevRcv))
+		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &snd)
+		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &rcv)
+		return nil
+	})
+	fr.restoreFD = 0
+}
+
+// segStart begins an accounting segment on the calling thread.
+func (f *Flow) segStart() {
+	fr := &f.free
+	fr.segTid = unix.Gettid()
+	fr.segCPU, fr.segVol, fr.segInvol = threadUsage()
+	fr.segWait = ThreadRunWait()
+}
+
+// segEnd adds the segment's CPU, run-queue wait and switches to the flow,
+// when the goroutine stayed on one thread (a goroutine the runtime moved
+// mid-segment, which yielding every yieldEvery makes rare, has deltas of
+// two threads: dropped, and counted in FactMigrations).
+func (f *Flow) segEnd() {
+	fr := &f.free
+	if unix.Gettid() != fr.segTid {
+		fr.migrated++
+		return
+	}
+	cpu, vol, invol := threadUsage()
+	f.CPU = f.CPU.Add(cpu.Sub(fr.segCPU))
+	f.RunWait += max(ThreadRunWait()-fr.segWait, 0)
+	f.Switches.Voluntary += vol - fr.segVol
+	f.Switches.Involuntary += invol - fr.segInvol
+}
+
+// yield lets the scheduler run something else on the flow's P, closing
+// and opening an accounting segment around it.
+func (f *Flow) yield() {
+	fr := &f.free
+	f.segEnd()
+	runtime.Gosched()
+	fr.yields++
+	f.segStart()
+	fr.yieldAt = fr.now() + yieldEvery
+}
+
+// SendCall makes a blocking system call that sends on the flow's socket
+// (write, sendmsg, sendfile, splice to the socket), and RecvCall one that
+// receives from it. On a free flow the call goes through the raw entry
+// and blocks at most freeBound at a time: a bound that runs out is
+// retried until the timeout the call would have had on a locked thread
+// (the mode's SetTimeout, or the send slice of a time-limited sender),
+// which then fails it with EAGAIN as before. EINTR is retried. On a
+// locked flow it is the ordinary blocking call.
+func (f *Flow) SendCall(trap, a1, a2, a3, a4, a5, a6 uintptr) (int, error) {
+	return f.call(f.free.sndLimit, trap, a1, a2, a3, a4, a5, a6)
+}
+
+// RecvCall: see SendCall.
+func (f *Flow) RecvCall(trap, a1, a2, a3, a4, a5, a6 uintptr) (int, error) {
+	return f.call(f.free.rcvLimit, trap, a1, a2, a3, a4, a5, a6)
+}
+
+func (f *Flow) call(limit time.Duration, trap, a1, a2, a3, a4, a5, a6 uintptr) (int, error) {
+	fr := &f.free
+	if !fr.on {
+		for {
+			r, _, e := unix.Syscall6(trap, a1, a2, a3, a4, a5, a6)
+			if e == unix.EINTR {
+				continue
+			}
+			if e != 0 {
+				return 0, e
+			}
+			return int(r), nil
+		}
+	}
+	start := fr.now()
+	if start >= fr.yieldAt {
+		f.yield()
+	}
+	for {
+		r, _, e := unix.RawSyscall6(trap, a1, a2, a3, a4, a5, a6)
+		switch e {
+		case 0:
+			return int(r), nil
+		case unix.EINTR:
+			// The runtime's preemption signal (the collector stopping
+			// the world, or sysmon): let it have the goroutine.
+			f.yield()
+		case unix.EAGAIN:
+			// The bound ran out (a jiffy at least: 4 ms at HZ=250).
+			now := fr.now()
+			if limit > 0 && now-start >= limit || f.Cancelled() {
+				return 0, e
+			}
+			if now >= fr.yieldAt {
+				f.yield()
+			}
+		default:
+			return 0, e
+		}
+	}
+}
+
+// Read is read(2) on fd as a RecvCall.
+func (f *Flow) Read(fd int, p []byte) (int, error) {
+	return f.RecvCall(unix.SYS_READ, uintptr(fd), uintptr(bufPtr(p)), uintptr(len(p)), 0, 0, 0)
+}
+
+// Send is send(2) on fd as a SendCall (sendto without an address).
+func (f *Flow) Send(fd int, p []byte, flags int) (int, error) {
+	return f.SendCall(unix.SYS_SENDTO, uintptr(fd), uintptr(bufPtr(p)), uintptr(len(p)), uintptr(flags), 0, 0)
+}
+
+// Recv is recv(2) on fd as a RecvCall (recvfrom without an address).
+func (f *Flow) Recv(fd int, p []byte, flags int) (int, error) {
+	return f.RecvCall(unix.SYS_RECVFROM, uintptr(fd), uintptr(bufPtr(p)), uintptr(len(p)), uintptr(flags), 0, 0)
+}
+
+var zeroByte byte
+
+func bufPtr(p []byte) unsafe.Pointer {
+	if len(p) == 0 {
+		return unsafe.Pointer(&zeroByte)
+	}
+	return unsafe.Pointer(&p[0])
+}
+
+// threadUsage is the calling thread's CPU time and context switches
+// (voluntary, involuntary) so far.
+func threadUsage() (CPUTimes, int64, int64) {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
+		return CPUTimes{}, 0, 0
+	}
+	tv := func(t unix.Timeval) time.Duration { return time.Duration(t.Nano()) }
+	return CPUTimes{User: tv(ru.Utime), System: tv(ru.Stime)}, ru.Nvcsw, ru.Nivcsw
+}
+
+// procs keeps GOMAXPROCS at the free flows plus one (a P for every free
+// flow, whose raw calls hold theirs while they block, and one for the
+// control plane), never below what it was before the first free flow,
+// and puts it back when the last one ends.
+var procs struct {
+	mu   sync.Mutex
+	free int
+	base int
+}
+
+func holdP() {
+	procs.mu.Lock()
+	defer procs.mu.Unlock()
+	if procs.free == 0 {
+		procs.base = runtime.GOMAXPROCS(0)
+	}
+	procs.free++
+	if want := procs.free + 1; want > runtime.GOMAXPROCS(0) {
+		runtime.GOMAXPROCS(want)
+	}
+}
+
+func releaseP() {
+	procs.mu.Lock()
+	defer procs.mu.Unlock()
+	procs.free--
+	if procs.free == 0 && runtime.GOMAXPROCS(0) != procs.base {
+		runtime.GOMAXPROCS(procs.base)
+	}
+}
+
+// runFree runs the backend on the calling (unlocked) goroutine, in
+// accounting segments between yields.
+func (f *Flow) runFree(ctx context.Context, b Backend, send bool) error {
+	start := time.Now()
+	f.segStart()
+	var err error
+	if send {
+		err = b.Send(ctx, f)
+	} else {
+		err = b.Recv(ctx, f)
+	}
+	f.segEnd()
+	f.Wall += time.Since(start)
+	if fr := &f.free; fr.migrated > 0 {
+		f.Facts.Add(FactMigrations, fr.migrated)
+	}
+	return err
+}
+
+// freeDisabled reports whether BLAST_THREADS=locked asks every flow onto
+// a locked thread (the engine-v2 data path, kept to measure against).
+func freeDisabled() bool { return os.Getenv("BLAST_THREADS") == "locked" }
