@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/clock"
 )
@@ -357,9 +358,9 @@ func readStateAsync(c net.Conn) <-chan stateMsg {
 	go func() {
 		s, err := ReadState(c)
 		if err == nil && s == ServerError {
-			err = readServerError(c)
+			err = wire.ReadServerError(c)
 			if se, ok := err.(ServerErrorCode); ok {
-				se.Reason = readReason(c, time.Second)
+				se.Reason = wire.ReadReason(c, time.Second)
 				err = se
 			}
 		}
@@ -550,7 +551,7 @@ func (cl *client) connectStreams(ctx context.Context, addr string) error {
 		cl.sess.repeatPayload()
 	}
 	cl.sess.announce()
-	cl.sess.prepare(ctx, cl.res.Params.blockLen())
+	cl.sess.prepare(ctx, cl.res.Params.BlockLen())
 	if testHookConnected != nil {
 		testHookConnected(cl)
 	}
@@ -616,7 +617,7 @@ func countQuiet(p *Params) time.Duration {
 	if p.Bandwidth <= 0 {
 		return least
 	}
-	gap := float64(p.blockLen()) * 8 * float64(max(p.Burst, 1)) / float64(p.Bandwidth)
+	gap := float64(p.BlockLen()) * 8 * float64(max(p.Burst, 1)) / float64(p.Bandwidth)
 	return max(least, time.Duration(min(4*gap, 3600)*float64(time.Second)))
 }
 

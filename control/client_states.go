@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/internal/clock"
 )
 
@@ -98,7 +99,7 @@ func (cl *client) newTest() error {
 		return err
 	}
 	res := &Result{Role: "client", Version: Version, SystemInfo: systemInfo(), Time: time.Now(),
-		Host: cfg.Host, Cookie: cookieString(cl.cookie), Params: cl.params, SockBufSize: cfg.Window,
+		Host: cfg.Host, Cookie: wire.CookieString(cl.cookie), Params: cl.params, SockBufSize: cfg.Window,
 		Backend: cl.backend.Name(), TCPMSSDefault: mss, BlockLenAuto: blockAuto}
 	if cfg.GSRO && cfg.UDP && cl.backend.Name() != "mmsg" {
 		res.Notes = append(res.Notes, "--gsro: this host has no mmsg backend to send with UDP GSO and receive with GRO; the server was asked to use them")
@@ -183,13 +184,13 @@ func (cl *client) testRunningNow(ctx context.Context) (string, error) {
 // running drives the test from TEST_RUNNING to the end.
 func (cl *client) running(ctx context.Context, cpu cpuMeter) (*Result, error) {
 	cfg, sess, res := &cl.cfg, cl.sess, cl.res
-	limit := res.Params.byteLimit()
+	limit := res.Params.ByteLimit()
 	dataCtx, cancelData := context.WithCancel(context.Background())
 	defer cancelData()
 	if limit == 0 && cfg.Duration > 0 {
 		sess.sendFor = cfg.Omit + cfg.Duration
 	}
-	sess.run(dataCtx, res.Params.blockLen(), senderLimit(limit))
+	sess.run(dataCtx, res.Params.BlockLen(), senderLimit(limit))
 	countDone := make(chan struct{})
 	defer close(countDone)
 	sess.watchCount(limit, countDone)
@@ -312,7 +313,7 @@ func (cl *client) exchangeResults(ctx context.Context) (bool, error) {
 	cl.after = "the results (no DISPLAY_RESULTS)"
 	cl.readDeadline(ctx, time.Now().Add(cl.endWait()))
 	cl.debugJSON(1, "get_results", json.RawMessage(b))
-	pr, err := decodeResults(b)
+	pr, err := wire.DecodeResults(b)
 	if err != nil {
 		return false, fmt.Errorf("the server's results: %w", err)
 	}

@@ -94,7 +94,7 @@ func (cl *client) idleWatch() *idleWatch {
 	default:
 		stall = DefaultRcvTimeout
 	}
-	w.stall = stallLimit(stall, cl.res.Params.blockLen(), cl.cfg.Rate)
+	w.stall = stallLimit(stall, cl.res.Params.BlockLen(), cl.cfg.Rate)
 	period := w.stall
 	if w.timeout > 0 {
 		period = min(period, w.timeout)

@@ -73,12 +73,12 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 	localSends := up == (r.Role == "client")
 	local := &pathdiag.End{Name: "local", NIC: r.NIC, Path: r.Path, Sysctls: r.Sysctls,
 		CPUPct: -1, SndBuf: r.SndBufActual, RcvBuf: r.RcvBufActual, BufAsked: r.SockBufSize,
-		BufLen: int(r.Params.blockLen())}
+		BufLen: int(r.Params.BlockLen())}
 	var remote *pathdiag.End
 	if r.peerResults() {
 		remote = &pathdiag.End{Name: "remote", NIC: r.RemoteNIC, Path: r.RemotePath, Sysctls: r.RemoteSysctls,
 			CPUPct: -1, SndBuf: r.RemoteSndBuf, RcvBuf: r.RemoteRcvBuf, BufAsked: r.SockBufSize,
-			BufLen: int(r.Params.blockLen())}
+			BufLen: int(r.Params.BlockLen())}
 	}
 	d := &pathdiag.Direction{UDP: r.UDP(), Sender: local, Receiver: remote, Retransmits: -1, Rate: float64(r.Params.Bandwidth)}
 	d.Stall = pathdiag.Stall(r.SendStall)
@@ -163,7 +163,7 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 		d.RTTus = rtt / float64(nRTT)
 	}
 	if d.UDP {
-		d.Datagram = int(r.Params.blockLen())
+		d.Datagram = int(r.Params.BlockLen())
 	}
 	if d.Seconds > 0 {
 		d.Goodput = 8 * float64(d.ReceivedBytes) / d.Seconds
@@ -235,7 +235,7 @@ func topFinding(r *Result) *nicinfo.Finding {
 func (r *Result) sentAfterCount(sender bool) int64 {
 	var n int64
 	for _, sr := range r.Streams {
-		if sr.Sender != sender || !bool(r.Params.UDP) || r.Params.byteLimit() <= 0 || r.upstream(sr.Sender) {
+		if sr.Sender != sender || !bool(r.Params.UDP) || r.Params.ByteLimit() <= 0 || r.upstream(sr.Sender) {
 			continue
 		}
 		snd, rcv := sr.UDP, sr.PeerUDP
@@ -263,7 +263,7 @@ func (r *Result) UDPLoss(sr *StreamResult) (sent, lost int64) {
 	if !sr.Sender {
 		snd, rcv = sr.PeerUDP, sr.UDP
 	}
-	if bool(r.Params.UDP) && r.Params.byteLimit() > 0 && !r.upstream(sr.Sender) && rcv != nil {
+	if bool(r.Params.UDP) && r.Params.ByteLimit() > 0 && !r.upstream(sr.Sender) && rcv != nil {
 		return rcv.Packets, rcv.Lost
 	}
 	if snd != nil {

@@ -313,7 +313,7 @@ func jsonStartOf(r *Result) *jsonStart {
 	}
 	s.TargetBitrate = int64(r.Params.Bandwidth)
 	s.SockBufSize, s.SndBufActual, s.RcvBufActual = r.SockBufSize, r.SndBufActual, r.RcvBufActual
-	s.TestStart = jsonTestStart{Protocol: "TCP", NumStreams: r.NumStreams(), BlkSize: r.Params.blockLen(),
+	s.TestStart = jsonTestStart{Protocol: "TCP", NumStreams: r.NumStreams(), BlkSize: r.Params.BlockLen(),
 		Omit: int(r.Params.Omit), Duration: int(r.Params.Time), Bytes: int64(r.Params.Num), Blocks: int64(r.Params.BlockCount),
 		TOS: int(r.Params.TOS), TargetBitrate: int64(r.Params.Bandwidth)}
 	if r.UDP() {

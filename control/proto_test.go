@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/report"
 	"io"
 	"strings"
@@ -29,12 +30,12 @@ func TestCookie(t *testing.T) {
 	if c[CookieSize-1] != 0 {
 		t.Errorf("cookie does not end in NUL: %q", c)
 	}
-	s := cookieString(c)
+	s := wire.CookieString(c)
 	if len(s) != CookieSize-1 {
 		t.Errorf("cookie text %q: %d characters, want %d", s, len(s), CookieSize-1)
 	}
 	for _, r := range s {
-		if !strings.ContainsRune(cookieChars, r) {
+		if !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz234567", r) {
 			t.Errorf("cookie %q has %q, outside iperf3's alphabet", s, r)
 		}
 	}
@@ -136,8 +137,8 @@ func TestParamsDecode(t *testing.T) {
 	if diff := cmp.Diff(want, p); diff != "" {
 		t.Errorf("params (-want +got):\n%s", diff)
 	}
-	if p.byteLimit() != 1048576 || p.blockLen() != 131072 {
-		t.Errorf("limit %d, block %d", p.byteLimit(), p.blockLen())
+	if p.ByteLimit() != 1048576 || p.BlockLen() != 131072 {
+		t.Errorf("limit %d, block %d", p.ByteLimit(), p.BlockLen())
 	}
 	// Presence is what counts for iperf3's flags.
 	var q Params
@@ -218,14 +219,14 @@ func TestResultsDecode(t *testing.T) {
 	in := `{"cpu_util_total":61.7,"cpu_util_user":3.9,"cpu_util_system":57.8,"sender_has_retransmits":18446744073709551615,` +
 		`"congestion_used":"bbr","streams":[{"id":1,"bytes":1888616448,"retransmits":18446744073709551615,"jitter":0,"errors":0,` +
 		`"packets":0,"start_time":0,"end_time":1.00099}]}`
-	r, err := decodeResults([]byte(in))
+	r, err := wire.DecodeResults([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.SenderHasRetransmits != -1 || r.Streams[0].Retransmits != -1 || r.Streams[0].Bytes != 1888616448 {
 		t.Errorf("decoded %+v", r)
 	}
-	if _, err := decodeResults([]byte(`{"cpu_util_total":1,"streams":[]}`)); err == nil {
+	if _, err := wire.DecodeResults([]byte(`{"cpu_util_total":1,"streams":[]}`)); err == nil {
 		t.Error("results without cpu_util_user accepted")
 	}
 }

@@ -239,14 +239,6 @@ func (r *Result) drained(sender bool) *Drained {
 	return sum
 }
 
-// Drained is what a receiver read after the test's end: Bytes (Datagrams
-// on UDP) over the Seconds from the end to the last of them.
-type Drained struct {
-	Bytes     int64   `json:"bytes"`
-	Datagrams int64   `json:"datagrams,omitempty"`
-	Seconds   float64 `json:"seconds"`
-}
-
 // SentBytes and ReceivedBytes give the sender's and receiver's view of the
 // stream whichever side this is, with the seconds each measured over.
 func (s *StreamResult) SentBytes() (int64, float64) {
@@ -291,32 +283,6 @@ type StreamInterval struct {
 	// UDP is set on UDP streams: the datagrams of this interval (Jitter
 	// is the running value at its end).
 	UDP *UDPStats
-}
-
-// UDPStats are the datagram counts of one UDP stream on one side, as
-// iperf3 keeps them (iperf_udp.c). On the sending side only Packets is
-// set: the datagrams sent. On the receiving side Packets is the highest
-// sequence number seen (iperf3's packet_count, so lost datagrams are in
-// it), Lost the gaps in the sequence less the late datagrams that filled
-// them, OutOfOrder the datagrams that arrived after a higher-numbered one,
-// Duplicates (blast only; iperf3 counts them as out of order) the
-// datagrams seen twice, and Jitter the RFC 3550 smoothed transit-time
-// variation in seconds.
-type UDPStats struct {
-	Packets    int64   `json:"packets"`
-	Lost       int64   `json:"lost"`
-	OutOfOrder int64   `json:"out_of_order"`
-	Duplicates int64   `json:"duplicates"`
-	Jitter     float64 `json:"jitter"`
-}
-
-// LostPercent is Lost as a share of Packets, in percent (0 with no
-// packets).
-func (u *UDPStats) LostPercent() float64 {
-	if u == nil || u.Packets <= 0 {
-		return 0
-	}
-	return 100 * float64(u.Lost) / float64(u.Packets)
 }
 
 // UDP reports whether the test runs over UDP.

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/internal/fairpool"
@@ -576,7 +577,7 @@ func (s *Server) serveTest(ctx context.Context, ctrl net.Conn, cookie [CookieSiz
 		tc.SetKeepAliveConfig(ctrlKeepAlive)
 	}
 	res := &Result{Role: "server", Version: Version, SystemInfo: systemInfo(), Time: time.Now(),
-		Cookie: cookieString(cookie), Backend: s.backend.Name()}
+		Cookie: wire.CookieString(cookie), Backend: s.backend.Name()}
 	if a, ok := ctrl.RemoteAddr().(*net.TCPAddr); ok {
 		res.Peer = unmap(a.AddrPort())
 	}
@@ -658,9 +659,9 @@ func (t *serverTest) refuse(code int32, err error) error {
 	t.set(ServerError)
 	t.tracef("error %d sent: %v", code, err)
 	t.ctrl.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	writeServerError(t.ctrl, code, errnoOf(code))
+	wire.WriteServerError(t.ctrl, code, errnoOf(code))
 	if t.p.Blast != nil {
-		writeReason(t.ctrl, err.Error())
+		wire.WriteReason(t.ctrl, err.Error())
 	}
 	return err
 }
@@ -697,7 +698,7 @@ func serverSendLimit(p *Params) int64 {
 	if p.UDP {
 		return 0
 	}
-	return p.byteLimit()
+	return p.ByteLimit()
 }
 
 // testGrace is how long after its time a client may take to end a test
@@ -727,7 +728,7 @@ func (t *serverTest) wait() (m stateMsg, pending <-chan stateMsg, abort *testAbo
 	defer tk.Stop()
 	hasRecv := false
 	t.sess.each(false, func(*stream) { hasRecv = true })
-	stall := stallLimit(t.s.cfg.RcvTimeout, t.p.blockLen(), float64(t.p.Bandwidth))
+	stall := stallLimit(t.s.cfg.RcvTimeout, t.p.BlockLen(), float64(t.p.Bandwidth))
 	// A client whose streams are all done may take a moment to say
 	// TEST_END (it waits for its last bytes to be acknowledged).
 	const endWait = 5 * time.Second
@@ -752,14 +753,14 @@ func (t *serverTest) wait() (m stateMsg, pending <-chan stateMsg, abort *testAbo
 			limit := t.s.cfg.RcvTimeout.Milliseconds()
 			switch {
 			case hasRecv && now.Sub(gotAt) >= t.s.cfg.RcvTimeout:
-				return stateMsg{}, ctrlMsg, &testAbort{iperfNoMsg, fmt.Errorf("%w: nothing from the client for %v (--rcv-timeout %d ms): its sender stalled, or it is gone",
+				return stateMsg{}, ctrlMsg, &testAbort{wire.IENoMsg, fmt.Errorf("%w: nothing from the client for %v (--rcv-timeout %d ms): its sender stalled, or it is gone",
 					ErrNoData, now.Sub(gotAt).Round(time.Millisecond), limit)}
 			case now.Sub(movedAt) >= stall && (now.Sub(movedAt) >= endWait || !t.sess.allDone()):
 				// No byte moved either way, and no word from the client:
 				// it stopped reading (a test without a time limit would
 				// hold its slot for ever), or it finished and never said
 				// TEST_END.
-				return stateMsg{}, ctrlMsg, &testAbort{iperfNoMsg, fmt.Errorf("%w: the client neither took data nor ended the test for %v (--rcv-timeout %d ms): it stalled, or it is gone",
+				return stateMsg{}, ctrlMsg, &testAbort{wire.IENoMsg, fmt.Errorf("%w: the client neither took data nor ended the test for %v (--rcv-timeout %d ms): it stalled, or it is gone",
 					ErrNoData, now.Sub(movedAt).Round(time.Millisecond), limit)}
 			}
 			tk.Reset(every)

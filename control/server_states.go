@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 )
 
@@ -117,18 +118,18 @@ func (t *serverTest) readParams() error {
 		p.Parallel = 1
 	}
 	res.Params = *p
-	if code, err := p.validateFrame(b); err != nil {
+	if code, err := p.ValidateFrame(b); err != nil {
 		return t.refuse(code, fmt.Errorf("parameters refused: %w", err))
 	}
 	if err := s.cfg.Auth.Check(p.AuthToken, s.clk.Now()); err != nil {
-		return t.refuse(iperfAuthTest, err)
+		return t.refuse(wire.IEAuthTest, err)
 	}
 	if err := s.checkDuration(p); err != nil {
-		return t.refuse(iperfMaxDuration, err)
+		return t.refuse(wire.IEMaxDuration, err)
 	}
 	if s.meter != nil {
 		if t.mt, err = s.meter.admit(res, p); err != nil {
-			return t.refuse(iperfTotalRate, err)
+			return t.refuse(wire.IETotalRate, err)
 		}
 		t.onEnd(func() { s.meter.remove(t.mt) })
 	}
@@ -242,7 +243,7 @@ func (t *serverTest) takeSlot() error {
 
 	sess := &session{res: res, backend: t.backend, rxBackend: t.rxBackend, rxAuto: t.rxBackend == nil, interval: s.cfg.Interval, omit: time.Duration(p.Omit) * time.Second,
 		udp: bool(p.UDP), udp64: p.UDPCounters64 != 0, rate: float64(p.Bandwidth), burst: int(p.Burst), onInterval: s.cfg.OnInterval}
-	if p.byteLimit() == 0 && p.Time > 0 {
+	if p.ByteLimit() == 0 && p.Time > 0 {
 		sess.sendFor = time.Duration(p.Time+p.Omit) * time.Second
 	}
 	t.sess = sess
@@ -281,7 +282,7 @@ func (t *serverTest) createStreams() (State, error) {
 	}
 	t.readDeadline(time.Time{})
 	t.stopWatch()
-	sess.prepare(t.ctx, p.blockLen())
+	sess.prepare(t.ctx, p.BlockLen())
 	return TestStart, nil
 }
 
@@ -330,10 +331,10 @@ func (t *serverTest) testRunning() (State, error) {
 	if err := WriteState(t.ctrl, TestRunning); err != nil {
 		return 0, fmt.Errorf("send TEST_RUNNING: %w", err)
 	}
-	sess.run(dataCtx, p.blockLen(), serverSendLimit(p))
+	sess.run(dataCtx, p.BlockLen(), serverSendLimit(p))
 	countDone := make(chan struct{})
 	t.onEnd(func() { close(countDone) })
-	sess.watchCount(p.byteLimit(), countDone)
+	sess.watchCount(p.ByteLimit(), countDone)
 	t.grace = time.Duration(p.Time+p.Omit)*time.Second + testGrace
 	if p.Time > 0 {
 		// A client that vanishes without closing must not hold the slot
@@ -386,7 +387,7 @@ func (t *serverTest) ended(m stateMsg, pending <-chan stateMsg, abort *testAbort
 	case shutdown:
 		t.terminate()
 	case isTimeout(m.err) && p.Time > 0:
-		t.refuse(iperfDurationExpired, errors.New("server test duration expired"))
+		t.refuse(wire.IEDurationExpired, errors.New("server test duration expired"))
 	default:
 		told = false
 	}
@@ -446,7 +447,7 @@ func (t *serverTest) exchangeResults() (State, error) {
 		return 0, fmt.Errorf("read the client's results: %w", err)
 	}
 	t.tracef("get_results: %s", b)
-	pr, err := decodeResults(b)
+	pr, err := wire.DecodeResults(b)
 	if err != nil {
 		return 0, fmt.Errorf("the client's results: %w", err)
 	}

@@ -26,15 +26,6 @@ var (
 	ErrIdle = errors.New("idle timeout")
 )
 
-// iperf3's error numbers (i_errno, iperf_api.h) that a server sends with
-// SERVER_ERROR when it ends or refuses a test itself.
-const (
-	iperfTotalRate       = 27  // IETOTALRATE
-	iperfMaxDuration     = 37  // IEMAXSERVERTESTDURATIONEXCEEDED
-	iperfNoMsg           = 144 // IENOMSG
-	iperfDurationExpired = 160 // IESERVERTESTDURATIONEXPIRED
-)
-
 // checkDuration refuses a test longer than MaxDuration, or without a time
 // limit, as iperf3's --server-max-duration does.
 func (s *Server) checkDuration(p *Params) error {

@@ -7,9 +7,11 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/hostload"
 	"github.com/blastnet/blast/internal/verify"
@@ -297,7 +299,7 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 			}
 			st.err = err
 			st.facts = f.Facts.Snapshot()
-			st.thread = threadTimes(f)
+			st.thread = wire.ThreadTimesOf(f)
 		}(st)
 	}
 
@@ -536,7 +538,7 @@ func (s *session) endOmitLocked(now time.Time) {
 			st.retransBase = ti.TotalRetrans
 			st.lastRetrans = ti.TotalRetrans
 			st.ackBase = ti.BytesAcked
-			st.limitBase = limitsOf(ti)
+			st.limitBase = wire.LimitsOf(ti)
 			st.limitLast = st.limitBase
 		}
 		st.ackCount = 0
@@ -590,7 +592,7 @@ func (s *session) sampleLocked(now time.Time, final bool) bool {
 				st.maxCwnd = max(st.maxCwnd, ti.SndCwnd)
 				st.maxWnd = max(st.maxWnd, ti.SndWnd)
 				st.pmtu, st.mss, st.acked = ti.PMTU, ti.SndMSS, ti.BytesAcked
-				st.limitLast = limitsOf(ti)
+				st.limitLast = wire.LimitsOf(ti)
 				st.maxRT = max(st.maxRT, ti.RTT)
 				if st.minRTT == 0 || ti.RTT < st.minRTT {
 					st.minRTT = ti.RTT
@@ -602,7 +604,7 @@ func (s *session) sampleLocked(now time.Time, final bool) bool {
 		st.last = cur
 		if st.udp != nil {
 			u := st.udpStats(s.finished)
-			d := u.sub(st.lastUDP)
+			d := u.Sub(st.lastUDP)
 			si.UDP = &d
 			st.lastUDP = u
 		}
@@ -854,12 +856,12 @@ func (s *session) finish(now time.Time) {
 			u := st.udpStats(true)
 			if s.ended {
 				if !st.sender && sr.Drained != nil {
-					dr := u.sub(st.endUDP)
+					dr := u.Sub(st.endUDP)
 					sr.Drained.Datagrams = dr.Packets
 				}
 				u = st.endUDP
 			}
-			u = u.sub(st.udpBase)
+			u = u.Sub(st.udpBase)
 			sr.UDP = &u
 		}
 		sr.Verify = st.verifyCounts()
@@ -867,7 +869,7 @@ func (s *session) finish(now time.Time) {
 			sr.Retransmits = st.lastRetrans - st.retransBase
 			sr.MaxSndCwnd, sr.MaxSndWnd, sr.MinRTT, sr.MaxRTT = st.maxCwnd, st.maxWnd, st.minRTT, st.maxRT
 			sr.PMTU, sr.MSS, sr.Acked = st.pmtu, st.mss, st.acked
-			sr.Limits = st.limitLast.sub(st.limitBase)
+			sr.Limits = st.limitLast.Sub(st.limitBase)
 			if st.nRTT > 0 {
 				sr.MeanRTT = st.sumRTT / st.nRTT
 			}
@@ -1120,5 +1122,5 @@ func (s *session) merge(pr *Results) error {
 type errStreamID int
 
 func (e errStreamID) Error() string {
-	return "peer results name stream id " + itoa(int(e)) + ", which this test does not have"
+	return "peer results name stream id " + strconv.Itoa(int(e)) + ", which this test does not have"
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func TestSysAgainstBlastServer(t *testing.T) {
 	}
 	var sum float64
 	for i, iv := range r.Intervals {
-		check("client interval "+itoa(i), iv.Load, 0)
+		check("client interval "+strconv.Itoa(i), iv.Load, 0)
 		sum += iv.Load.Seconds
 	}
 	check("client test", r.Load, 2)

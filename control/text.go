@@ -149,7 +149,7 @@ func (t Text) WriteStart(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "%s\n%s\n", r.Version, r.SystemInfo)
 		fmt.Fprintf(w, "Control connection MSS %d\n", r.TCPMSSDefault)
 		if r.UDP() && r.BlockLenAuto {
-			fmt.Fprintf(w, "Setting UDP block size to %d\n", r.Params.blockLen())
+			fmt.Fprintf(w, "Setting UDP block size to %d\n", r.Params.BlockLen())
 		}
 	}
 	if t.Verbose {
@@ -188,7 +188,7 @@ func (t Text) WriteStart(w io.Writer, r *Result) {
 		if r.UDP() {
 			proto = "UDP"
 		}
-		fmt.Fprintf(w, "Starting Test: protocol: %s, %d streams, %d byte blocks, omitting %d seconds, ", proto, r.NumStreams(), r.Params.blockLen(), r.Params.Omit)
+		fmt.Fprintf(w, "Starting Test: protocol: %s, %d streams, %d byte blocks, omitting %d seconds, ", proto, r.NumStreams(), r.Params.BlockLen(), r.Params.Omit)
 		switch {
 		case r.Params.Num > 0:
 			fmt.Fprintf(w, "%d bytes to send", r.Params.Num)

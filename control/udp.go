@@ -20,15 +20,6 @@ import (
 const (
 	// DefaultUDPRate is iperf3's default UDP bitrate, bits per second.
 	DefaultUDPRate = 1 << 20
-	// MinUDPBlock is the smallest UDP datagram iperf3 sends: the 4-byte
-	// seconds, 4-byte microseconds and 8-byte (room for a 64-bit)
-	// sequence number.
-	MinUDPBlock = 16
-	// MaxUDPBlock is the largest UDP payload over IPv4.
-	MaxUDPBlock = 65507
-	// DefaultUDPBlock is iperf3's UDP datagram size when the control
-	// connection's MSS is not known.
-	DefaultUDPBlock = 1460
 )
 
 // udpDefaultBackend is what moves UDP when nobody chose: sendmmsg and
@@ -93,13 +84,6 @@ func ParseRate(s string) (bits float64, burst int, err error) {
 	}
 	return f * mult, burst, nil
 }
-
-// MaxBurst is iperf3's MAX_BURST; MaxRate bounds -b at 10 Tbit/s so that
-// the bitrate fits iperf3's JSON integer.
-const (
-	MaxBurst = 1000
-	MaxRate  = 10e12
-)
 
 // udpFraming is iperf3's datagram header on one UDP stream (iperf_udp.c):
 // seconds and microseconds of the send time (4 bytes each, big-endian; on
@@ -274,12 +258,6 @@ func (u *udpFraming) stats() UDPStats {
 // final are the receiver's exact counts. Call it only once the flow is
 // over (its Run has returned).
 func (u *udpFraming) final() UDPStats { return u.cur }
-
-// sub is u less the counts of base; the jitter stays u's.
-func (u UDPStats) sub(base UDPStats) UDPStats {
-	return UDPStats{Packets: u.Packets - base.Packets, Lost: u.Lost - base.Lost,
-		OutOfOrder: u.OutOfOrder - base.OutOfOrder, Duplicates: u.Duplicates - base.Duplicates, Jitter: u.Jitter}
-}
 
 // udpHandshake is the client's side of a UDP stream's connect: send the
 // hello until the server answers (every second, in case a datagram was

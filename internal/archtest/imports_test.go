@@ -42,6 +42,7 @@ var layers = []struct {
 	}},
 	{"the one registry of backends", []string{"engine/backends"}},
 	{"modes over the engine", []string{"latency", "ttcp"}},
+	{"iperf3's wire: states, frames, parameters and results as exchanged", []string{"control/wire"}},
 	{"iperf3's protocol (its UDP echo shares latency's sessions)", []string{"control"}},
 	{"what runs control's tests", []string{"doctor", "agent", "compare", "demo"}},
 	{"the agents' mesh", []string{"mesh"}},
