@@ -5,7 +5,7 @@ export PATH := $(PATH):/usr/local/go/bin
 # Debian packages the tests run against: command -> package.
 TEST_TOOLS := ip:iproute2 tc:iproute2 socat:socat iperf3:iperf3 ethtool:ethtool sockperf:sockperf rsvg-convert:librsvg2-bin iptables:iptables
 
-.PHONY: help build install man test test-stress check-timing vet deps demo bench bench-quick clean fuzz image test-image test-k8s deps-k8s kube-apiserver
+.PHONY: help build install man rules test test-stress check-timing vet deps demo bench bench-quick clean fuzz image test-image test-k8s deps-k8s kube-apiserver
 
 BENCH_FLAGS ?=
 
@@ -61,6 +61,9 @@ install: build man ## install blast, its ttcp link, the man pages, the bash/zsh/
 man: build ## write the man pages (blast.1, blast-COMMAND.1) into man/, from the commands' help and flag definitions; dated by the last commit
 	rm -rf man
 	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null)} ./bin/blast man man
+
+rules: ## rewrite README.md's rule table from finding's registry (finding/registry.go); go test ./finding fails while they differ
+	$(GO) test ./finding -run TestREADMETable -count=1 -update
 
 deps: ## install the Debian packages the tests need (as root, when missing)
 	@missing=""; for tp in $(TEST_TOOLS); do \

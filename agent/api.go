@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/clock"
 )
 
@@ -91,13 +92,13 @@ type Reply struct {
 // Finding is one finding of the test's diagnosis, with the end that has
 // it ("src", "dst", or "path" when it is about the path between them).
 type Finding struct {
-	Rule     string `json:"rule"`
-	Severity string `json:"severity"`
-	End      string `json:"end"`
-	Iface    string `json:"iface,omitempty"`
-	Summary  string `json:"summary"`
-	Evidence string `json:"evidence,omitempty"`
-	Fix      string `json:"fix,omitempty"`
+	Rule     finding.ID       `json:"rule"`
+	Severity finding.Severity `json:"severity"`
+	End      string           `json:"end"`
+	Iface    string           `json:"iface,omitempty"`
+	Summary  string           `json:"summary"`
+	Evidence string           `json:"evidence,omitempty"`
+	Fix      string           `json:"fix,omitempty"`
 }
 
 // Client talks to one agent's control endpoint. It signs each request for

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/nicinfo"
 )
 
@@ -51,9 +52,9 @@ func newReply(res *control.Result, err error) *Reply {
 	}
 	r.CPUSrc, r.CPUDst = res.CPU.Total, res.RemoteCPU.Total
 	r.NICSrc, r.NICDst = ifaceName(res.NIC), ifaceName(res.RemoteNIC)
-	add := func(end string, fs []nicinfo.Finding) {
+	add := func(end string, fs []finding.Finding) {
 		for _, f := range fs {
-			r.Findings = append(r.Findings, Finding{Rule: f.Rule, Severity: f.Severity.String(), End: end,
+			r.Findings = append(r.Findings, Finding{Rule: f.Rule, Severity: f.Severity, End: end,
 				Iface: f.Iface, Summary: f.Summary, Evidence: f.Evidence, Fix: f.Fix})
 		}
 	}
@@ -71,7 +72,7 @@ func newReply(res *control.Result, err error) *Reply {
 		case f.Iface != "" && f.Iface == r.NICDst:
 			end = "dst"
 		}
-		add(end, []nicinfo.Finding{f})
+		add(end, []finding.Finding{f})
 	}
 	return r
 }

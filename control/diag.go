@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathdiag"
 )
@@ -16,7 +17,7 @@ func (r *Result) diagnose() {
 	if r == nil || !r.connected() {
 		return
 	}
-	var lists [][]nicinfo.Finding
+	var lists [][]finding.Finding
 	var dirs [2]*pathdiag.Direction
 	for i, up := range []bool{true, false} {
 		d := r.Direction(up)
@@ -27,7 +28,7 @@ func (r *Result) diagnose() {
 		lists = append(lists, pathdiag.Diagnose(*d))
 	}
 	if dirs[0] != nil && dirs[1] != nil {
-		var nicFindings []nicinfo.Finding
+		var nicFindings []finding.Finding
 		for _, n := range []*nicinfo.Result{r.NIC, r.RemoteNIC} {
 			if n != nil {
 				nicFindings = append(nicFindings, n.Findings...)
@@ -214,15 +215,15 @@ func (sr *StreamResult) tcpSummary() *TCPSummary {
 
 // topFinding is the most serious finding of the test at WARN or above,
 // the interfaces' and the path's together; nil when there is none.
-func topFinding(r *Result) *nicinfo.Finding {
-	var all [][]nicinfo.Finding
+func topFinding(r *Result) *finding.Finding {
+	var all [][]finding.Finding
 	for _, n := range []*nicinfo.Result{r.NIC, r.RemoteNIC} {
 		if n != nil {
 			all = append(all, n.Findings)
 		}
 	}
 	fs := pathdiag.Merge(append(all, r.Findings)...)
-	if len(fs) == 0 || fs[0].Severity < nicinfo.Warn {
+	if len(fs) == 0 || fs[0].Severity < finding.Warn {
 		return nil
 	}
 	return &fs[0]

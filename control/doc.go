@@ -5,9 +5,8 @@
 // The protocol is iperf3 3.x's: a 37-byte cookie, one signed state byte
 // per transition, parameters and results as a 4-byte big-endian length
 // followed by JSON, data streams on the same port that open with the same
-// cookie, and stream ids 1, 3, 4, 5, ... (see ../../shared/notes/peers.md
-// section 3). blast-only fields travel under "blast" keys, which iperf3
-// ignores.
+// cookie, and stream ids 1, 3, 4, 5 and on. blast-only fields travel
+// under "blast" keys, which iperf3 ignores.
 //
 // What it promises beyond iperf3: a server runs several tests at once (each
 // data connection is routed to its test by cookie), every stream runs on

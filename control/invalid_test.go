@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/nicinfo"
 )
 
@@ -13,11 +14,11 @@ import (
 // "invalid" rather than "ok". A valid one says "ok", and then the most
 // serious finding at WARN or above, which says why it was slow.
 func TestInvalidResult(t *testing.T) {
-	flap := &nicinfo.Result{Findings: []nicinfo.Finding{
-		{Rule: "D1", Severity: nicinfo.Error, Summary: "duplex mismatch"},
-		{Rule: "D10", Severity: nicinfo.Error, Summary: "the link went down during the test: this result is not valid", Evidence: "Δcarrier_changes = 2", Invalid: true},
+	flap := &nicinfo.Result{Findings: []finding.Finding{
+		{Rule: "D1", Severity: finding.Error, Summary: "duplex mismatch"},
+		{Rule: "D10", Severity: finding.Error, Summary: "the link went down during the test: this result is not valid", Evidence: "Δcarrier_changes = 2", Invalid: true},
 	}}
-	healthy := &nicinfo.Result{Findings: []nicinfo.Finding{{Rule: "D1", Severity: nicinfo.Error, Summary: "duplex mismatch"}}}
+	healthy := &nicinfo.Result{Findings: []finding.Finding{{Rule: "D1", Severity: finding.Error, Summary: "duplex mismatch"}}}
 	for _, tc := range []struct {
 		r    *Result
 		want string

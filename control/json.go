@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/hostload"
 	"github.com/blastnet/blast/internal/verify"
 	"github.com/blastnet/blast/nicinfo"
@@ -237,7 +238,7 @@ type jsonEndBlast struct {
 	RemoteHostIntervals []hostload.Load `json:"remote_host_intervals,omitempty"`
 	// Findings are the path and transport findings (D14 and up, D7);
 	// Path and RemotePath the path facts they were judged on.
-	Findings   []nicinfo.Finding `json:"findings,omitempty"`
+	Findings   []finding.Finding `json:"findings,omitempty"`
 	Path       *pathinfo.Delta   `json:"path,omitempty"`
 	RemotePath *pathinfo.Delta   `json:"remote_path,omitempty"`
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/golden"
 	"github.com/blastnet/blast/nicinfo"
 )
@@ -117,7 +118,7 @@ func clientP1() *Result {
 			Link: nicinfo.Link{SpeedMbps: &speed, Duplex: "full"}, Naming: nicinfo.Naming{Kind: "user", Stable: true}},
 		Delta: &nicinfo.Deltas{Name: "bl1cf.1a", Interval: 3041 * time.Millisecond,
 			Counters: map[string]uint64{"tx_bytes": 3461002211, "tx_packets": 79811, "rx_bytes": 1523012, "rx_packets": 23011}},
-		Findings: []nicinfo.Finding{},
+		Findings: []finding.Finding{},
 	}
 	return &Result{
 		Role: "client", Version: Version, SystemInfo: "Linux lab-a 6.12.0 #1 SMP x86_64", Time: goldenTime,

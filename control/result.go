@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/hostload"
 	"github.com/blastnet/blast/internal/verify"
 	"github.com/blastnet/blast/nicinfo"
@@ -78,7 +79,7 @@ type Result struct {
 	// Findings are the path and transport findings of the test (pathdiag,
 	// D14 and up, and D7 for --bidir), both ends' facts judged together;
 	// the interfaces' own findings are in NIC and RemoteNIC.
-	Findings []nicinfo.Finding
+	Findings []finding.Finding
 
 	ServerOutputText string
 	ServerOutputJSON json.RawMessage

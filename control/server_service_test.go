@@ -741,6 +741,10 @@ func TestConsoleVerboseDebug(t *testing.T) {
 		`(?m)^Starting Test: protocol: TCP, 1 streams, 131072 byte blocks, omitting 0 seconds, 2 second test, tos 0$`,
 		`(?m)^Test Complete\. Summary Results:$`,
 		`(?m)^Backend: local readwrite, remote readwrite$`,
+		// The server's stream is readwrite's: it runs free (engine v3),
+		// and the client's results carry the peer's thread.
+		`(?m)^Threads: local 1 free flow\(s\) \(unlocked goroutines in raw calls\), CPU \d+% of a core each on average, [\d.]+ voluntary and [\d.]+ involuntary context switches per 10 ms$`,
+		`(?m)^Threads: remote 1 free flow\(s\) `,
 		`(?m)^State change: State set to 9-PARAM_EXCHANGE \(from 15-IPERF_START\)$`,
 		`(?m)^get_parameters: \{.*"time":2`,
 		`(?m)^State change: server received and changed State to 4-TEST_END$`,

@@ -6,9 +6,9 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/netlab"
 	"github.com/blastnet/blast/netlab/labtest"
-	"github.com/blastnet/blast/nicinfo"
 )
 
 // A path-MTU black hole: A and B have 9000-byte MTUs, the router's link
@@ -38,7 +38,7 @@ func TestLabBlackHole(t *testing.T) {
 	ip(t, lab.Router, "rule", "add", "ipproto", "icmp", "lookup", "100", "pref", "10")
 	port := server(t, lab)
 	fs := clientFindings(t, lab, port, "-t", "2")
-	f := onlyRule(t, fs, "D17", nicinfo.Error)
+	f := onlyRule(t, fs, "D17", finding.Error)
 	if !strings.HasPrefix(f.Evidence, "the connection was made, then ") || !strings.Contains(f.Evidence, "segments of 8948 bytes") {
 		t.Errorf("D17 evidence %q", f.Evidence)
 	}
@@ -55,7 +55,7 @@ func TestLabAsymmetry(t *testing.T) {
 	lab := labtest.New(t, netlab.Routed, netlab.Options{})
 	tc(t, lab.Router, "qdisc", "add", "dev", lab.Router.Iface, "root", "tbf", "rate", "50mbit", "burst", "64kb", "limit", "16mb")
 	rep, code := doctorRun(t, lab, server(t, lab), "-t", "2", "-b", "20M")
-	f := onlyRule(t, rep.Findings, "D7", nicinfo.Warn)
+	f := onlyRule(t, rep.Findings, "D7", finding.Warn)
 	t.Logf("D7: %s", f.Evidence)
 	if !strings.Contains(f.Evidence, "the reverse direction is") || !strings.Contains(f.Evidence, "no link errors counted") {
 		t.Errorf("D7 evidence %q", f.Evidence)

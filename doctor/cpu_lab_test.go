@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/blastnet/blast/doctor"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/testkit"
 	"github.com/blastnet/blast/netlab"
 	"github.com/blastnet/blast/netlab/labtest"
-	"github.com/blastnet/blast/nicinfo"
 )
 
 // cgroupV2 reports whether this host's cgroup tree at /sys/fs/cgroup is
@@ -101,7 +101,7 @@ func TestLabDoctorStarvedReceiver(t *testing.T) {
 	if code == 0 || rep.Healthy {
 		t.Errorf("exit %d, healthy %v: a starved receiver is no healthy path", code, rep.Healthy)
 	}
-	f := onlyRule(t, rep.Findings, "D28", nicinfo.Warn)
+	f := onlyRule(t, rep.Findings, "D28", finding.Warn)
 	if !strings.HasPrefix(f.Summary, "CPU-bound at the receiver (remote), not the network: a cgroup quota holds its blast to 0.02 CPU, and throttled it most of the test") &&
 		!strings.HasPrefix(f.Summary, "CPU-bound at the sender (remote), not the network: a cgroup quota holds its blast to 0.02 CPU, and throttled it most of the test") {
 		t.Errorf("D28 names %q: want the far end's quota (remote, 0.02 CPU)", f.Summary)
@@ -110,7 +110,7 @@ func TestLabDoctorStarvedReceiver(t *testing.T) {
 		t.Errorf("verdict %q", rep.Verdict)
 	}
 	for _, g := range rep.Findings {
-		if g.Rule == "D28" && strings.Contains(g.Summary, "(local)") && g.Severity >= nicinfo.Warn {
+		if g.Rule == "D28" && strings.Contains(g.Summary, "(local)") && g.Severity >= finding.Warn {
 			t.Errorf("the unconstrained near end named: %s", g)
 		}
 	}
@@ -144,5 +144,5 @@ func TestLabDoctorLowersUDPRate(t *testing.T) {
 	if len(udp) > 3 {
 		t.Errorf("%d udp runs: want at most 3", len(udp))
 	}
-	onlyRule(t, rep.Findings, "D28", nicinfo.Warn)
+	onlyRule(t, rep.Findings, "D28", finding.Warn)
 }

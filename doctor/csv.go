@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/pathmtu"
 )
 
@@ -73,7 +73,7 @@ func WriteCSV(w io.Writer, rep *Report) error {
 		}
 	}
 	row := csvRow("verdict")
-	row[csvSummary] = nicinfo.Escape(rep.Verdict)
+	row[csvSummary] = safetext.Escape(rep.Verdict)
 	row[csvHealthy] = strconv.FormatBool(rep.Healthy)
 	if err := cw.Write(row); err != nil {
 		return err
@@ -81,12 +81,12 @@ func WriteCSV(w io.Writer, rep *Report) error {
 	for i, f := range rep.Findings {
 		row := csvRow("finding")
 		row[csvRank] = strconv.Itoa(i + 1)
-		row[csvRule] = nicinfo.Escape(f.Rule)
+		row[csvRule] = safetext.Escape(string(f.Rule))
 		row[csvSeverity] = f.Severity.String()
-		row[csvIface] = nicinfo.Escape(f.Iface)
-		row[csvSummary] = nicinfo.Escape(f.Summary)
-		row[csvEvidence] = nicinfo.Escape(f.Evidence)
-		row[csvFix] = nicinfo.Escape(f.Fix)
+		row[csvIface] = safetext.Escape(f.Iface)
+		row[csvSummary] = safetext.Escape(f.Summary)
+		row[csvEvidence] = safetext.Escape(f.Evidence)
+		row[csvFix] = safetext.Escape(f.Fix)
 		row[csvInvalid] = strconv.FormatBool(f.Invalid)
 		if err := cw.Write(row); err != nil {
 			return err
@@ -105,8 +105,8 @@ func csvRow(kind string) []string {
 // csvCells is the test's row.
 func (t Test) csvCells() []string {
 	row := csvRow("test")
-	row[csvName], row[csvCommand] = nicinfo.Escape(t.Name), nicinfo.Escape(t.Command)
-	row[csvError] = nicinfo.Escape(t.Err)
+	row[csvName], row[csvCommand] = safetext.Escape(t.Name), safetext.Escape(t.Command)
+	row[csvError] = safetext.Escape(t.Err)
 	bps := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
 	udp := t.Datagram > 0 || t.Sent > 0

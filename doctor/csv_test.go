@@ -11,9 +11,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/golden"
+	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/latency"
-	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathmtu"
 )
 
@@ -30,26 +31,26 @@ func csvLatency() Test {
 // mtuMismatch is blast doctor against a server whose link has a smaller
 // MTU: TCP hides it, the UDP test's full-size datagrams are lost.
 func mtuMismatch() *Report {
-	d16 := nicinfo.Finding{Rule: "D16", Severity: nicinfo.Error, Iface: "bl1cf.1a",
+	d16 := finding.Finding{Rule: "D16", Severity: finding.Error, Iface: "bl1cf.1a",
 		Summary:  "datagrams larger than the path's MTU are lost",
 		Evidence: "1472-byte datagrams make 1500-byte packets; MTU sender 1500, receiver 1400; 85612 of 85612 datagrams lost (100%); sender tx_dropped +0",
 		Fix:      "send datagrams of at most 1372 bytes (-l 1372), or set the same MTU on both ends of every link (ip link set dev IFACE mtu N)"}
-	mtu16 := nicinfo.Finding{Rule: "D16", Severity: nicinfo.Warn, Iface: "bl1cf.1a",
+	mtu16 := finding.Finding{Rule: "D16", Severity: finding.Warn, Iface: "bl1cf.1a",
 		Summary:  "the two ends of the link have different MTUs",
 		Evidence: "MTU 1500 on the sender's bl1cf.1a, 1400 on the receiver's bl1cf.1b",
 		Fix:      "set one MTU on both ends (ip link set dev IFACE mtu 1400): frames over 1400 bytes from the larger side are dropped, and only TCP's MSS hides it"}
-	d22 := nicinfo.Finding{Rule: "D22", Severity: nicinfo.Info, Iface: "bl1cf.1a",
+	d22 := finding.Finding{Rule: "D22", Severity: finding.Info, Iface: "bl1cf.1a",
 		Summary:  "the sender is CPU-bound: a core per stream was busy the whole test",
 		Evidence: "the sender (lab-a) used 98% of a core per stream (1 stream(s)) for 9.21 Gbit/s",
 		Fix:      "more streams (-P) on more cores, a copy-free backend (--backend splice or sendfile to send, larger -l), or a faster CPU"}
 	rep := &Report{Host: "198.18.0.2", Port: 5201, Tests: []Test{
-		{Name: "tcp upload", Command: csvBase, Bps: 9.214e9, Retransmits: 12, Findings: []nicinfo.Finding{mtu16, d22}},
-		{Name: "tcp download", Command: csvBase + " -R", Bps: 9.087e9, Retransmits: 3, Findings: []nicinfo.Finding{mtu16}},
+		{Name: "tcp upload", Command: csvBase, Bps: 9.214e9, Retransmits: 12, Findings: []finding.Finding{mtu16, d22}},
+		{Name: "tcp download", Command: csvBase + " -R", Bps: 9.087e9, Retransmits: 3, Findings: []finding.Finding{mtu16}},
 		{Name: "udp upload", Command: csvBase + " -u -b 500M --backend mmsg -l 1472", RateBps: 500e6, Datagram: 1472,
-			Sent: 85612, Lost: 85612, Findings: []nicinfo.Finding{d16}},
+			Sent: 85612, Lost: 85612, Findings: []finding.Finding{d16}},
 		csvLatency(),
 	}}
-	var lists [][]nicinfo.Finding
+	var lists [][]finding.Finding
 	for _, t := range rep.Tests {
 		lists = append(lists, t.Findings)
 	}
@@ -58,7 +59,7 @@ func mtuMismatch() *Report {
 
 // healthyPath is blast doctor on a path with nothing wrong: one note.
 func healthyPath() *Report {
-	d22 := nicinfo.Finding{Rule: "D22", Severity: nicinfo.Info, Iface: "eth0",
+	d22 := finding.Finding{Rule: "D22", Severity: finding.Info, Iface: "eth0",
 		Summary:  "the receiver's host is bound by packet processing: a core spent the test in softirq",
 		Evidence: "cpu3 spent 97% of the test in softirq on the receiver (lab-b)",
 		Fix:      "spread the packet work over more cores: more queues (ethtool -L IFACE combined N) with irqbalance, RPS/RFS, or GRO/GSO to handle fewer, larger packets"}
@@ -67,11 +68,11 @@ func healthyPath() *Report {
 		{Name: "path mtu", Command: "tracepath -n 198.18.0.2 (upload only)", PathMTU: &pathmtu.Result{
 			Up:   pathmtu.Direction{Measured: true, PMTU: 1500, Exact: true, SenderMTU: 1500, Learned: 1500, Rounds: 1},
 			Down: pathmtu.Direction{Measured: true, PMTU: 1500, Exact: true, SenderMTU: 1500, Learned: 1500, Rounds: 1}}},
-		{Name: "tcp download", Command: csvBase + " -R", Bps: 9.398e9, Findings: []nicinfo.Finding{d22}},
+		{Name: "tcp download", Command: csvBase + " -R", Bps: 9.398e9, Findings: []finding.Finding{d22}},
 		{Name: "udp upload", Command: csvBase + " -u -b 500M --backend mmsg -l 1472", RateBps: 500e6, Datagram: 1472, Bps: 499.97e6, Sent: 42806},
 		csvLatency(),
 	}}
-	return rep.Finish([][]nicinfo.Finding{nil, {d22}, nil})
+	return rep.Finish([][]finding.Finding{nil, {d22}, nil})
 }
 
 // failedTests is blast doctor against a server that went away after the
@@ -94,14 +95,14 @@ func failedTests() *Report {
 // peer that put a terminal escape, quotes, commas and a line break in
 // them: the CSV escapes the escape and quotes the rest.
 func hostilePeer() *Report {
-	f := nicinfo.Finding{Rule: "D3", Severity: nicinfo.Warn, Iface: "eth0\x1b[2J\"x\"",
+	f := finding.Finding{Rule: "D3", Severity: finding.Warn, Iface: "eth0\x1b[2J\"x\"",
 		Summary:  "receive errors, CRC/frame errors",
 		Evidence: "rx_crc_errors +1204, rx_frame_errors +17 on \"eth0\"\nreported by the peer",
 		Fix:      "replace the cable or the transceiver; check \"ethtool -S eth0\""}
 	rep := &Report{Host: "198.18.0.2", Port: 5201, Tests: []Test{
-		{Name: "tcp upload", Command: csvBase, Bps: 8.7e9, Retransmits: 912, Findings: []nicinfo.Finding{f}},
+		{Name: "tcp upload", Command: csvBase, Bps: 8.7e9, Retransmits: 912, Findings: []finding.Finding{f}},
 	}}
-	return rep.Finish([][]nicinfo.Finding{{f}})
+	return rep.Finish([][]finding.Finding{{f}})
 }
 
 var csvReports = []struct {
@@ -205,8 +206,8 @@ func TestCSVParses(t *testing.T) {
 			}
 			for i, f := range rep.Findings {
 				row := rows[len(rep.Tests)+1+i]
-				want := map[string]string{"kind": "finding", "rank": strconv.Itoa(i + 1), "rule": f.Rule, "severity": f.Severity.String(),
-					"iface": nicinfo.Escape(f.Iface), "summary": f.Summary, "evidence": f.Evidence, "fix": f.Fix, "invalid": strconv.FormatBool(f.Invalid)}
+				want := map[string]string{"kind": "finding", "rank": strconv.Itoa(i + 1), "rule": string(f.Rule), "severity": f.Severity.String(),
+					"iface": safetext.Escape(f.Iface), "summary": f.Summary, "evidence": f.Evidence, "fix": f.Fix, "invalid": strconv.FormatBool(f.Invalid)}
 				for name, w := range want {
 					if got := row[col(name)]; got != w {
 						t.Errorf("finding %d: %s %q, want %q", i+1, name, got, w)

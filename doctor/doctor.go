@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/latency"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathdiag"
@@ -87,7 +88,7 @@ type Test struct {
 	// PathMTU is what the path MTU test's probes found, both ways.
 	PathMTU *pathmtu.Result `json:"path_mtu,omitempty"`
 	// Findings of this test, both ends, ranked.
-	Findings []nicinfo.Finding `json:"findings,omitempty"`
+	Findings []finding.Finding `json:"findings,omitempty"`
 	Err      string            `json:"error,omitempty"`
 }
 
@@ -106,7 +107,7 @@ type Report struct {
 	Interfaces []*nicinfo.Interface `json:"interfaces,omitempty"`
 	// Findings are every test's findings merged, with D7, ranked: the
 	// first is the verdict.
-	Findings []nicinfo.Finding `json:"findings"`
+	Findings []finding.Finding `json:"findings"`
 	// Healthy: no finding at WARN or above, and every test ran.
 	Healthy bool   `json:"healthy"`
 	Verdict string `json:"verdict"`
@@ -133,7 +134,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	base := fmt.Sprintf("blast client %s -p %d -t %g", cfg.Host, cfg.Port, cfg.Duration.Seconds())
 
-	var lists [][]nicinfo.Finding
+	var lists [][]finding.Finding
 	var dirs [2]*control.Result
 	mtuTest := -1
 	for i, reverse := range []bool{false, true} {
@@ -193,7 +194,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// The path MTU both ways, against both ends' MTUs (D29).
 	hopMTU := 0
 	if mtuTest >= 0 {
-		var fs []nicinfo.Finding
+		var fs []finding.Finding
 		fs, hopMTU = rep.judgeMTU(&rep.Tests[mtuTest], cfg)
 		lists = append(lists, fs)
 	}
@@ -319,7 +320,7 @@ const (
 // overFactor times that while it passes, up to maxOverRate). Each
 // probe is a test of the report; the return is the first one's findings
 // and D26's.
-func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, base string, up bool, tcp, udpUp *control.Result) [][]nicinfo.Finding {
+func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, base string, up bool, tcp, udpUp *control.Result) [][]finding.Finding {
 	td := tcp.Direction(up)
 	if td == nil {
 		return nil
@@ -328,7 +329,7 @@ func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, b
 		// Too little loss to probe for a policer, but random loss of
 		// 1 to 2% shows in the UDP upload already run (D30).
 		if up && udpUp != nil && udpUp.Err == nil {
-			return [][]nicinfo.Finding{pathdiag.D30(pathdiag.Probe{Name: "upload", TCP: td, Clean: udpUp.Direction(true)})}
+			return [][]finding.Finding{pathdiag.D30(pathdiag.Probe{Name: "upload", TCP: td, Clean: udpUp.Direction(true)})}
 		}
 		return nil
 	}
@@ -340,7 +341,7 @@ func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, b
 	if !up {
 		name, flag = "download", " -R"
 	}
-	var lists [][]nicinfo.Finding
+	var lists [][]finding.Finding
 	var lastErr string
 	run := func(what string, rate float64, judged bool) *pathdiag.Direction {
 		lastErr = ""
@@ -427,10 +428,10 @@ func lossDirection(res *control.Result, up bool) nicinfo.Direction {
 
 // Finish merges the findings of every test (or every interface of an
 // offline capture) and words the verdict.
-func (rep *Report) Finish(lists [][]nicinfo.Finding) *Report {
+func (rep *Report) Finish(lists [][]finding.Finding) *Report {
 	rep.Findings = pathdiag.Merge(lists...)
 	if rep.Findings == nil {
-		rep.Findings = []nicinfo.Finding{}
+		rep.Findings = []finding.Finding{}
 	}
 	failed := 0
 	for _, t := range rep.Tests {
@@ -439,7 +440,7 @@ func (rep *Report) Finish(lists [][]nicinfo.Finding) *Report {
 		}
 	}
 	switch {
-	case len(rep.Findings) > 0 && rep.Findings[0].Severity >= nicinfo.Warn:
+	case len(rep.Findings) > 0 && rep.Findings[0].Severity >= finding.Warn:
 		f := rep.Findings[0]
 		rep.Verdict = fmt.Sprintf("%s %s: %s", f.Severity, f.Rule, f.Summary)
 	case failed > 0:
@@ -516,8 +517,8 @@ func testOf(name, cmd string, res *control.Result, err error) Test {
 	return t
 }
 
-func nicFindings(res *control.Result) []nicinfo.Finding {
-	var out []nicinfo.Finding
+func nicFindings(res *control.Result) []finding.Finding {
+	var out []finding.Finding
 	for _, n := range []*nicinfo.Result{res.NIC, res.RemoteNIC} {
 		if n != nil {
 			out = append(out, n.Findings...)

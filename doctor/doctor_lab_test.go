@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/doctor"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/testkit"
 	"github.com/blastnet/blast/netlab"
 	"github.com/blastnet/blast/netlab/labtest"
-	"github.com/blastnet/blast/nicinfo"
 )
 
 func TestMain(m *testing.M) { blasttest.Main(m, true) }
@@ -57,13 +57,13 @@ func doctorRun(t *testing.T, lab *netlab.Lab, port string, args ...string) (*doc
 
 // onlyRule fails unless fs start with rule at sev and no finding of any
 // other rule is at WARN or above.
-func onlyRule(t *testing.T, fs []nicinfo.Finding, rule string, sev nicinfo.Severity) nicinfo.Finding {
+func onlyRule(t *testing.T, fs []finding.Finding, rule finding.ID, sev finding.Severity) finding.Finding {
 	t.Helper()
 	if len(fs) == 0 || fs[0].Rule != rule || fs[0].Severity != sev {
 		t.Fatalf("first finding: want %s %s, got %v", sev, rule, fs)
 	}
 	for _, f := range fs[1:] {
-		if f.Rule != rule && f.Severity >= nicinfo.Warn {
+		if f.Rule != rule && f.Severity >= finding.Warn {
 			t.Errorf("another finding at %s: %s", f.Severity, f)
 		}
 	}
@@ -100,7 +100,7 @@ func TestLabDoctorHealthy(t *testing.T) {
 				t.Errorf("verdict %q", rep.Verdict)
 			}
 			for _, f := range rep.Findings {
-				if f.Severity >= nicinfo.Warn {
+				if f.Severity >= finding.Warn {
 					t.Errorf("finding on a healthy path: %s %s", f.Severity, f)
 				}
 			}
@@ -135,7 +135,7 @@ func TestLabDoctorShaper(t *testing.T) {
 	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	tc(t, lab.A, "qdisc", "add", "dev", lab.A.Iface, "root", "tbf", "rate", "100mbit", "burst", "64kb", "latency", "50ms")
 	rep, code := doctorRun(t, lab, server(t, lab))
-	f := onlyRule(t, rep.Findings, "D14", nicinfo.Warn)
+	f := onlyRule(t, rep.Findings, "D14", finding.Warn)
 	if f.Iface != lab.A.Iface || !strings.Contains(f.Evidence, "shapes to 100 Mbit/s") || !strings.HasPrefix(f.Evidence, "tbf ") {
 		t.Errorf("D14: %s on %s", f, f.Iface)
 	}
@@ -153,7 +153,7 @@ func TestLabDoctorMTUMismatch(t *testing.T) {
 	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	ip(t, lab.A, "link", "set", "dev", lab.A.Iface, "mtu", "9000")
 	rep, _ := doctorRun(t, lab, server(t, lab))
-	f := onlyRule(t, rep.Findings, "D16", nicinfo.Error)
+	f := onlyRule(t, rep.Findings, "D16", finding.Error)
 	if !strings.HasPrefix(f.Evidence, "8972-byte datagrams make 9000-byte packets; MTU sender 9000, receiver 1500") {
 		t.Errorf("D16 evidence %q", f.Evidence)
 	}
@@ -164,19 +164,19 @@ func TestLabDoctorMTUMismatch(t *testing.T) {
 
 // clientFindings runs blast client in A with args against the server in B
 // and returns the path findings of its JSON result.
-func clientFindings(t *testing.T, lab *netlab.Lab, port string, args ...string) []nicinfo.Finding {
+func clientFindings(t *testing.T, lab *netlab.Lab, port string, args ...string) []finding.Finding {
 	t.Helper()
 	out, _ := run(t, lab, append([]string{"client", lab.B.Addr4.String(), "-p", port, "-J"}, args...)...)
 	return findingsOf(t, out)
 }
 
 // findingsOf is the findings in a client's -J document.
-func findingsOf(t *testing.T, out string) []nicinfo.Finding {
+func findingsOf(t *testing.T, out string) []finding.Finding {
 	t.Helper()
 	var doc struct {
 		End struct {
 			Blast struct {
-				Findings []nicinfo.Finding `json:"findings"`
+				Findings []finding.Finding `json:"findings"`
 			} `json:"blast"`
 		} `json:"end"`
 	}
@@ -191,7 +191,7 @@ func findingsOf(t *testing.T, out string) []nicinfo.Finding {
 func TestLabUDPReceiveBuffer(t *testing.T) {
 	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	fs := clientFindings(t, lab, server(t, lab), "-u", "-b", "2G", "-l", "1400", "-w", "8K", "-t", "1")
-	f := onlyRule(t, fs, "D18", nicinfo.Warn)
+	f := onlyRule(t, fs, "D18", finding.Warn)
 	if f.Iface != lab.B.Iface || !strings.Contains(f.Evidence, "dropped in full receive buffers on the receiver (RcvbufErrors") || !strings.Contains(f.Evidence, "SO_RCVBUF 16384 bytes") {
 		t.Errorf("D18: %s on %s", f, f.Iface)
 	}
@@ -203,7 +203,7 @@ func TestLabShallowQueue(t *testing.T) {
 	lab := labtest.New(t, netlab.Direct, netlab.Options{})
 	tc(t, lab.A, "qdisc", "add", "dev", lab.A.Iface, "root", "tbf", "rate", "100mbit", "burst", "16kb", "limit", "15000")
 	fs := clientFindings(t, lab, server(t, lab), "-t", "1")
-	f := onlyRule(t, fs, "D19", nicinfo.Warn)
+	f := onlyRule(t, fs, "D19", finding.Warn)
 	if f.Iface != lab.A.Iface || !strings.Contains(f.Evidence, "(queue limit 15000 bytes)") {
 		t.Errorf("D19: %s on %s", f, f.Iface)
 	}
@@ -216,7 +216,7 @@ func TestLabShallowQueue(t *testing.T) {
 func TestLabWindowLimited(t *testing.T) {
 	lab := labtest.New(t, netlab.Delayed, netlab.Options{Delay: 50 * time.Millisecond})
 	fs := clientFindings(t, lab, server(t, lab), "-t", "3", "-w", "32K")
-	f := onlyRule(t, fs, "D15", nicinfo.Warn)
+	f := onlyRule(t, fs, "D15", finding.Warn)
 	if !strings.Contains(f.Evidence, "/ RTT 5") || !strings.Contains(f.Fix, "-w ") {
 		t.Errorf("D15: %s; fix %s", f, f.Fix)
 	}
@@ -288,7 +288,7 @@ func TestLabLatencyOnServerPort(t *testing.T) {
 func TestLabLossOnThePath(t *testing.T) {
 	lab := labtest.New(t, netlab.Delayed, netlab.Options{Delay: 2 * time.Millisecond, LossPct: 2, Seed: 7})
 	fs := clientFindings(t, lab, server(t, lab), "-t", "2")
-	f := onlyRule(t, fs, "D20", nicinfo.Warn)
+	f := onlyRule(t, fs, "D20", finding.Warn)
 	if !strings.Contains(f.Evidence, " retransmissions for about ") {
 		t.Errorf("D20 evidence %q", f.Evidence)
 	}
@@ -301,7 +301,7 @@ func TestLabHealthyOwnRate(t *testing.T) {
 	port := server(t, lab)
 	for _, args := range [][]string{{"-b", "50M", "-t", "1"}, {"-u", "-b", "50M", "-t", "1"}, {"-R", "-b", "50M", "-t", "1"}} {
 		for _, f := range clientFindings(t, lab, port, args...) {
-			if f.Severity >= nicinfo.Warn {
+			if f.Severity >= finding.Warn {
 				t.Errorf("%v: %s %s", args, f.Severity, f)
 			}
 		}
@@ -321,9 +321,9 @@ func TestLabUDPSenderWaitsForItsShaper(t *testing.T) {
 	for _, f := range fs {
 		t.Logf("%s %s: %s\n  evidence: %s", f.Severity, f.Rule, f.Summary, f.Evidence)
 	}
-	onlyRule(t, fs, "D14", nicinfo.Warn)
+	onlyRule(t, fs, "D14", finding.Warn)
 	for _, f := range fs {
-		if f.Rule == "D19" && (f.Severity != nicinfo.Info || !strings.Contains(f.Evidence, "sent each again")) {
+		if f.Rule == "D19" && (f.Severity != finding.Info || !strings.Contains(f.Evidence, "sent each again")) {
 			t.Errorf("%s %s: %s (%s)", f.Severity, f.Rule, f.Summary, f.Evidence)
 		}
 	}

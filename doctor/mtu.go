@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathdiag"
 	"github.com/blastnet/blast/pathmtu"
@@ -65,7 +66,7 @@ func blackHole(r *pathmtu.Result) string {
 // upload's path MTU when a hop between the hosts carries less than both
 // ends (0 otherwise), for the UDP test's datagrams: D29 names that hop
 // already, and the UDP test looks for what else loses them.
-func (rep *Report) judgeMTU(t *Test, cfg Config) ([]nicinfo.Finding, int) {
+func (rep *Report) judgeMTU(t *Test, cfg Config) ([]finding.Finding, int) {
 	res := t.PathMTU
 	v6 := cfg.Family == "6" || strings.Contains(cfg.Host, ":")
 	// The interfaces as the TCP tests reported them, or as the probes
@@ -79,7 +80,7 @@ func (rep *Report) judgeMTU(t *Test, cfg Config) ([]nicinfo.Finding, int) {
 	t.Findings = pathdiag.D29(up, down)
 	hop := 0
 	for _, f := range t.Findings {
-		if f.Severity >= nicinfo.Warn && res.Up.Measured && res.Up.PMTU < localMTU {
+		if f.Severity >= finding.Warn && res.Up.Measured && res.Up.PMTU < localMTU {
 			hop = res.Up.PMTU
 		}
 	}

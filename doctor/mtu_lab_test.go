@@ -10,11 +10,11 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/blastnet/blast/doctor"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/testkit"
 	"github.com/blastnet/blast/netlab"
 	"github.com/blastnet/blast/netlab/labtest"
-	"github.com/blastnet/blast/nicinfo"
 )
 
 // jumboLab is a routed lab with 9000-byte MTUs on every link, where the
@@ -77,7 +77,7 @@ func TestLabDoctorJumboBehind1500(t *testing.T) {
 			for _, tt := range rep.Tests {
 				t.Logf("%s: %s", tt.Name, tt.Command)
 			}
-			f := onlyRule(t, rep.Findings, "D29", nicinfo.Warn)
+			f := onlyRule(t, rep.Findings, "D29", finding.Warn)
 			t.Logf("D29: %s\n  evidence: %s\n  fix: %s", f.Summary, f.Evidence, f.Fix)
 			if want := "a 1500-byte hop between the hosts in the " + tc.hop + " direction: packets up to the ends' 9000-byte MTU do not pass"; f.Summary != want {
 				t.Errorf("D29 summary %q, want %q", f.Summary, want)
@@ -148,7 +148,7 @@ func TestLabDoctorJumboBlackHole(t *testing.T) {
 	ip(t, lab.Router, "route", "add", "blackhole", "default", "table", "100")
 	ip(t, lab.Router, "rule", "add", "ipproto", "icmp", "lookup", "100", "pref", "10")
 	rep, code := doctorAt(t, lab, lab.B.Addr4.String(), server(t, lab), "-b", "20M")
-	f := onlyRule(t, rep.Findings, "D29", nicinfo.Error)
+	f := onlyRule(t, rep.Findings, "D29", finding.Error)
 	t.Logf("D29: %s\n  evidence: %s\n  fix: %s", f.Summary, f.Evidence, f.Fix)
 	if !strings.Contains(f.Summary, "a 1500-byte hop between the hosts in the upload direction") ||
 		!strings.Contains(f.Evidence, "no ICMP 'fragmentation needed' came back (the sender's kernel still holds 9000): a path-MTU black hole that way") {
@@ -216,7 +216,7 @@ func TestLabDoctorIperf3NoProbe(t *testing.T) {
 		t.Errorf("tests %s", got)
 	}
 	for _, f := range rep.Findings {
-		if f.Rule == "D29" && f.Severity >= nicinfo.Warn {
+		if f.Rule == "D29" && f.Severity >= finding.Warn {
 			t.Errorf("D29 against iperf3: %s", f)
 		}
 	}

@@ -8,11 +8,11 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/testkit"
 	"github.com/blastnet/blast/netlab"
 	"github.com/blastnet/blast/netlab/labtest"
-	"github.com/blastnet/blast/nicinfo"
 )
 
 // forwarded is what the router has sent towards B and back so far.
@@ -67,7 +67,7 @@ func TestLabOutage(t *testing.T) {
 			for _, f := range fs {
 				t.Logf("%s %s: %s\n  evidence: %s", f.Severity, f.Rule, f.Summary, f.Evidence)
 			}
-			f := onlyRule(t, fs, "D27", nicinfo.Warn)
+			f := onlyRule(t, fs, "D27", finding.Warn)
 			var secs float64
 			if _, err := fmt.Sscanf(f.Summary, "an outage on the path: nothing got through for %f s", &secs); err != nil || secs < 1.1 || secs > 8 {
 				// 1.1: a sender's count stops once its buffer is

@@ -8,9 +8,9 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/netlab"
 	"github.com/blastnet/blast/netlab/labtest"
-	"github.com/blastnet/blast/nicinfo"
 )
 
 // towardB is the router's interface on the link towards B.
@@ -71,7 +71,7 @@ func TestLabDoctorPolicer(t *testing.T) {
 					t.Logf("   %s", f)
 				}
 			}
-			f := onlyRule(t, rep.Findings, "D26", nicinfo.Warn)
+			f := onlyRule(t, rep.Findings, "D26", finding.Warn)
 			if !strings.Contains(f.Summary, "a policer (or a lossy token bucket) in the "+dir+" direction, passing ") {
 				t.Errorf("D26 summary %q", f.Summary)
 			}
@@ -148,7 +148,7 @@ func TestLabDoctorMidPathShaper(t *testing.T) {
 			for _, tt := range rep.Tests {
 				t.Logf("test %s: %.4g bit/s, %d retransmits; %s", tt.Name, tt.Bps, tt.Retransmits, tt.Err)
 			}
-			f := onlyRule(t, rep.Findings, "D7", nicinfo.Warn)
+			f := onlyRule(t, rep.Findings, "D7", finding.Warn)
 			want := fmt.Sprintf("asymmetric path: the %s direction is ", map[string]string{"upload": "forward", "download": "reverse"}[dir])
 			if !strings.HasPrefix(f.Summary, want) || !strings.Contains(f.Summary, "behind a queue: a shaper or a slower link that way, at about ") {
 				t.Errorf("D7 summary %q, want it to start %q and name the queue", f.Summary, want)

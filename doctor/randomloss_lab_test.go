@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/netlab"
 	"github.com/blastnet/blast/netlab/labtest"
-	"github.com/blastnet/blast/nicinfo"
 )
 
 // Random loss on the router, one way: 3% of what it forwards towards B
@@ -29,7 +29,7 @@ func TestLabDoctorRandomLoss(t *testing.T) {
 	for _, tt := range rep.Tests {
 		t.Logf("test %s: %.4g bit/s, %d retransmits, %d of %d lost; %s", tt.Name, tt.Bps, tt.Retransmits, tt.Lost, tt.Sent, tt.Err)
 	}
-	f := onlyRule(t, rep.Findings, "D30", nicinfo.Warn)
+	f := onlyRule(t, rep.Findings, "D30", finding.Warn)
 	var pct float64
 	if _, err := fmt.Sscanf(f.Summary, "random loss in the upload direction: about %g%%", &pct); err != nil || pct < 2 || pct > 4.5 {
 		t.Errorf("D30 %q: want the upload direction and about 3%% (2 to 4.5)", f.Summary)

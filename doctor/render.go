@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/blastnet/blast/finding"
+	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/report"
 )
@@ -14,7 +16,7 @@ import (
 // the interfaces at both ends, the verdict, then every finding ranked,
 // each with its evidence and fix.
 func WriteText(w io.Writer, rep *Report) error {
-	ew := nicinfo.Escaping(w) // names and errors come from the peer and files
+	ew := safetext.Writer(w) // names and errors come from the peer and files
 	if rep.Port > 0 {
 		fmt.Fprintf(ew, "blast doctor %s port %d\n", rep.Host, rep.Port)
 	} else {
@@ -38,10 +40,10 @@ func WriteText(w io.Writer, rep *Report) error {
 	}
 	fmt.Fprintf(ew, "verdict: %s\n", rep.Verdict)
 	for i, f := range rep.Findings {
-		if rep.Healthy && f.Severity < nicinfo.Warn && i == 0 {
+		if rep.Healthy && f.Severity < finding.Warn && i == 0 {
 			fmt.Fprintf(ew, "notes:\n")
 		}
-		where := f.Rule // a path finding (D7, D26) names no interface
+		where := string(f.Rule) // a path finding (D7, D26) names no interface
 		if f.Iface != "" {
 			where += " " + f.Iface
 		}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/finding"
 )
 
 // The text's test names line up when a probe's name is longer than the
@@ -15,9 +15,9 @@ func TestTextProbesAndPathFindings(t *testing.T) {
 		{Name: "tcp upload", Bps: 98.17e6, Retransmits: 4574},
 		{Name: "udp upload above the tcp rate", Bps: 100.95e6, RateBps: 245.43e6, Datagram: 1472, Sent: 41683, Lost: 24536},
 	}}
-	rep = rep.Finish([][]nicinfo.Finding{{
-		{Rule: "D26", Severity: nicinfo.Warn, Summary: "a policer", Evidence: "e", Fix: "f"},
-		{Rule: "D21", Severity: nicinfo.Info, Iface: "b0", Summary: "starved", Evidence: "e", Fix: "f"},
+	rep = rep.Finish([][]finding.Finding{{
+		{Rule: "D26", Severity: finding.Warn, Summary: "a policer", Evidence: "e", Fix: "f"},
+		{Rule: "D21", Severity: finding.Info, Iface: "b0", Summary: "starved", Evidence: "e", Fix: "f"},
 	}})
 	var b strings.Builder
 	if err := WriteText(&b, rep); err != nil {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/netlab"
 	"github.com/blastnet/blast/netlab/labtest"
-	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathdiag"
 )
 
@@ -20,7 +20,7 @@ import (
 
 // wanLab is a Delayed lab of that round trip, and doctor's report across
 // it (-t 3: TCP reaches the line's rate within the test at 80 ms).
-func wanReport(t *testing.T, rtt time.Duration, plant func(lab *netlab.Lab)) (*netlab.Lab, []nicinfo.Finding, int, string) {
+func wanReport(t *testing.T, rtt time.Duration, plant func(lab *netlab.Lab)) (*netlab.Lab, []finding.Finding, int, string) {
 	t.Helper()
 	lab := labtest.New(t, netlab.Delayed, netlab.Options{Delay: rtt, RateMbit: 200})
 	if plant != nil {
@@ -54,7 +54,7 @@ func TestLabWANLine(t *testing.T) {
 				switch {
 				case f.Rule == "D26":
 					checkLimit(t, f, 200)
-				case f.Severity >= nicinfo.Warn:
+				case f.Severity >= finding.Warn:
 					t.Errorf("another finding at %s: %s", f.Severity, f)
 				}
 			}
@@ -68,7 +68,7 @@ func TestLabWANLine(t *testing.T) {
 // checkLimit fails unless f is D26 at mbit Mbit/s (within 20%, or a lower
 // bound): behind a queue when TCP stood in one, a policer only when its
 // evidence shows TCP's RTT under pathdiag.PolicerQueueMs above the path's.
-func checkLimit(t *testing.T, f nicinfo.Finding, mbit float64) {
+func checkLimit(t *testing.T, f finding.Finding, mbit float64) {
 	t.Helper()
 	if !strings.HasPrefix(f.Summary, "a policer") {
 		checkQueuedLimit(t, f, mbit)
@@ -85,7 +85,7 @@ func checkLimit(t *testing.T, f nicinfo.Finding, mbit float64) {
 
 // checkRate fails unless f's summary gives a rate after what within 20%
 // of mbit Mbit/s, or a lower bound ("passing at least").
-func checkRate(t *testing.T, f nicinfo.Finding, what string, mbit float64) {
+func checkRate(t *testing.T, f finding.Finding, what string, mbit float64) {
 	t.Helper()
 	var rate float64
 	if i := strings.Index(f.Summary, what); i >= 0 {
@@ -100,7 +100,7 @@ func checkRate(t *testing.T, f nicinfo.Finding, what string, mbit float64) {
 
 // checkQueuedLimit fails unless f is D26's rate limit behind a queue,
 // passing mbit Mbit/s within 20% (or a lower bound of it, said so).
-func checkQueuedLimit(t *testing.T, f nicinfo.Finding, mbit float64) {
+func checkQueuedLimit(t *testing.T, f finding.Finding, mbit float64) {
 	t.Helper()
 	if !strings.HasPrefix(f.Summary, "a rate limit in the ") || !strings.Contains(f.Summary, "(a shaper or a slower link with a queue shorter than TCP's window, or a policer behind a queue)") ||
 		!strings.Contains(f.Evidence, "a queue on the way, which a policer alone does not hold") {
@@ -134,7 +134,7 @@ func TestLabWANPolicer(t *testing.T) {
 			checkQueuedLimit(t, f, 100)
 		case f.Rule == "D26":
 			checkLimit(t, f, 200)
-		case f.Severity >= nicinfo.Warn:
+		case f.Severity >= finding.Warn:
 			t.Errorf("another finding at %s: %s", f.Severity, f)
 		}
 	}

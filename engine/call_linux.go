@@ -42,8 +42,8 @@ const (
 )
 
 // Free is implemented by a Backend whose every blocking data call goes
-// through the flow's calls (Flow.SendCall, Flow.RecvCall, Flow.Read,
-// Flow.Send, WriteAll): Run may run its flows free.
+// through the flow's calls (Flow.Read, Flow.Send, Flow.Sendfile,
+// WriteAll): Run may run its flows free.
 type Free interface {
 	Backend
 	// RunsFree reports whether the backend's calls in that direction all
@@ -146,28 +146,47 @@ func (f *Flow) yield() {
 	fr.yieldAt = fr.now() + yieldEvery
 }
 
-// SendCall makes a blocking system call that sends on the flow's socket
-// (write, sendmsg, sendfile, splice to the socket), and RecvCall one that
-// receives from it. On a free flow the call goes through the raw entry
-// and blocks at most freeBound at a time: a bound that runs out is
-// retried until the timeout the call would have had on a locked thread
-// (the mode's SetTimeout, or the send slice of a time-limited sender),
-// which then fails it with EAGAIN as before. EINTR is retried. On a
-// locked flow it is the ordinary blocking call.
-func (f *Flow) SendCall(trap, a1, a2, a3, a4, a5, a6 uintptr) (int, error) {
-	return f.call(f.free.sndLimit, trap, a1, a2, a3, a4, a5, a6)
+// sysArgs are one blocking data call: its pointers stay pointers until
+// the call expression itself converts them (the only place the compiler
+// keeps them valid), so a buffer on a goroutine's stack cannot move under
+// the kernel.
+type sysArgs struct {
+	trap  uintptr
+	fd    int
+	buf   unsafe.Pointer
+	n     int
+	flags int
+	in    int    // sendfile: the file
+	off   *int64 // sendfile: the file offset, nil for the file's position
 }
 
-// RecvCall: see SendCall.
-func (f *Flow) RecvCall(trap, a1, a2, a3, a4, a5, a6 uintptr) (int, error) {
-	return f.call(f.free.rcvLimit, trap, a1, a2, a3, a4, a5, a6)
+func (a *sysArgs) do(raw bool) (uintptr, unix.Errno) {
+	var r uintptr
+	var e unix.Errno
+	switch {
+	case a.trap == unix.SYS_SENDFILE && raw:
+		r, _, e = unix.RawSyscall6(a.trap, uintptr(a.fd), uintptr(a.in), uintptr(unsafe.Pointer(a.off)), uintptr(a.n), 0, 0)
+	case a.trap == unix.SYS_SENDFILE:
+		r, _, e = unix.Syscall6(a.trap, uintptr(a.fd), uintptr(a.in), uintptr(unsafe.Pointer(a.off)), uintptr(a.n), 0, 0)
+	case raw:
+		r, _, e = unix.RawSyscall6(a.trap, uintptr(a.fd), uintptr(a.buf), uintptr(a.n), uintptr(a.flags), 0, 0)
+	default:
+		r, _, e = unix.Syscall6(a.trap, uintptr(a.fd), uintptr(a.buf), uintptr(a.n), uintptr(a.flags), 0, 0)
+	}
+	return r, e
 }
 
-func (f *Flow) call(limit time.Duration, trap, a1, a2, a3, a4, a5, a6 uintptr) (int, error) {
+// call makes a blocking data call of the flow. On a free flow it goes
+// through the raw entry and blocks at most freeBound at a time: a bound
+// that runs out is retried until limit, the timeout the call would have
+// had on a locked thread (the mode's SetTimeout, or the send slice of a
+// time-limited sender), which then fails it with EAGAIN as before. EINTR
+// is retried. On a locked flow it is the ordinary blocking call.
+func (f *Flow) call(limit time.Duration, a *sysArgs) (int, error) {
 	fr := &f.free
 	if !fr.on {
 		for {
-			r, _, e := unix.Syscall6(trap, a1, a2, a3, a4, a5, a6)
+			r, e := a.do(false)
 			if e == unix.EINTR {
 				continue
 			}
@@ -182,7 +201,7 @@ func (f *Flow) call(limit time.Duration, trap, a1, a2, a3, a4, a5, a6 uintptr) (
 		f.yield()
 	}
 	for {
-		r, _, e := unix.RawSyscall6(trap, a1, a2, a3, a4, a5, a6)
+		r, e := a.do(true)
 		switch e {
 		case 0:
 			return int(r), nil
@@ -205,19 +224,21 @@ func (f *Flow) call(limit time.Duration, trap, a1, a2, a3, a4, a5, a6 uintptr) (
 	}
 }
 
-// Read is read(2) on fd as a RecvCall.
+// Read is read(2) on fd, a blocking receive of the flow (see call).
 func (f *Flow) Read(fd int, p []byte) (int, error) {
-	return f.RecvCall(unix.SYS_READ, uintptr(fd), uintptr(bufPtr(p)), uintptr(len(p)), 0, 0, 0)
+	return f.call(f.free.rcvLimit, &sysArgs{trap: unix.SYS_READ, fd: fd, buf: bufPtr(p), n: len(p)})
 }
 
-// Send is send(2) on fd as a SendCall (sendto without an address).
+// Send is send(2) on fd (sendto without an address), a blocking send of
+// the flow.
 func (f *Flow) Send(fd int, p []byte, flags int) (int, error) {
-	return f.SendCall(unix.SYS_SENDTO, uintptr(fd), uintptr(bufPtr(p)), uintptr(len(p)), uintptr(flags), 0, 0)
+	return f.call(f.free.sndLimit, &sysArgs{trap: unix.SYS_SENDTO, fd: fd, buf: bufPtr(p), n: len(p), flags: flags})
 }
 
-// Recv is recv(2) on fd as a RecvCall (recvfrom without an address).
-func (f *Flow) Recv(fd int, p []byte, flags int) (int, error) {
-	return f.RecvCall(unix.SYS_RECVFROM, uintptr(fd), uintptr(bufPtr(p)), uintptr(len(p)), uintptr(flags), 0, 0)
+// Sendfile is sendfile(2) of n bytes from in to the socket fd, from *off
+// (advanced) or, off nil, from in's position: a blocking send of the flow.
+func (f *Flow) Sendfile(fd, in int, off *int64, n int) (int, error) {
+	return f.call(f.free.sndLimit, &sysArgs{trap: unix.SYS_SENDFILE, fd: fd, in: in, off: off, n: n})
 }
 
 var zeroByte byte

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/internal/safetext"
 )
 
 // CSVHeader is the one header line of WriteCSV: the unit of each figure is
@@ -42,14 +42,14 @@ func WriteCSV(w io.Writer, d *Document) error {
 
 func csvRow(c *Cell) []string {
 	f := func(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
-	row := []string{nicinfo.Escape(c.Src), nicinfo.Escape(c.Dst), nicinfo.Escape(c.Proto), nicinfo.Escape(c.Dir), nicinfo.Escape(c.Phase),
-		strconv.Itoa(c.Round), "", "", "", "", "", "", "", "", "", "", nicinfo.Escape(c.NIC), strconv.Itoa(c.Attempts), "", nicinfo.Escape(c.Err)}
+	row := []string{safetext.Escape(c.Src), safetext.Escape(c.Dst), safetext.Escape(c.Proto), safetext.Escape(c.Dir), safetext.Escape(c.Phase),
+		strconv.Itoa(c.Round), "", "", "", "", "", "", "", "", "", "", safetext.Escape(c.NIC), strconv.Itoa(c.Attempts), "", safetext.Escape(c.Err)}
 	if !c.Start.IsZero() {
 		row[6] = c.Start.UTC().Format(time.RFC3339Nano)
 	}
 	var rules []string
 	for _, fd := range c.Findings {
-		rules = append(rules, nicinfo.Escape(fd.End+":"+fd.Rule))
+		rules = append(rules, safetext.Escape(fd.End+":"+string(fd.Rule)))
 	}
 	row[18] = strings.Join(rules, ";")
 	if c.Err != "" {

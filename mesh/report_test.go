@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/golden"
 )
 
@@ -82,11 +83,11 @@ func healthy() *Document {
 }
 
 var (
-	d3 = Finding{Rule: "D3", Severity: "WARN", Iface: "eth0", Summary: "the link runs at 1000 Mb/s, below the NIC's 10000 Mb/s",
+	d3 = Finding{Rule: "D3", Severity: finding.Warn, Iface: "eth0", Summary: "the link runs at 1000 Mb/s, below the NIC's 10000 Mb/s",
 		Evidence: "ethtool: Speed 1000Mb/s, supported 10000baseT/Full; link renegotiated 2 times", Fix: "check the cable and the switch port (ethtool -s eth0 autoneg on), or replace the transceiver"}
-	d5 = Finding{Rule: "D5", Severity: "WARN", Iface: "eth0", Summary: "the NIC dropped received frames: its ring is full",
+	d5 = Finding{Rule: "D5", Severity: finding.Warn, Iface: "eth0", Summary: "the NIC dropped received frames: its ring is full",
 		Evidence: "rx_missed_errors +48210 over the test", Fix: "a larger ring (ethtool -G eth0 rx 4096) or more queues (ethtool -L eth0 combined 8)"}
-	d22 = Finding{Rule: "D22", Severity: "INFO", Iface: "eth0", Summary: "the sender is CPU-bound",
+	d22 = Finding{Rule: "D22", Severity: finding.Info, Iface: "eth0", Summary: "the sender is CPU-bound",
 		Evidence: "a core per stream busy the whole test", Fix: "more streams (-P)"}
 )
 
@@ -321,7 +322,7 @@ func TestAnalyze(t *testing.T) {
 			for _, v := range m.Nodes {
 				n := node{v.Name, v.LowSending, v.LowReceiving, nil}
 				for _, f := range v.Findings {
-					n.Rules = append(n.Rules, f.Rule)
+					n.Rules = append(n.Rules, string(f.Rule))
 				}
 				got = append(got, n)
 			}

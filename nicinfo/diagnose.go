@@ -5,88 +5,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/blastnet/blast/finding"
 )
-
-// Severity ranks a finding.
-type Severity int
-
-// Severities, least to most serious.
-const (
-	Info Severity = iota
-	Warn
-	Error
-)
-
-func (s Severity) String() string {
-	switch s {
-	case Info:
-		return "INFO"
-	case Warn:
-		return "WARN"
-	case Error:
-		return "ERROR"
-	}
-	return "Severity(" + strconv.Itoa(int(s)) + ")"
-}
-
-// MarshalText makes severities read as words in JSON.
-func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// UnmarshalText parses INFO, WARN or ERROR.
-func (s *Severity) UnmarshalText(b []byte) error {
-	switch string(b) {
-	case "INFO":
-		*s = Info
-	case "WARN":
-		*s = Warn
-	case "ERROR":
-		*s = Error
-	default:
-		return fmt.Errorf("nicinfo: unknown severity %q", b)
-	}
-	return nil
-}
-
-// Finding is one rule that fired.
-type Finding struct {
-	Rule     string   `json:"rule"`
-	Severity Severity `json:"severity"`
-	// Iface is the interface the finding is about ("" for D7, which is about a path).
-	Iface   string `json:"iface,omitempty"`
-	Summary string `json:"summary"`
-	// Evidence is the counter values, ratios and states that made the rule fire.
-	Evidence string `json:"evidence"`
-	Fix      string `json:"fix"`
-	// Invalid: the finding means the measurement itself is not valid
-	// (the link went down during it), not only why it is slow: a mode
-	// fails such a result (exit status 1) and says so.
-	Invalid bool `json:"invalid,omitempty"`
-}
-
-// FirstInvalid is the first finding of fs that makes a result invalid,
-// or nil.
-func FirstInvalid(fs []Finding) *Finding {
-	for i := range fs {
-		if fs[i].Invalid {
-			return &fs[i]
-		}
-	}
-	return nil
-}
-
-// Head is how a finding's line begins: its severity, rule and interface
-// ("WARN D7" when it names no interface: a finding about the path).
-func (f Finding) Head() string {
-	if f.Iface == "" {
-		return f.Severity.String() + " " + f.Rule
-	}
-	return f.Severity.String() + " " + f.Rule + " " + f.Iface
-}
-
-// String is the finding in one line: rule, summary, evidence.
-func (f Finding) String() string {
-	return fmt.Sprintf("%s %s (%s)", f.Rule, f.Summary, f.Evidence)
-}
 
 // Input is what the per-interface rules look at.
 type Input struct {
@@ -109,29 +30,29 @@ type Input struct {
 
 // Rule is one diagnosis rule.
 type Rule struct {
-	ID    string
-	Check func(Input) []Finding
+	ID    finding.ID
+	Check func(Input) []finding.Finding
 }
 
-// Rules are the per-interface rules D1-D6 and D8-D13 of notes/nic.md, in
+// Rules are the per-interface rules D1-D6 and D8-D13, in
 // order, and D25 (a card renamed between two captures). D7 compares two
 // results and is DiagnosePath.
 var Rules = []Rule{
-	{"D1", D1}, {"D2", D2}, {"D3", D3}, {"D4", D4}, {"D5", D5}, {"D6", D6},
-	{"D8", D8}, {"D9", D9}, {"D10", D10}, {"D11", D11}, {"D12", D12}, {"D13", D13},
-	{"D25", D25},
+	{finding.D1, D1}, {finding.D2, D2}, {finding.D3, D3}, {finding.D4, D4}, {finding.D5, D5}, {finding.D6, D6},
+	{finding.D8, D8}, {finding.D9, D9}, {finding.D10, D10}, {finding.D11, D11}, {finding.D12, D12}, {finding.D13, D13},
+	{finding.D25, D25},
 }
 
 // Diagnose runs every per-interface rule, most serious findings first (stable
 // in rule order otherwise). A counter reset adds a WARN finding "reset".
-func Diagnose(in Input) []Finding {
+func Diagnose(in Input) []finding.Finding {
 	if in.Iface == nil {
 		return nil
 	}
-	var out []Finding
+	var out []finding.Finding
 	if in.Delta != nil && len(in.Delta.Resets) > 0 {
-		out = append(out, Finding{
-			Rule: "reset", Severity: Warn, Iface: in.Iface.Name,
+		out = append(out, finding.Finding{
+			Rule: finding.Reset, Severity: finding.Warn, Iface: in.Iface.Name,
 			Summary:  "counters went backwards during the test (driver reload or device reset): rules using them were skipped",
 			Evidence: strings.Join(in.Delta.Resets, ", "),
 			Fix:      "repeat the test; if it recurs, look for driver resets (tx timeouts) in the kernel log",
@@ -140,7 +61,7 @@ func Diagnose(in Input) []Finding {
 	for _, r := range Rules {
 		out = append(out, r.Check(in)...)
 	}
-	slices.SortStableFunc(out, func(a, b Finding) int { return int(b.Severity) - int(a.Severity) })
+	slices.SortStableFunc(out, func(a, b finding.Finding) int { return int(b.Severity) - int(a.Severity) })
 	return out
 }
 
@@ -168,8 +89,8 @@ func (in Input) key(name string) (uint64, bool) {
 	return v, ok
 }
 
-func (in Input) finding(rule string, sev Severity, summary, evidence, fix string) Finding {
-	return Finding{Rule: rule, Severity: sev, Iface: in.Iface.Name, Summary: summary, Evidence: evidence, Fix: fix}
+func (in Input) finding(rule finding.ID, sev finding.Severity, summary, evidence, fix string) finding.Finding {
+	return finding.Finding{Rule: rule, Severity: sev, Iface: in.Iface.Name, Summary: summary, Evidence: evidence, Fix: fix}
 }
 
 func (in Input) linkWords() string {
@@ -241,7 +162,7 @@ func (in Input) halfCause() (halfCause, string) {
 
 // D1: carrier up, autoneg on, duplex half, and the partner advertises
 // nothing: the peer is forced.
-func D1(in Input) []Finding {
+func D1(in Input) []finding.Finding {
 	l := in.Iface.Link
 	if !in.carrierUp() || l.Autoneg == nil || !*l.Autoneg || l.Duplex != "half" || !l.ModesKnown || len(partnerSpeedModes(l)) > 0 {
 		return nil
@@ -256,7 +177,7 @@ func D1(in Input) []Finding {
 	if l.SpeedMbps != nil && *l.SpeedMbps == 10 {
 		fix += " (at 10M the partner may also be an old 10BASE-T hub that does not negotiate: then half duplex is right, and a switch is the fix)"
 	}
-	return []Finding{in.finding("D1", Error,
+	return []finding.Finding{in.finding(finding.D1, finding.Error,
 		"duplex mismatch: the peer does not negotiate (its speed and duplex are forced), so parallel detection chose half duplex",
 		in.linkWords()+", link partner advertises no modes",
 		fix)}
@@ -265,7 +186,7 @@ func D1(in Input) []Finding {
 // D2: half duplex on a link that could run full. The partner's modes say
 // why: a forced peer (a mismatch), a hub or half-only device, or this end
 // forced.
-func D2(in Input) []Finding {
+func D2(in Input) []finding.Finding {
 	l := in.Iface.Link
 	if l.Duplex != "half" || !in.carrierUp() {
 		return nil
@@ -279,7 +200,7 @@ func D2(in Input) []Finding {
 	if !(fullCapable || (l.SpeedMbps != nil && *l.SpeedMbps >= 100)) {
 		return nil
 	}
-	sev := Warn
+	sev := finding.Warn
 	ev := in.linkWords()
 	if fullCapable {
 		ev += ", the NIC supports full duplex"
@@ -293,7 +214,7 @@ func D2(in Input) []Finding {
 		ev += ", " + words
 	}
 	if verdict != verdictHub && (len(D3(in)) > 0 || len(D5(in)) > 0) {
-		sev = Error
+		sev = finding.Error
 		ev += "; with collision errors (D3/D5)"
 	}
 	name := in.Iface.Name
@@ -326,38 +247,38 @@ func D2(in Input) []Finding {
 		ev += "; " + vwords
 		fix = "nothing to set on this end: half duplex is right on a hub; replace the hub with a switch, or give this host its own switch port"
 	}
-	return []Finding{in.finding("D2", sev, summary, ev, fix)}
+	return []finding.Finding{in.finding(finding.D2, sev, summary, ev, fix)}
 }
 
 // D3: any late collision.
-func D3(in Input) []Finding {
+func D3(in Input) []finding.Finding {
 	late, ok := in.key(LateCollisions)
 	if !ok || late == 0 {
 		return nil
 	}
 	ev := fmt.Sprintf("Δ%s = %d", LateCollisions, late)
-	sev := Warn
+	sev := finding.Warn
 	if txp, _, ratioOK := in.packets(); ratioOK && txp > 0 {
 		r := float64(late) / float64(txp)
 		ev += fmt.Sprintf(" in %d tx packets (%.2g)", txp, r)
 		if r >= 1e-3 {
-			sev = Error
+			sev = finding.Error
 		}
 	}
 	if late >= 100 {
-		sev = Error
+		sev = finding.Error
 	}
 	if src := keySource(in.Iface, LateCollisions); src != "" {
 		ev += " [" + src + "]"
 	}
-	return []Finding{in.finding("D3", sev,
+	return []finding.Finding{in.finding(finding.D3, sev,
 		"late collisions: duplex mismatch with this end at half duplex, or a cable longer than 100 m",
 		ev,
 		"set both ends to autonegotiate (or force both to full duplex); if duplex matches, check the cable length and the patch panel")}
 }
 
 // D4: collisions while reporting full duplex.
-func D4(in Input) []Finding {
+func D4(in Input) []finding.Finding {
 	if in.Iface.Link.Duplex != "full" {
 		return nil
 	}
@@ -369,7 +290,7 @@ func D4(in Input) []Finding {
 	if x := in.excessive(); x != "" {
 		ev += "; " + x
 	}
-	return []Finding{in.finding("D4", Warn,
+	return []finding.Finding{in.finding(finding.D4, finding.Warn,
 		"collisions on a full-duplex link: the MAC behaves as half duplex, the reported duplex is wrong",
 		ev,
 		"check the driver's duplex setting (module options, ethtool -s) against the switch port; reload the driver or renegotiate (ethtool -r "+in.Iface.Name+")")}
@@ -393,7 +314,7 @@ func (in Input) excessive() string {
 // D5: heavy or excessive collisions at half duplex. A MAC that counts
 // collisions runs half duplex, so D5 also fires when the driver does not
 // report the duplex (tulip) but collisions are counted.
-func D5(in Input) []Finding {
+func D5(in Input) []finding.Finding {
 	duplex := in.Iface.Link.Duplex
 	c, okC := in.key(Collisions)
 	if duplex != "half" && !(duplex == "" && okC && c > 0) {
@@ -457,11 +378,11 @@ func D5(in Input) []Finding {
 			fix = "the far end runs full duplex (probably forced): set both ends to autonegotiate, or force both to the same speed at full duplex"
 		}
 	}
-	return []Finding{in.finding("D5", Warn, summary, strings.Join(parts, "; "), fix)}
+	return []finding.Finding{in.finding(finding.D5, finding.Warn, summary, strings.Join(parts, "; "), fix)}
 }
 
 // D6: receive-side frame errors.
-func D6(in Input) []Finding {
+func D6(in Input) []finding.Finding {
 	_, rxp, ratioOK := in.packets()
 	if !ratioOK || rxp == 0 {
 		return nil
@@ -483,9 +404,9 @@ func D6(in Input) []Finding {
 	if r < 1e-4 {
 		return nil
 	}
-	sev := Warn
+	sev := finding.Warn
 	if r >= 1e-3 {
-		sev = Error
+		sev = finding.Error
 	}
 	ev := strings.Join(parts, ", ") + fmt.Sprintf(" in %d rx packets (%.2g)", rxp, r)
 	l := in.Iface.Link
@@ -510,7 +431,7 @@ func D6(in Input) []Finding {
 			ev += ", no ethtool link settings (whether either end is forced is unknown)"
 		}
 	}
-	return []Finding{in.finding("D6", sev, summary, ev, fix)}
+	return []finding.Finding{in.finding(finding.D6, sev, summary, ev, fix)}
 }
 
 // negotiatedFull says both ends autonegotiated full duplex at the current
@@ -529,7 +450,7 @@ func (in Input) negotiatedFull() bool {
 }
 
 // D8: running below the best speed both ends advertise.
-func D8(in Input) []Finding {
+func D8(in Input) []finding.Finding {
 	l := in.Iface.Link
 	if !in.carrierUp() || l.SpeedMbps == nil || !l.ModesKnown || l.Autoneg == nil || !*l.Autoneg {
 		return nil
@@ -545,7 +466,7 @@ func D8(in Input) []Finding {
 		if best <= cur {
 			return nil
 		}
-		return []Finding{in.finding("D8", Warn,
+		return []finding.Finding{in.finding(finding.D8, finding.Warn,
 			fmt.Sprintf("speed downshift: running %s although both ends advertise %s", speedWords(&cur), speedWords(&best)),
 			fmt.Sprintf("%s; common modes: %s", in.linkWords(), strings.Join(common(l.Advertised, l.Partner), " ")),
 			"1000BASE-T needs all four pairs: replace the cable (a broken pair makes the PHY downshift) or check the patch panel")}
@@ -560,14 +481,14 @@ func D8(in Input) []Finding {
 	if best <= cur {
 		return nil
 	}
-	return []Finding{in.finding("D8", Warn,
+	return []finding.Finding{in.finding(finding.D8, finding.Warn,
 		fmt.Sprintf("running %s although this end advertises up to %s, and the peer advertises nothing", speedWords(&cur), speedWords(&best)),
 		in.linkWords()+", no link-partner modes",
 		"the peer is probably forced to "+speedWords(&cur)+": set it to autonegotiate")}
 }
 
 // D9: goodput far below line rate with the NIC as the bottleneck.
-func D9(in Input) []Finding {
+func D9(in Input) []finding.Finding {
 	l := in.Iface.Link
 	if in.GoodputBps <= 0 || !in.NICBound || in.Iface.Virtual || l.SpeedMbps == nil || !in.carrierUp() {
 		return nil
@@ -576,14 +497,14 @@ func D9(in Input) []Finding {
 	if in.GoodputBps >= 0.5*ceiling {
 		return nil
 	}
-	return []Finding{in.finding("D9", Warn,
+	return []finding.Finding{in.finding(finding.D9, finding.Warn,
 		"goodput far below line rate",
 		fmt.Sprintf("%.3g Mbit/s is %.0f%% of the %.3g Mbit/s a %s link carries", in.GoodputBps/1e6, 100*in.GoodputBps/ceiling, ceiling/1e6, speedWords(l.SpeedMbps)),
 		"look at the other findings (duplex, errors, drops); if none, check the far end and the TCP window")}
 }
 
 // D10: the link flapped during the test.
-func D10(in Input) []Finding {
+func D10(in Input) []finding.Finding {
 	if in.Delta == nil {
 		return nil
 	}
@@ -603,15 +524,15 @@ func D10(in Input) []Finding {
 		ev += "; it was renamed (" + m.Before + " → " + m.After + ") between the captures, which takes an interface down"
 		fix = "if the rename is all that happened, capture again for a valid interval; otherwise " + fix
 	}
-	f := in.finding("D10", Error,
+	f := in.finding(finding.D10, finding.Error,
 		"the link went down during the test: this result is not valid",
 		ev, fix)
 	f.Invalid = true
-	return []Finding{f}
+	return []finding.Finding{f}
 }
 
 // D11: the host dropped received frames.
-func D11(in Input) []Finding {
+func D11(in Input) []finding.Finding {
 	_, rxp, ratioOK := in.packets()
 	v, ok := in.key(HostDrops)
 	if !ratioOK || !ok || rxp == 0 || v == 0 {
@@ -621,25 +542,25 @@ func D11(in Input) []Finding {
 	if r < 1e-3 {
 		return nil
 	}
-	sev := Warn
+	sev := finding.Warn
 	if r >= 1e-2 {
-		sev = Error
+		sev = finding.Error
 	}
 	ev := fmt.Sprintf("Δ%s = %d in %d rx packets (%.2g)", HostDrops, v, rxp, r)
 	if src := keySource(in.Iface, HostDrops); src != "" {
 		ev += " [" + src + "]"
 	}
-	return []Finding{in.finding("D11", sev,
+	return []finding.Finding{in.finding(finding.D11, sev,
 		"the host cannot keep up with receiving (not a wire problem)",
 		ev,
 		"grow the RX ring (ethtool -G "+in.Iface.Name+" rx N), spread interrupts over more queues/CPUs (ethtool -L, irqbalance), or lower the CPU load")}
 }
 
 // D12: no link although the interface is up.
-func D12(in Input) []Finding {
+func D12(in Input) []finding.Finding {
 	ifc := in.Iface
 	if ifc.AdminUp != nil && !*ifc.AdminUp {
-		return []Finding{in.finding("D12", Info,
+		return []finding.Finding{in.finding(finding.D12, finding.Info,
 			"the interface is administratively down",
 			"IFF_UP not set, operstate "+orUnknown(ifc.OperState),
 			"ip link set "+ifc.Name+" up")}
@@ -649,7 +570,7 @@ func D12(in Input) []Finding {
 	}
 	ev := "admin up, carrier 0, operstate " + orUnknown(ifc.OperState)
 	if ifc.PeerIndex != nil && (ifc.OperState == "lowerlayerdown" || ifc.Driver == "veth") {
-		return []Finding{in.finding("D12", Error,
+		return []finding.Finding{in.finding(finding.D12, finding.Error,
 			"no carrier: the lower layer or the peer (ifindex "+strconv.Itoa(*ifc.PeerIndex)+") is down",
 			ev,
 			"bring the peer or the parent interface up")}
@@ -658,13 +579,13 @@ func D12(in Input) []Finding {
 	if ifc.Link.Autoneg != nil && *ifc.Link.Autoneg {
 		ev += ", autoneg on"
 	}
-	return []Finding{in.finding("D12", Error,
+	return []finding.Finding{in.finding(finding.D12, finding.Error,
 		"no link: cable, far end down, or an autonegotiation failure / speed mismatch",
 		ev, fix)}
 }
 
 // D13: deferred transmissions on a full-duplex link.
-func D13(in Input) []Finding {
+func D13(in Input) []finding.Finding {
 	if in.Iface.Link.Duplex != "full" {
 		return nil
 	}
@@ -672,7 +593,7 @@ func D13(in Input) []Finding {
 	if !ok || v == 0 {
 		return nil
 	}
-	return []Finding{in.finding("D13", Info,
+	return []finding.Finding{in.finding(finding.D13, finding.Info,
 		"deferred transmissions on a full-duplex link point to half-duplex operation",
 		fmt.Sprintf("Δ%s = %d", Deferrals, v),
 		"compare the duplex of both ends; a full-duplex MAC never defers")}
@@ -680,7 +601,7 @@ func D13(in Input) []Finding {
 
 // D25: the interface has another name than in an earlier capture of the
 // same machine (matched by permanent MAC and bus address).
-func D25(in Input) []Finding {
+func D25(in Input) []finding.Finding {
 	m := in.Renamed
 	if m == nil || !m.Renamed() {
 		return nil
@@ -690,18 +611,18 @@ func D25(in Input) []Finding {
 	if m.OldNameNow != "" {
 		ev += "; " + m.Before + " is now " + m.OldNameNow
 	}
-	sev := Info
+	sev := finding.Info
 	if m.OldNameNow != "" {
-		sev = Warn // what configures the old name now configures another card
+		sev = finding.Warn // what configures the old name now configures another card
 	}
 	summary := "renamed between the captures (" + m.Before + " → " + m.After + ")"
 	fix := "update what still names " + m.Before + " (netplan, ifupdown, NetworkManager, firewall rules)"
 	if f := pinnedBy(ifc.Name, ifc.Naming.Udev); f != "" {
 		summary += ": the new name is pinned by " + f
-		return []Finding{in.finding("D25", sev, summary, ev, fix)}
+		return []finding.Finding{in.finding(finding.D25, sev, summary, ev, fix)}
 	}
 	if m.BeforeNaming == "enumerated" && ifc.Naming.Kind == "enumerated" {
-		sev = Warn
+		sev = finding.Warn
 		summary += ": the kernel hands out ethN names in probe order, and the order changed (another kernel, module load order or card)"
 	}
 	pin, err := pinMatch(ifc)
@@ -711,7 +632,7 @@ func D25(in Input) []Finding {
 		fix = "pin a name outside ethN to this card with a systemd .link file, e.g. /etc/systemd/network/10-lan0.link holding [Match] " + pin.link +
 			" and [Link] Name=lan0 ('blast nic " + ifc.Name + " --pin lan0' on that machine prints it, the udev rule and the steps after); then use that name wherever " + m.Before + " was configured"
 	}
-	return []Finding{in.finding("D25", sev, summary, ev, fix)}
+	return []finding.Finding{in.finding(finding.D25, sev, summary, ev, fix)}
 }
 
 // Direction is one direction of a test over a path.
@@ -736,7 +657,7 @@ type Path struct {
 	// SamePath says both directions crossed the same interfaces.
 	SamePath bool
 	// Findings are the per-interface findings of both tests (from Diagnose).
-	Findings []Finding
+	Findings []finding.Finding
 	// Ends are the interfaces at the two ends as far as they are known
 	// (nil: unknown): D7 reads their duplex.
 	Ends []*Interface
@@ -793,17 +714,17 @@ func duplexEvidence(p Path) (half, counters []string) {
 		}
 	}
 	for _, f := range p.Findings {
-		if onHub(p.Findings, f.Iface) && f.Rule != "D3" && f.Rule != "D6" {
+		if onHub(p.Findings, f.Iface) && f.Rule != finding.D3 && f.Rule != finding.D6 {
 			continue
 		}
 		switch f.Rule {
-		case "D1", "D2", "D5":
-			add(&half, f.Rule+" on "+f.Iface)
-		case "D4", "D13":
-			add(&half, f.Rule+" on "+f.Iface+" (a half-duplex MAC)")
-		case "D3":
+		case finding.D1, finding.D2, finding.D5:
+			add(&half, string(f.Rule)+" on "+f.Iface)
+		case finding.D4, finding.D13:
+			add(&half, string(f.Rule)+" on "+f.Iface+" (a half-duplex MAC)")
+		case finding.D3:
 			add(&counters, "late collisions (D3) on "+f.Iface)
-		case "D6":
+		case finding.D6:
 			add(&counters, "receive errors (D6) on "+f.Iface)
 		}
 	}
@@ -821,7 +742,7 @@ func duplexEvidence(p Path) (half, counters []string) {
 // direction's rate. It does so for a ratio over 1.5 when the slow
 // direction lost at least 2% of its segments, and for any ratio of 10 or
 // more.
-func DiagnosePath(p Path) []Finding {
+func DiagnosePath(p Path) []finding.Finding {
 	if !p.SamePath || p.Forward.Bps <= 0 || p.Reverse.Bps <= 0 {
 		return nil
 	}
@@ -855,7 +776,7 @@ func DiagnosePath(p Path) []Finding {
 			summary = fmt.Sprintf("asymmetric collapse: the %s direction is %s slower, with receive errors: a duplex mismatch (the far end at half duplex) or a bad cable", slowName, ratioWords(ratio))
 			fix = "tell them apart at the far end of the link counting the errors: at half duplex it counts late collisions (ethtool -S, or the switch's interface counters), a bad cable does not; then make both ends autonegotiate, or replace the cable"
 		}
-		return []Finding{{Rule: "D7", Severity: Error, Summary: summary, Evidence: ev, Fix: fix}}
+		return []finding.Finding{{Rule: finding.D7, Severity: finding.Error, Summary: summary, Evidence: ev, Fix: fix}}
 	}
 	queue := queued(slow, fast)
 	if ratio < collapseRatio && slow.RetransPct < heavyLoss && !queue {
@@ -876,7 +797,7 @@ func DiagnosePath(p Path) []Finding {
 	if queue && slow.RetransPct < heavyLoss {
 		summary += fmt.Sprintf(", behind a queue: a shaper or a slower link that way, at about %s", rateWords(slow.Bps))
 	}
-	return []Finding{{Rule: "D7", Severity: Warn,
+	return []finding.Finding{{Rule: finding.D7, Severity: finding.Warn,
 		Summary:  summary,
 		Evidence: ev,
 		Fix:      fmt.Sprintf("the %s direction stops at %s: look that way for a rate limit (a shaper or a policer on a router), a slower link, or a busy end receiving it; the findings beside this one may name it", slowName, rateWords(slow.Bps))}}

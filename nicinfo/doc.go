@@ -13,7 +13,7 @@
 //   - a counter the driver does not expose is absent, never zero;
 //   - snapshots are cheap (sysfs statistics plus one ethtool -S), and Delta flags
 //     counters that went backwards instead of reporting huge deltas;
-//   - the rules D1 to D13 of notes/nic.md turn a report and a delta into findings
+//   - the rules D1 to D13 (finding's registry) turn a report and a delta into findings
 //     with a severity, the evidence and the fix in words; D25 reports a card
 //     renamed between two captures;
 //   - Capture writes a tree that Load reads back, so a support bundle from another

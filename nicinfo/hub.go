@@ -3,6 +3,8 @@ package nicinfo
 import (
 	"fmt"
 	"strings"
+
+	"github.com/blastnet/blast/finding"
 )
 
 // A half-duplex end that collides is on a busy shared segment (a hub) or
@@ -69,9 +71,9 @@ func (in Input) collisions() (collisionVerdict, string) {
 // onHub says whether fs put the interface named iface on a hub (its D2 or
 // D5 say so from its counters): its half duplex is right there, and no
 // evidence of a duplex mismatch.
-func onHub(fs []Finding, iface string) bool {
+func onHub(fs []finding.Finding, iface string) bool {
 	for _, f := range fs {
-		if f.Iface == iface && (f.Rule == "D2" || f.Rule == "D5") && strings.HasPrefix(f.Summary, hubSummary) {
+		if f.Iface == iface && (f.Rule == finding.D2 || f.Rule == finding.D5) && strings.HasPrefix(f.Summary, hubSummary) {
 			return true
 		}
 	}

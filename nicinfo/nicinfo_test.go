@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/golden"
 )
 
@@ -29,10 +30,10 @@ func mustInspect(t testing.TB, s *Source, name string) *Interface {
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
 
-func ruleSev(fs []Finding) []string {
+func ruleSev(fs []finding.Finding) []string {
 	var out []string
 	for _, f := range fs {
-		out = append(out, f.Rule+" "+f.Severity.String())
+		out = append(out, string(f.Rule)+" "+f.Severity.String())
 	}
 	return out
 }
@@ -80,18 +81,18 @@ var scenarios = []struct {
 		if a.Interface.KeySources[LateCollisions] != "tx_abort_late_coll (-S)" {
 			t.Errorf("late collisions from %q, want the driver's tx_abort_late_coll", a.Interface.KeySources[LateCollisions])
 		}
-		wantEvidence(t, a.Findings, "D3", "Δlate_collisions = 377 in 60000 tx packets")
-		wantEvidence(t, a.Findings, "D1", "link partner advertises no modes")
+		wantEvidence(t, a.Findings, finding.D3, "Δlate_collisions = 377 in 60000 tx packets")
+		wantEvidence(t, a.Findings, finding.D1, "link partner advertises no modes")
 		// The partner advertises nothing: the peer is forced, not a hub.
-		wantEvidence(t, a.Findings, "D2", "link partner advertises no modes (peer forced")
-		wantSummary(t, a.Findings, "D2", "the peer is forced")
+		wantEvidence(t, a.Findings, finding.D2, "link partner advertises no modes (peer forced")
+		wantSummary(t, a.Findings, finding.D2, "the peer is forced")
 		// tx_aborted_errors (excessive collisions) is named beside the collisions.
 		wantKey(t, a.Delta.Key, ExcessiveCollisions, 377)
-		wantEvidence(t, a.Findings, "D5", "Δexcessive_collisions = 377 [tx_aborted_errors]: frames dropped after 16 collisions in a row")
+		wantEvidence(t, a.Findings, finding.D5, "Δexcessive_collisions = 377 [tx_aborted_errors]: frames dropped after 16 collisions in a row")
 		// Late collisions on the half side decide it: a mismatch, not a hub.
-		wantSummary(t, a.Findings, "D5", "and late collisions: a duplex mismatch, not a busy hub")
-		wantEvidence(t, a.Findings, "D5", "Δlate_collisions = 377 [tx_abort_late_coll (-S)]: the far end sends without listening (full duplex)")
-		wantFix(t, a.Findings, "D5", "the far end runs full duplex (probably forced)")
+		wantSummary(t, a.Findings, finding.D5, "and late collisions: a duplex mismatch, not a busy hub")
+		wantEvidence(t, a.Findings, finding.D5, "Δlate_collisions = 377 [tx_abort_late_coll (-S)]: the far end sends without listening (full duplex)")
+		wantFix(t, a.Findings, finding.D5, "the far end runs full duplex (probably forced)")
 	}},
 	{"e1000e-full-crc", "enp2s0", []string{"D6 ERROR"}, func(t *testing.T, a analysis) {
 		wantKey(t, a.Delta.Key, FCSErrors, 812)
@@ -117,11 +118,11 @@ var scenarios = []struct {
 	}},
 	{"3c59x-halfdup", "eth0", []string{"D2 WARN", "D5 WARN"}, func(t *testing.T, a analysis) {
 		// On a hub collisions are normal: no late one, no CRC error.
-		wantSummary(t, a.Findings, "D5", "a busy shared segment (hub)")
+		wantSummary(t, a.Findings, finding.D5, "a busy shared segment (hub)")
 		wantKey(t, a.Delta.Key, Deferrals, 8000)
 		// The partner advertises 10 and 100 at half duplex only: a hub.
-		wantSummary(t, a.Findings, "D2", "the link partner is a hub or a half-duplex-only device")
-		wantEvidence(t, a.Findings, "D2", "link partner advertises only 10baseT_Half 100baseT_Half")
+		wantSummary(t, a.Findings, finding.D2, "the link partner is a hub or a half-duplex-only device")
+		wantEvidence(t, a.Findings, finding.D2, "link partner advertises only 10baseT_Half 100baseT_Half")
 		wantKey(t, a.Delta.Key, ExcessiveCollisions, 0) // tx_max_collisions (-S)
 		if src := a.Interface.KeySources[ExcessiveCollisions]; src != "tx_max_collisions (-S)" {
 			t.Errorf("3c59x excessive collisions from %q, want tx_max_collisions (-S)", src)
@@ -132,15 +133,15 @@ var scenarios = []struct {
 	}},
 	{"down-cable", "enp3s0", []string{"D10 ERROR", "D12 ERROR"}, func(t *testing.T, a analysis) {
 		// The link went down during the test: the result is not valid.
-		f := FirstInvalid(a.Findings)
-		if f == nil || f.Rule != "D10" {
+		f := finding.FirstInvalid(a.Findings)
+		if f == nil || f.Rule != finding.D10 {
 			t.Fatalf("invalid finding %v, want D10", f)
 		}
 		if want := "D10 the link went down during the test: this result is not valid (Δcarrier_changes = 2)"; f.String() != want {
 			t.Errorf("%q, want %q", f.String(), want)
 		}
 		for _, g := range a.Findings {
-			if g.Invalid != (g.Rule == "D10") {
+			if g.Invalid != (g.Rule == finding.D10) {
 				t.Errorf("%s invalid = %v", g.Rule, g.Invalid)
 			}
 		}
@@ -151,7 +152,7 @@ var scenarios = []struct {
 		}
 	}},
 	{"gig-downshift", "enp1s0", []string{"D8 WARN"}, func(t *testing.T, a analysis) {
-		wantEvidence(t, a.Findings, "D8", "1000baseT_Full")
+		wantEvidence(t, a.Findings, finding.D8, "1000baseT_Full")
 	}},
 	{"mlx5-big", "ens1f0np0", []string{"D11 WARN"}, func(t *testing.T, a analysis) {
 		if n := len(a.Interface.DriverStats); n < 20000 {
@@ -198,10 +199,10 @@ var scenarios = []struct {
 		if diff := cmp.Diff(want, a.Renamed); diff != "" {
 			t.Errorf("renamed (-want +got):\n%s", diff)
 		}
-		wantEvidence(t, a.Findings, "D25", "eth0 before is eth2 after: same permanent MAC 00:25:90:3a:5c:10 and bus 0000:00:19.0; eth0 is now the igb at 0000:03:00.0 (eth1 before)")
-		wantSummary(t, a.Findings, "D25", "renamed between the captures (eth0 → eth2): the kernel hands out ethN names in probe order")
-		wantFix(t, a.Findings, "D25", "[Match] PermanentMACAddress=00:25:90:3a:5c:10")
-		wantFix(t, a.Findings, "D25", "'blast nic eth2 --pin lan0'")
+		wantEvidence(t, a.Findings, finding.D25, "eth0 before is eth2 after: same permanent MAC 00:25:90:3a:5c:10 and bus 0000:00:19.0; eth0 is now the igb at 0000:03:00.0 (eth1 before)")
+		wantSummary(t, a.Findings, finding.D25, "renamed between the captures (eth0 → eth2): the kernel hands out ethN names in probe order")
+		wantFix(t, a.Findings, finding.D25, "[Match] PermanentMACAddress=00:25:90:3a:5c:10")
+		wantFix(t, a.Findings, finding.D25, "'blast nic eth2 --pin lan0'")
 		// A reboot between the captures: counted from zero, not subtracted.
 		if want := "the machine rebooted between the captures (another boot id, kernel 6.12.0 → 6.18.0)"; a.Delta.Restarted != want {
 			t.Errorf("restarted = %q, want %q", a.Delta.Restarted, want)
@@ -222,15 +223,15 @@ var scenarios = []struct {
 		if a.Delta.Restarted != "" || a.Delta.Counters["rx_packets"] != 412_877 || a.Delta.Interval != 5*time.Minute+12*time.Second {
 			t.Errorf("delta restarted %q, rx_packets %d, interval %v; want a plain delta of 412877 over 5m12s", a.Delta.Restarted, a.Delta.Counters["rx_packets"], a.Delta.Interval)
 		}
-		wantSummary(t, a.Findings, "D25", "renamed between the captures (eth0 → lan0): the new name is pinned by /etc/systemd/network/10-lan0.link")
-		wantEvidence(t, a.Findings, "D25", "eth0 before is lan0 after: same permanent MAC 74:d4:35:9b:20:4e and bus 0000:02:00.0")
-		wantEvidence(t, a.Findings, "D10", "Δcarrier_changes = 2; it was renamed (eth0 → lan0) between the captures, which takes an interface down")
+		wantSummary(t, a.Findings, finding.D25, "renamed between the captures (eth0 → lan0): the new name is pinned by /etc/systemd/network/10-lan0.link")
+		wantEvidence(t, a.Findings, finding.D25, "eth0 before is lan0 after: same permanent MAC 74:d4:35:9b:20:4e and bus 0000:02:00.0")
+		wantEvidence(t, a.Findings, finding.D10, "Δcarrier_changes = 2; it was renamed (eth0 → lan0) between the captures, which takes an interface down")
 	}},
 	{"e1000e-10half-partner", "enp0s25", []string{"D2 WARN"}, func(t *testing.T, a analysis) {
 		// The partner negotiates and offers only 10baseT_Half: not a forced peer (no D1).
-		wantSummary(t, a.Findings, "D2", "running half duplex: the link partner is a hub or a 10/half-only device (it advertises only 10baseT_Half)")
-		wantEvidence(t, a.Findings, "D2", "speed 10M, duplex half, autoneg on, the NIC supports full duplex, link partner advertises only 10baseT_Half")
-		wantFix(t, a.Findings, "D2", "replace the hub with a switch")
+		wantSummary(t, a.Findings, finding.D2, "running half duplex: the link partner is a hub or a 10/half-only device (it advertises only 10baseT_Half)")
+		wantEvidence(t, a.Findings, finding.D2, "speed 10M, duplex half, autoneg on, the NIC supports full duplex, link partner advertises only 10baseT_Half")
+		wantFix(t, a.Findings, finding.D2, "replace the hub with a switch")
 		wantKey(t, a.Delta.Key, Collisions, 240)
 	}},
 	{"tulip-hub-excessive", "eth0", []string{"D5 WARN"}, func(t *testing.T, a analysis) {
@@ -239,9 +240,9 @@ var scenarios = []struct {
 			t.Errorf("duplex %q, want unknown", a.Interface.Link.Duplex)
 		}
 		wantKey(t, a.Delta.Key, ExcessiveCollisions, 212)
-		wantSummary(t, a.Findings, "D5", "a busy shared segment (hub): heavy collisions at half duplex, with frames dropped after 16 tries (excessive collisions, tx_aborted_errors), none of them late, no CRC error: not a duplex mismatch")
-		wantEvidence(t, a.Findings, "D5", "Δcollisions = 9600 in 80000 tx packets (12.0%); Δexcessive_collisions = 212 [tx_aborted_errors]: frames dropped after 16 collisions in a row; duplex not reported by the driver, but only a half-duplex MAC counts collisions; Δlate_collisions = 0 [tx_window_errors] and Δfcs_errors = 0 in 9600 collisions")
-		wantFix(t, a.Findings, "D5", "nothing is misconfigured (on a hub half duplex is right)")
+		wantSummary(t, a.Findings, finding.D5, "a busy shared segment (hub): heavy collisions at half duplex, with frames dropped after 16 tries (excessive collisions, tx_aborted_errors), none of them late, no CRC error: not a duplex mismatch")
+		wantEvidence(t, a.Findings, finding.D5, "Δcollisions = 9600 in 80000 tx packets (12.0%); Δexcessive_collisions = 212 [tx_aborted_errors]: frames dropped after 16 collisions in a row; duplex not reported by the driver, but only a half-duplex MAC counts collisions; Δlate_collisions = 0 [tx_window_errors] and Δfcs_errors = 0 in 9600 collisions")
+		wantFix(t, a.Findings, finding.D5, "nothing is misconfigured (on a hub half duplex is right)")
 	}},
 	{"e1000e-10half-hub", "enp0s25", []string{"D2 WARN", "D5 WARN"}, func(t *testing.T, a analysis) {
 		// An old 10BASE-T hub advertises nothing, as a forced switch
@@ -249,11 +250,11 @@ var scenarios = []struct {
 		// and no CRC error: a busy hub, not a duplex mismatch (no D1).
 		wantKey(t, a.Delta.Key, LateCollisions, 0)
 		wantKey(t, a.Delta.Key, FCSErrors, 0)
-		wantSummary(t, a.Findings, "D2", "a busy shared segment (hub): running half duplex because the link partner is a hub that does not negotiate")
-		wantFix(t, a.Findings, "D2", "half duplex is right on a hub")
-		wantSummary(t, a.Findings, "D5", "a busy shared segment (hub): heavy collisions at half duplex, with frames dropped after 16 tries")
-		wantEvidence(t, a.Findings, "D5", "Δcollisions = 9000 in 20000 tx packets (45.0%); Δexcessive_collisions = 310 [tx_aborted_errors]")
-		wantEvidence(t, a.Findings, "D5", "Δlate_collisions = 0 [tx_abort_late_coll (-S)] and Δfcs_errors = 0 in 9000 collisions: every station listens before it sends, so a shared segment, not a duplex mismatch")
+		wantSummary(t, a.Findings, finding.D2, "a busy shared segment (hub): running half duplex because the link partner is a hub that does not negotiate")
+		wantFix(t, a.Findings, finding.D2, "half duplex is right on a hub")
+		wantSummary(t, a.Findings, finding.D5, "a busy shared segment (hub): heavy collisions at half duplex, with frames dropped after 16 tries")
+		wantEvidence(t, a.Findings, finding.D5, "Δcollisions = 9000 in 20000 tx packets (45.0%); Δexcessive_collisions = 310 [tx_aborted_errors]")
+		wantEvidence(t, a.Findings, finding.D5, "Δlate_collisions = 0 [tx_abort_late_coll (-S)] and Δfcs_errors = 0 in 9000 collisions: every station listens before it sends, so a shared segment, not a duplex mismatch")
 		for _, f := range a.Findings {
 			if strings.Contains(f.Fix, "forced to full duplex") || strings.Contains(f.Summary, "mismatch:") {
 				t.Errorf("%s claims a duplex mismatch on a hub: %s / %s", f.Rule, f.Summary, f.Fix)
@@ -266,10 +267,10 @@ var scenarios = []struct {
 		}
 		wantKey(t, a.Delta.Key, FCSErrors, 655)
 		wantKey(t, a.Delta.Key, AlignErrors, 71)
-		wantSummary(t, a.Findings, "D6", "CRC and alignment errors on a 10/100 full-duplex link: a duplex mismatch (the peer at half duplex) or a bad cable")
-		wantEvidence(t, a.Findings, "D6", "Δfcs_errors = 655, Δalign_errors = 71 in 50000 rx packets (0.015), speed 100M, duplex full, autoneg unknown, no ethtool link settings")
-		wantFix(t, a.Findings, "D6", "a peer at half duplex counts collisions and late collisions on that port")
-		wantFix(t, a.Findings, "D6", "set both ends to autonegotiate and see whether the CRC errors stop")
+		wantSummary(t, a.Findings, finding.D6, "CRC and alignment errors on a 10/100 full-duplex link: a duplex mismatch (the peer at half duplex) or a bad cable")
+		wantEvidence(t, a.Findings, finding.D6, "Δfcs_errors = 655, Δalign_errors = 71 in 50000 rx packets (0.015), speed 100M, duplex full, autoneg unknown, no ethtool link settings")
+		wantFix(t, a.Findings, finding.D6, "a peer at half duplex counts collisions and late collisions on that port")
+		wantFix(t, a.Findings, finding.D6, "set both ends to autonegotiate and see whether the CRC errors stop")
 	}},
 }
 
@@ -281,7 +282,7 @@ func wantKey(t *testing.T, m map[string]uint64, k string, v uint64) {
 	}
 }
 
-func wantEvidence(t *testing.T, fs []Finding, rule, sub string) {
+func wantEvidence(t *testing.T, fs []finding.Finding, rule finding.ID, sub string) {
 	t.Helper()
 	for _, f := range fs {
 		if f.Rule == rule {
@@ -294,8 +295,8 @@ func wantEvidence(t *testing.T, fs []Finding, rule, sub string) {
 	t.Errorf("no %s finding", rule)
 }
 
-// finding is the finding of rule rule, failing the test when there is none.
-func finding(t *testing.T, fs []Finding, rule string) Finding {
+// findingOf is the finding of rule rule, failing the test when there is none.
+func findingOf(t *testing.T, fs []finding.Finding, rule finding.ID) finding.Finding {
 	t.Helper()
 	for _, f := range fs {
 		if f.Rule == rule {
@@ -303,19 +304,19 @@ func finding(t *testing.T, fs []Finding, rule string) Finding {
 		}
 	}
 	t.Errorf("no %s finding in %v", rule, ruleSev(fs))
-	return Finding{}
+	return finding.Finding{}
 }
 
-func wantSummary(t *testing.T, fs []Finding, rule, sub string) {
+func wantSummary(t *testing.T, fs []finding.Finding, rule finding.ID, sub string) {
 	t.Helper()
-	if f := finding(t, fs, rule); f.Rule != "" && !strings.Contains(f.Summary, sub) {
+	if f := findingOf(t, fs, rule); f.Rule != "" && !strings.Contains(f.Summary, sub) {
 		t.Errorf("%s summary %q lacks %q", rule, f.Summary, sub)
 	}
 }
 
-func wantFix(t *testing.T, fs []Finding, rule, sub string) {
+func wantFix(t *testing.T, fs []finding.Finding, rule finding.ID, sub string) {
 	t.Helper()
-	if f := finding(t, fs, rule); f.Rule != "" && !strings.Contains(f.Fix, sub) {
+	if f := findingOf(t, fs, rule); f.Rule != "" && !strings.Contains(f.Fix, sub) {
 		t.Errorf("%s fix %q lacks %q", rule, f.Fix, sub)
 	}
 }
@@ -592,8 +593,8 @@ func TestRuleThresholds(t *testing.T) {
 }
 
 func TestDiagnosePath(t *testing.T) {
-	d3 := []Finding{{Rule: "D3", Iface: "eth0"}}
-	d6 := []Finding{{Rule: "D6", Iface: "eth1"}}
+	d3 := []finding.Finding{{Rule: finding.D3, Iface: "eth0"}}
+	d6 := []finding.Finding{{Rule: finding.D6, Iface: "eth1"}}
 	link := func(name, duplex string, partner ...string) *Interface {
 		return &Interface{Name: name, Carrier: ptr(true), AdminUp: ptr(true),
 			Link: Link{SpeedMbps: ptr(100), Duplex: duplex, Autoneg: ptr(true), ModesKnown: true, Partner: partner}}
@@ -616,7 +617,7 @@ func TestDiagnosePath(t *testing.T) {
 		{"12x with losses, ends unknown, no link errors", Path{Forward: fwd, Reverse: rev, SamePath: true}, []string{"D7 WARN"}, false},
 		{"12x with losses, an end at half duplex", Path{Forward: fwd, Reverse: rev, SamePath: true, Ends: halfEnd}, []string{"D7 ERROR"}, true},
 		{"12x with losses, late collisions", Path{Forward: fwd, Reverse: rev, SamePath: true, Ends: fullEnds, Findings: d3}, []string{"D7 ERROR"}, true},
-		{"12x with losses, D2 half duplex", Path{Forward: fwd, Reverse: rev, SamePath: true, Findings: []Finding{{Rule: "D2", Iface: "eth0"}}}, []string{"D7 ERROR"}, true},
+		{"12x with losses, D2 half duplex", Path{Forward: fwd, Reverse: rev, SamePath: true, Findings: []finding.Finding{{Rule: finding.D2, Iface: "eth0"}}}, []string{"D7 ERROR"}, true},
 		// CRC errors alone: a mismatch or a bad cable, said so.
 		{"12x with losses, receive errors", Path{Forward: fwd, Reverse: rev, SamePath: true, Ends: fullEnds, Findings: d6}, []string{"D7 ERROR"}, true},
 		// Half duplex on a hub is right, and no mismatch.
@@ -624,7 +625,7 @@ func TestDiagnosePath(t *testing.T) {
 		// An end its counters put on a hub (collisions, none late, no
 		// CRC error): its half duplex and D2/D5 are no mismatch's.
 		{"12x with losses, half duplex on a hub its counters tell", Path{Forward: fwd, Reverse: rev, SamePath: true, Ends: []*Interface{link("eth0", "half"), link("eth1", "full", "100baseT_Full")},
-			Findings: []Finding{{Rule: "D2", Iface: "eth0", Summary: hubSummary + ": running half duplex"}, {Rule: "D5", Iface: "eth0", Summary: hubSummary + ": heavy collisions"}}}, []string{"D7 WARN"}, false},
+			Findings: []finding.Finding{{Rule: finding.D2, Iface: "eth0", Summary: hubSummary + ": running half duplex"}, {Rule: finding.D5, Iface: "eth0", Summary: hubSummary + ": heavy collisions"}}}, []string{"D7 WARN"}, false},
 		{"12x, an end at half duplex, nothing lost", Path{Forward: fwd, Reverse: Direction{Bps: 8e6, RetransPct: 0}, SamePath: true, Ends: halfEnd}, []string{"D7 WARN"}, false},
 		// A shaped forward direction beside a busy host's fast reverse one
 		// that retransmitted (seen in make test-stress): no collapse.
@@ -662,7 +663,7 @@ func TestDiagnosePath(t *testing.T) {
 func TestDiagnosePathWords(t *testing.T) {
 	ends := []*Interface{{Name: "a", Link: Link{Duplex: "full"}}, {Name: "b", Link: Link{Duplex: "full"}}}
 	fs := DiagnosePath(Path{Forward: Direction{Bps: 11.49e9, RetransPct: 0}, Reverse: Direction{Bps: 97.54e6, RetransPct: 16.2}, SamePath: true, Ends: ends})
-	want := []Finding{{Rule: "D7", Severity: Warn,
+	want := []finding.Finding{{Rule: finding.D7, Severity: finding.Warn,
 		Summary:  "asymmetric path: the reverse direction is 118× slower than the forward (97.5 Mbit/s against 11.5 Gbit/s)",
 		Evidence: "forward 11.5 Gbit/s, reverse 97.5 Mbit/s: the reverse direction is 118× slower, 16.2% of its segments lost (the forward direction 0.0%); no link errors counted (no late collisions, CRC errors or runts) and both ends at full duplex: not a duplex mismatch",
 		Fix:      "the reverse direction stops at 97.5 Mbit/s: look that way for a rate limit (a shaper or a policer on a router), a slower link, or a busy end receiving it; the findings beside this one may name it"}}

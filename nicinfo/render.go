@@ -8,14 +8,15 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/blastnet/blast/finding"
+	"github.com/blastnet/blast/internal/safetext"
 )
 
 // WriteTable writes one line per interface: name, driver, bus, speed, duplex,
 // autonegotiation, link and naming.
 func WriteTable(w io.Writer, ifcs []*Interface) error {
-	tw := tabwriter.NewWriter(Escaping(w), 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(safetext.Writer(w), 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "IFACE\tIDX\tDRIVER\tBUS\tSPEED\tDUPLEX\tAUTONEG\tLINK\tNAMING")
 	for _, i := range ifcs {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
@@ -70,13 +71,13 @@ func Summary(i *Interface) string {
 	if !i.Naming.Stable && i.Naming.Kind == "enumerated" {
 		b.WriteString(" (may change between boots)")
 	}
-	return Escape(b.String())
+	return safetext.Escape(b.String())
 }
 
 // WriteReport writes the full report of one interface. Counters that are zero
 // are summarised, not listed, when there are many of them.
 func WriteReport(w io.Writer, i *Interface) error {
-	w = Escaping(w)
+	w = safetext.Writer(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "  %s\t"+format+"\n", append([]any{k}, a...)...) }
 	fmt.Fprintf(tw, "%s (ifindex %d)\n", i.Name, i.Index)
@@ -281,7 +282,7 @@ func intCell(p *int) string {
 
 // WriteDelta writes the nonzero counter changes and any resets.
 func WriteDelta(w io.Writer, d *Deltas) error {
-	w = Escaping(w)
+	w = safetext.Writer(w)
 	switch {
 	case d.Restarted != "":
 		fmt.Fprintf(w, "%s: counts since its counters restarted from zero: %s\n", d.Name, d.Restarted)
@@ -321,14 +322,14 @@ func WriteDelta(w io.Writer, d *Deltas) error {
 }
 
 // WriteFindings writes findings, most serious first as Diagnose orders them.
-func WriteFindings(w io.Writer, fs []Finding) error {
-	w = Escaping(w)
+func WriteFindings(w io.Writer, fs []finding.Finding) error {
+	w = safetext.Writer(w)
 	if len(fs) == 0 {
 		_, err := fmt.Fprintln(w, "diagnosis: no rule fired")
 		return err
 	}
 	for _, f := range fs {
-		who := f.Rule
+		who := string(f.Rule)
 		if f.Iface != "" {
 			who += " " + f.Iface
 		}
@@ -341,7 +342,7 @@ func WriteFindings(w io.Writer, fs []Finding) error {
 
 // WriteAdvice writes naming advice: the .link file, the legacy rule and notes.
 func WriteAdvice(w io.Writer, a *NamingAdvice) error {
-	w = Escaping(w)
+	w = safetext.Writer(w)
 	_, err := fmt.Fprintf(w, "Put this in %s:\n\n%s\nLegacy udev equivalent (%s):\n\n%s\n", a.LinkPath, a.LinkFile, a.UdevPath, a.UdevRule)
 	if err != nil {
 		return err
@@ -352,112 +353,4 @@ func WriteAdvice(w io.Writer, a *NamingAdvice) error {
 		}
 	}
 	return nil
-}
-
-// Escape returns s with what a terminal would act on written as Go escapes
-// (as strconv.Quote writes them, without the quotes): control characters
-// except newline and tab ("\x1b", "\r"), DEL, the C1 controls ("\u009b",
-// which some terminals take for ESC [) and the other characters that do not
-// print (bidirectional overrides), and bytes that are not UTF-8 ("\xff").
-// Everything read from a tree (names, attributes, a capture's JSON, error
-// texts naming files) reaches the terminal through it, so a hostile capture
-// cannot recolour, move the cursor or retitle the window.
-func Escape(s string) string { return escape(s, true) }
-
-// EscapeLine is Escape on one line: line breaks and tabs are escaped too,
-// for an error message that quotes what it read.
-func EscapeLine(s string) string { return escape(s, false) }
-
-func escape(s string, keepLines bool) string {
-	i := 0
-	for i < len(s) {
-		size, bad := scan(s[i:], keepLines)
-		if bad {
-			break
-		}
-		i += size
-	}
-	if i == len(s) {
-		return s
-	}
-	var b strings.Builder
-	b.WriteString(s[:i])
-	for i < len(s) {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case keepLines && (r == '\n' || r == '\t') || strconv.IsPrint(r):
-			b.WriteString(s[i : i+size])
-		case r < utf8.RuneSelf:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r <= 0xffff:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			fmt.Fprintf(&b, `\U%08x`, r)
-		}
-		i += size
-	}
-	return b.String()
-}
-
-// scan reports the size of the character s starts with, and whether
-// Escape rewrites it.
-func scan(s string, keepLines bool) (size int, bad bool) {
-	if c := s[0]; c < utf8.RuneSelf {
-		return 1, (c < 0x20 && !(keepLines && (c == '\n' || c == '\t'))) || c == 0x7f
-	}
-	r, size := utf8.DecodeRuneInString(s)
-	return size, (r == utf8.RuneError && size == 1) || !strconv.IsPrint(r)
-}
-
-// Escaping returns a writer that writes through Escape to w. The renderers
-// of this package write through it; a character split across two writes is
-// escaped byte by byte (they never split one).
-func Escaping(w io.Writer) io.Writer {
-	if _, ok := w.(escaper); ok {
-		return w
-	}
-	return escaper{w}
-}
-
-type escaper struct{ w io.Writer }
-
-func (e escaper) Write(p []byte) (int, error) {
-	s := Escape(string(p))
-	if _, err := io.WriteString(e.w, s); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// EscapeJSON rewrites the characters of a JSON document that encoding/json
-// leaves as they are and a terminal would act on (DEL, the C1 controls,
-// other characters that do not print) as JSON escapes ("\u009b"); the
-// document means the same. encoding/json already escapes the other control
-// characters and replaces bytes that are not UTF-8.
-func EscapeJSON(b []byte) []byte {
-	var out []byte
-	last := 0
-	for i := 0; i < len(b); {
-		r, size := utf8.DecodeRune(b[i:])
-		if r == '\n' || r == '\t' || r == '\r' || r == ' ' || (r != utf8.RuneError && strconv.IsPrint(r)) || (r == utf8.RuneError && size != 1) {
-			i += size
-			continue
-		}
-		out = append(out, b[last:i]...)
-		if r == utf8.RuneError {
-			out = append(out, `\ufffd`...)
-		} else {
-			for _, u := range utf16.Encode([]rune{r}) {
-				out = fmt.Appendf(out, `\u%04x`, u)
-			}
-		}
-		i += size
-		last = i
-	}
-	if out == nil {
-		return b
-	}
-	return append(out, b[last:]...)
 }

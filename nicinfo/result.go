@@ -5,6 +5,9 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/blastnet/blast/finding"
+	"github.com/blastnet/blast/internal/safetext"
 )
 
 // Result is what a test (or a pair of captures) says about one interface: its
@@ -15,8 +18,8 @@ type Result struct {
 	Delta     *Deltas    `json:"delta,omitempty"`
 	// Renamed is set when the interface has another name in the second of
 	// two captures: how it was followed across the rename.
-	Renamed  *Match    `json:"renamed,omitempty"`
-	Findings []Finding `json:"findings"`
+	Renamed  *Match            `json:"renamed,omitempty"`
+	Findings []finding.Finding `json:"findings"`
 }
 
 // Watch holds the snapshot taken before a test.
@@ -58,7 +61,7 @@ func (w *Watch) Stop(goodputBps float64, nicBound bool) (*Result, error) {
 // WriteResult writes the full report, the counter changes and the findings.
 func WriteResult(w io.Writer, r *Result) error {
 	if m := r.Renamed; m != nil {
-		if _, err := fmt.Fprintf(Escaping(w), "%s before is %s after: same %s\n\n", m.Before, m.After, m.By); err != nil {
+		if _, err := fmt.Fprintf(safetext.Writer(w), "%s before is %s after: same %s\n\n", m.Before, m.After, m.By); err != nil {
 			return err
 		}
 	}
@@ -79,7 +82,7 @@ func WriteResult(w io.Writer, r *Result) error {
 // prefix ("blast-t: "): the NIC summary, the nonzero counter changes on one
 // line, and one line per finding.
 func WriteBrief(w io.Writer, prefix string, r *Result) error {
-	w = Escaping(w) // names and counters come from files
+	w = safetext.Writer(w) // names and counters come from files
 	if _, err := fmt.Fprintf(w, "%snic %s\n", prefix, Summary(r.Interface)); err != nil {
 		return err
 	}
@@ -120,9 +123,9 @@ func WriteBrief(w io.Writer, prefix string, r *Result) error {
 
 // Invalid is the first finding that makes the result invalid (nil: none,
 // or no result).
-func (r *Result) Invalid() *Finding {
+func (r *Result) Invalid() *finding.Finding {
 	if r == nil {
 		return nil
 	}
-	return FirstInvalid(r.Findings)
+	return finding.FirstInvalid(r.Findings)
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/blastnet/blast/internal/safetext"
 )
 
 // driverReader answers the questions sysfs cannot: the live ethtool/netlink reader
@@ -750,6 +752,6 @@ func notRegular(name string, m fs.FileMode) error {
 // in it): its text is escaped, and on one line.
 type lineError struct{ err error }
 
-func (e lineError) Error() string { return EscapeLine(e.err.Error()) }
+func (e lineError) Error() string { return safetext.Line(e.err.Error()) }
 
 func (e lineError) Unwrap() error { return e.err }

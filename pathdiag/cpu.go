@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/pathinfo"
 )
 
@@ -52,8 +52,8 @@ const explainsMark = "; it explains the receiver's loss and window"
 // short (a fast path is CPU-bound on every host: the path is faster than
 // this host) or when the host as a whole was busy (idle near zero, or
 // stolen by a hypervisor): a busy host is never a network finding.
-func D28(d Direction) []nicinfo.Finding {
-	var out []nicinfo.Finding
+func D28(d Direction) []finding.Finding {
+	var out []finding.Finding
 	for _, e := range []*End{d.Receiver, d.Sender} {
 		if f, ok := cpuFinding(d, e); ok {
 			out = append(out, f)
@@ -62,9 +62,9 @@ func D28(d Direction) []nicinfo.Finding {
 	return out
 }
 
-func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
+func cpuFinding(d Direction, e *End) (finding.Finding, bool) {
 	if e == nil {
-		return nicinfo.Finding{}, false
+		return finding.Finding{}, false
 	}
 	role := "sender"
 	if e == d.Receiver {
@@ -88,7 +88,7 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 	short := shortfall(d, role)
 	soft := softPct >= busySoftirq && short != ""
 	if !full && !starved && !busy && !throttled && !soft {
-		return nicinfo.Finding{}, false
+		return finding.Finding{}, false
 	}
 	var ev []string
 	if t != nil {
@@ -109,10 +109,10 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 		ev = append(ev, short)
 	}
 	ev = append(ev, "goodput "+bits(d.Goodput))
-	f := nicinfo.Finding{Rule: "D28", Severity: nicinfo.Info, Iface: iface(e), Evidence: strings.Join(ev, "; ")}
+	f := finding.Finding{Rule: finding.D28, Severity: finding.Info, Iface: iface(e), Evidence: strings.Join(ev, "; ")}
 	switch {
 	case throttled:
-		f.Severity = nicinfo.Warn
+		f.Severity = finding.Warn
 		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: a cgroup quota holds its blast to %s CPU, and throttled it most of the test",
 			role, e.Name, strconv.FormatFloat(quota.CPUs, 'g', 3, 64))
 		f.Fix = fmt.Sprintf("raise the CPU quota of cgroup %s on the %s (cpu.max, cpu.cfs_quota_us, or the container's CPU limit) to at least %d CPU(s), one per stream, or lift it", quota.Cgroup, role, max(e.Streams, 1))
@@ -130,17 +130,17 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 		// 20%-idle host while make test ran, its peer's 31%, with the
 		// outage lab's window short; a WARN there claimed a cause the
 		// host's load was.)
-		f.Severity = nicinfo.Warn
+		f.Severity = finding.Warn
 		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: its data thread waited for a CPU while the host had CPU to spare (a CPU quota, or other work on its cores)",
 			role, e.Name)
 		f.Fix = fmt.Sprintf("give the %s's blast a CPU of its own: lift its CPU quota (cgroup cpu.max, a container's CPU limit) or move other work off its cores (taskset, --affinity)", role)
 	case short != "" && full:
-		f.Severity = nicinfo.Warn
+		f.Severity = finding.Warn
 		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: its data thread used a full core and could not keep up",
 			role, e.Name)
 		f.Fix = "more streams (-P) on more cores, a batching backend (--backend mmsg or gro for UDP, splice to send TCP), a larger -l, or a lower -b"
 	case soft:
-		f.Severity = nicinfo.Warn
+		f.Severity = finding.Warn
 		f.Summary = fmt.Sprintf("CPU-bound at the %s (%s), not the network: a core spent the test in softirq moving its packets and could not keep up",
 			role, e.Name)
 		f.Fix = "spread the packet work over more cores: more queues (ethtool -L IFACE combined N) with irqbalance, RPS/RFS, or GRO/GSO to handle fewer, larger packets"
@@ -159,7 +159,7 @@ func cpuFinding(d Direction, e *End) (nicinfo.Finding, bool) {
 	// the buffer it was given, not one set small (-w): that buffer
 	// overflows (D18) on any host (cpuExplained says what each accounts
 	// for).
-	if role == "receiver" && (f.Severity >= nicinfo.Warn || (busy || starved) && short != "" && e.BufAsked == 0) {
+	if role == "receiver" && (f.Severity >= finding.Warn || (busy || starved) && short != "" && e.BufAsked == 0) {
 		f.Summary += explainsMark
 	}
 	return f, true
@@ -196,8 +196,8 @@ func shortfall(d Direction, role string) string {
 
 // cpuExplains: f is a CPU finding that accounts for the receiver's loss
 // and slow window.
-func cpuExplains(f nicinfo.Finding) bool {
-	return f.Rule == "D28" && strings.HasSuffix(f.Summary, explainsMark)
+func cpuExplains(f finding.Finding) bool {
+	return f.Rule == finding.D28 && strings.HasSuffix(f.Summary, explainsMark)
 }
 
 // ReceiverCPUBound reports whether d's receiver was short of CPU in a way
@@ -216,18 +216,18 @@ func ReceiverCPUBound(d Direction) bool {
 // window (D15) and the loss it left to the path (D20).
 // Only this direction's: a busy receiver one way explains nothing of the
 // other, nor the asymmetry between them (see CPUBound).
-func cpuExplained(d Direction, fs []nicinfo.Finding) []nicinfo.Finding {
+func cpuExplained(d Direction, fs []finding.Finding) []finding.Finding {
 	f, ok := cpuFinding(d, d.Receiver)
 	if !ok || !cpuExplains(f) {
 		return fs
 	}
-	drop := []string{"D21"}
-	if f.Severity >= nicinfo.Warn {
-		drop = append(drop, "D15", "D20")
+	drop := []finding.ID{finding.D21}
+	if f.Severity >= finding.Warn {
+		drop = append(drop, finding.D15, finding.D20)
 	}
 	rcv := iface(d.Receiver)
-	return slices.DeleteFunc(fs, func(g nicinfo.Finding) bool {
-		return slices.Contains(drop, g.Rule) || g.Rule == "D18" && g.Severity >= nicinfo.Warn && g.Iface == rcv
+	return slices.DeleteFunc(fs, func(g finding.Finding) bool {
+		return slices.Contains(drop, g.Rule) || g.Rule == finding.D18 && g.Severity >= finding.Warn && g.Iface == rcv
 	})
 }
 
@@ -235,7 +235,7 @@ func cpuExplained(d Direction, fs []nicinfo.Finding) []nicinfo.Finding {
 // direction slower than the other for that is no asymmetry of the path.
 func CPUBound(d Direction) bool {
 	for _, e := range []*End{d.Receiver, d.Sender} {
-		if f, ok := cpuFinding(d, e); ok && f.Severity >= nicinfo.Warn {
+		if f, ok := cpuFinding(d, e); ok && f.Severity >= finding.Warn {
 			return true
 		}
 	}
@@ -245,7 +245,7 @@ func CPUBound(d Direction) bool {
 // WithoutCPUAsymmetry drops D7 (one direction slower than the other) from
 // fs when the slower of a and b had an end short of CPU at WARN: the CPU,
 // named by D28, is why.
-func WithoutCPUAsymmetry(fs []nicinfo.Finding, a, b *Direction) []nicinfo.Finding {
+func WithoutCPUAsymmetry(fs []finding.Finding, a, b *Direction) []finding.Finding {
 	if a == nil || b == nil {
 		return fs
 	}
@@ -256,5 +256,5 @@ func WithoutCPUAsymmetry(fs []nicinfo.Finding, a, b *Direction) []nicinfo.Findin
 	if !CPUBound(*slow) {
 		return fs
 	}
-	return slices.DeleteFunc(fs, func(f nicinfo.Finding) bool { return f.Rule == "D7" })
+	return slices.DeleteFunc(fs, func(f finding.Finding) bool { return f.Rule == finding.D7 })
 }

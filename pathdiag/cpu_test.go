@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/pathinfo"
 )
 
@@ -164,7 +164,7 @@ func TestD28(t *testing.T) {
 			var got []string
 			for _, f := range fs {
 				if f.Rule == "D28" {
-					got = append(got, f.Severity.String()+" "+f.Rule+" "+f.Summary)
+					got = append(got, f.Severity.String()+" "+string(f.Rule)+" "+f.Summary)
 				}
 			}
 			if len(got) != len(tc.want) {
@@ -179,7 +179,7 @@ func TestD28(t *testing.T) {
 				t.Errorf("first finding %s, want D28", fs[0])
 			}
 			for _, f := range fs {
-				if tc.noWarn && f.Rule != "D28" && f.Severity >= nicinfo.Warn {
+				if tc.noWarn && f.Rule != "D28" && f.Severity >= finding.Warn {
 					t.Errorf("a network cause beside D28: %s", f)
 				}
 			}
@@ -207,7 +207,7 @@ func TestCPUExplains(t *testing.T) {
 	}
 	udp.Receiver = busyEnd("remote", map[string]uint64{"Udp.RcvbufErrors": 4000}, 50, 40)
 	for _, f := range Diagnose(udp) {
-		if f.Severity >= nicinfo.Warn {
+		if f.Severity >= finding.Warn {
 			t.Errorf("a busy receiver's full buffer at WARN: %s", f)
 		}
 	}
@@ -216,7 +216,7 @@ func TestCPUExplains(t *testing.T) {
 	// waited long nor used a core: the busy host still explains D18.
 	udp.Receiver = busyEnd("remote", map[string]uint64{"Udp.RcvbufErrors": 4000}, 20, 10)
 	for _, f := range Diagnose(udp) {
-		if f.Severity >= nicinfo.Warn {
+		if f.Severity >= finding.Warn {
 			t.Errorf("a busy receiver's full buffer at WARN: %s", f)
 		}
 	}
@@ -232,7 +232,7 @@ func TestCPUExplains(t *testing.T) {
 		t.Errorf("-w 8K on a busy receiver: %v, want WARN D18 kept", got)
 	}
 
-	d7 := []nicinfo.Finding{{Rule: "D7", Severity: nicinfo.Warn, Summary: "asymmetric path"}}
+	d7 := []finding.Finding{{Rule: "D7", Severity: finding.Warn, Summary: "asymmetric path"}}
 	quota := &pathinfo.CPUQuota{Cgroup: "/c", CPUs: 0.02, Periods: 10, Throttled: 10}
 	starvedEnd := busyEnd("remote", nil, 2, 90)
 	starvedEnd.Path.Quota = quota

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/pathmtu"
 )
 
@@ -65,12 +65,12 @@ func (d MTUDirection) blackHole() bool {
 // full-size segments vanish). Two ends with different MTUs and nothing
 // smaller between are D16's. A direction not measured (the far end is no
 // blast server) is an INFO note.
-func D29(dirs ...MTUDirection) []nicinfo.Finding {
-	var out []nicinfo.Finding
+func D29(dirs ...MTUDirection) []finding.Finding {
+	var out []finding.Finding
 	var hops []MTUDirection
 	// Neither direction measured, for one reason: one note.
 	if len(dirs) == 2 && !dirs[0].Measured && !dirs[1].Measured && dirs[0].NotMeasured != "" && dirs[0].NotMeasured == dirs[1].NotMeasured {
-		return []nicinfo.Finding{{Rule: "D29", Severity: nicinfo.Info,
+		return []finding.Finding{{Rule: finding.D29, Severity: finding.Info,
 			Summary:  "path MTU not measured",
 			Evidence: dirs[0].NotMeasured,
 			Fix:      "run blast server at the far end to measure both directions, or tracepath -n from each end"}}
@@ -80,12 +80,12 @@ func D29(dirs ...MTUDirection) []nicinfo.Finding {
 		case d.hop():
 			hops = append(hops, d)
 		case d.Measured && !d.Exact && d.ends() > 0 && d.PMTU < d.ends():
-			out = append(out, nicinfo.Finding{Rule: "D29", Severity: nicinfo.Info,
+			out = append(out, finding.Finding{Rule: finding.D29, Severity: finding.Info,
 				Summary:  fmt.Sprintf("path MTU in the %s direction: at least %d bytes, not found exactly", d.Name, d.PMTU),
 				Evidence: fmt.Sprintf("don't-fragment probes up to %d bytes arrived, the search ended after %d rounds before it settled (loss on the path, or time)", d.PMTU, d.Rounds),
 				Fix:      "tracepath -n from this end shows the path MTU hop by hop"})
 		case !d.Measured && d.NotMeasured != "":
-			out = append(out, nicinfo.Finding{Rule: "D29", Severity: nicinfo.Info,
+			out = append(out, finding.Finding{Rule: finding.D29, Severity: finding.Info,
 				Summary:  "path MTU not measured in the " + d.Name + " direction",
 				Evidence: d.NotMeasured,
 				Fix:      "run blast server at the far end to measure both directions, or tracepath -n from each end"})
@@ -108,11 +108,11 @@ func D29(dirs ...MTUDirection) []nicinfo.Finding {
 	return out
 }
 
-func hopFinding(ds []MTUDirection, where string) nicinfo.Finding {
+func hopFinding(ds []MTUDirection, where string) finding.Finding {
 	d := ds[0]
 	size := fmt.Sprintf("%d-byte", d.PMTU)
 	var ev []string
-	sev := nicinfo.Warn
+	sev := finding.Warn
 	black := false
 	for _, x := range ds {
 		e := fmt.Sprintf("%s: don't-fragment probes up to %d bytes arrived", x.Name, x.PMTU)
@@ -131,7 +131,7 @@ func hopFinding(ds []MTUDirection, where string) nicinfo.Finding {
 		switch {
 		case x.blackHole():
 			black = true
-			sev = nicinfo.Error
+			sev = finding.Error
 			e += fmt.Sprintf("; no %s came back (the sender's kernel still holds %d): a path-MTU black hole that way", icmp, x.Learned)
 		case x.Learned > 0:
 			e += fmt.Sprintf("; %s came back (the sender's kernel learned %d)", icmp, x.Learned)
@@ -148,7 +148,7 @@ func hopFinding(ds []MTUDirection, where string) nicinfo.Finding {
 	if black {
 		fix += ", and TCP needs the hop's ICMP back (let ICMP type 3 code 4, ICMPv6 type 2, through) or net.ipv4.tcp_mtu_probing=1 on the sender"
 	}
-	return nicinfo.Finding{Rule: "D29", Severity: sev,
+	return finding.Finding{Rule: finding.D29, Severity: sev,
 		Summary:  fmt.Sprintf("a %s hop between the hosts in %s: packets up to the ends' %d-byte MTU do not pass", size, where, ends),
 		Evidence: strings.Join(ev, "; "),
 		Fix:      fix}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/pathmtu"
 )
 
@@ -54,7 +54,7 @@ func TestD29(t *testing.T) {
 			fs := D29(tc.dirs...)
 			var got []string
 			for _, f := range fs {
-				got = append(got, f.Rule+" "+f.Severity.String())
+				got = append(got, string(f.Rule)+" "+f.Severity.String())
 			}
 			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 				t.Fatalf("findings %v, want %v: %v", got, tc.want, fs)
@@ -68,7 +68,7 @@ func TestD29(t *testing.T) {
 					t.Errorf("%s %q lacks %q", c.what, c.got, c.want)
 				}
 			}
-			if f.Severity >= nicinfo.Warn && f.Iface != "" {
+			if f.Severity >= finding.Warn && f.Iface != "" {
 				t.Errorf("a path finding on interface %q", f.Iface)
 			}
 		})

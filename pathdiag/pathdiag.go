@@ -9,7 +9,7 @@
 // measurement, TCP_INFO, the interfaces (nicinfo) and the host's path
 // facts (pathinfo: qdiscs, policers, SNMP counters, sysctls). Each finding
 // has a severity, the evidence that made it fire and a fix, in
-// nicinfo.Finding's form, so every mode prints and exchanges them alike.
+// finding.Finding's form, so every mode prints and exchanges them alike.
 //
 // Rank orders findings so that the most likely cause comes first: by
 // severity, then causes before symptoms (a shaper before the retransmits it
@@ -22,6 +22,7 @@ import (
 	"slices"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathinfo"
 )
@@ -122,33 +123,31 @@ type Stall struct {
 
 // rule is one path rule.
 type rule struct {
-	id    string
-	check func(Direction) []nicinfo.Finding
-	// cause ranks findings of the same severity: lower is more likely
-	// the cause, higher a symptom of another.
-	cause int
+	id    finding.ID
+	check func(Direction) []finding.Finding
 }
 
 // rules are D14 and up, in the order a verdict prefers them at the same
-// severity: causes first, symptoms last.
+// severity (their rank in finding's registry): causes first, symptoms
+// last.
 var rules = []rule{
-	{"D28", D28, -20}, // CPU: not the network, before any network cause
-	{"D17", D17, 0},   // black hole
-	{"D16", D16, 1},   // MTU
-	{"D14", D14, 2},   // shaper or policer
-	{"D18", D18, 3},   // socket buffers overflowed
-	{"D19", D19, 4},   // qdisc drops
-	{"D15", D15, 5},   // window
-	{"D21", D21, 6},   // reader
-	{"D27", D27, 7},   // outage
-	{"D20", D20, 7},   // loss on the path
-	{"D22", D22, 8},   // CPU
-	{"D23", D23, 9},   // line rate
+	{finding.D28, D28}, // CPU: not the network, before any network cause
+	{finding.D17, D17}, // black hole
+	{finding.D16, D16}, // MTU
+	{finding.D14, D14}, // shaper or policer
+	{finding.D18, D18}, // socket buffers overflowed
+	{finding.D19, D19}, // qdisc drops
+	{finding.D15, D15}, // window
+	{finding.D21, D21}, // reader
+	{finding.D27, D27}, // outage
+	{finding.D20, D20}, // loss on the path
+	{finding.D22, D22}, // CPU
+	{finding.D23, D23}, // line rate
 }
 
 // Diagnose runs every path rule over one direction, most serious first.
-func Diagnose(d Direction) []nicinfo.Finding {
-	var out []nicinfo.Finding
+func Diagnose(d Direction) []finding.Finding {
+	var out []finding.Finding
 	for _, r := range rules {
 		out = append(out, r.check(d)...)
 	}
@@ -164,8 +163,8 @@ func Diagnose(d Direction) []nicinfo.Finding {
 	// One finding per rule and interface: the most serious (another
 	// test's milder view of the same limit adds nothing).
 	var seen []string
-	return slices.DeleteFunc(out, func(f nicinfo.Finding) bool {
-		k := f.Rule + " " + f.Iface
+	return slices.DeleteFunc(out, func(f finding.Finding) bool {
+		k := string(f.Rule) + " " + f.Iface
 		if slices.Contains(seen, k) {
 			return true
 		}
@@ -182,73 +181,45 @@ func Diagnose(d Direction) []nicinfo.Finding {
 // hosts (D26), random loss (D30) or an outage (D27) accounts for; the
 // black hole D17 suspects when D29 measured it (with the hop's MTU); and
 // the distance from line rate (D23) that D9 names as the NIC's.
-func explained(fs []nicinfo.Finding) []nicinfo.Finding {
-	has := func(rule string, sev nicinfo.Severity) bool {
-		return slices.ContainsFunc(fs, func(f nicinfo.Finding) bool { return f.Rule == rule && f.Severity >= sev })
+func explained(fs []finding.Finding) []finding.Finding {
+	has := func(rule finding.ID, sev finding.Severity) bool {
+		return slices.ContainsFunc(fs, func(f finding.Finding) bool { return f.Rule == rule && f.Severity >= sev })
 	}
-	policed := has("D26", nicinfo.Warn) || has("D30", nicinfo.Warn) // a rate limit, or random loss
+	policed := has(finding.D26, finding.Warn) || has(finding.D30, finding.Warn) // a rate limit, or random loss
 	// The retransmits, and a slow direction, are the outage's; a stall
 	// amid random loss is TCP's timer backing off on lost resends.
-	outage := has("D27", nicinfo.Warn) && !has("D30", nicinfo.Warn)
-	shaped := has("D14", nicinfo.Warn) || has("D15", nicinfo.Warn) || policed || outage
-	mtuHole := has("D29", nicinfo.Error) // a black hole D29 measured: D17 suspected it
-	lost := has("D17", nicinfo.Error) || has("D16", nicinfo.Error) || has("D19", nicinfo.Warn) || policed || outage || mtuHole
-	nicBound := has("D9", nicinfo.Warn)
-	return slices.DeleteFunc(fs, func(f nicinfo.Finding) bool {
-		if f.Rule == "D27" && (has("D30", nicinfo.Warn) || has("D17", nicinfo.Error) || has("D16", nicinfo.Error) || mtuHole) {
+	outage := has(finding.D27, finding.Warn) && !has(finding.D30, finding.Warn)
+	shaped := has(finding.D14, finding.Warn) || has(finding.D15, finding.Warn) || policed || outage
+	mtuHole := has(finding.D29, finding.Error) // a black hole D29 measured: D17 suspected it
+	lost := has(finding.D17, finding.Error) || has(finding.D16, finding.Error) || has(finding.D19, finding.Warn) || policed || outage || mtuHole
+	nicBound := has(finding.D9, finding.Warn)
+	return slices.DeleteFunc(fs, func(f finding.Finding) bool {
+		if f.Rule == finding.D27 && (has(finding.D30, finding.Warn) || has(finding.D17, finding.Error) || has(finding.D16, finding.Error) || mtuHole) {
 			// A stall amid random loss is TCP's timer backing off;
 			// one on a path-MTU black hole is the hole's (small
 			// packets pass: no outage).
 			return true
 		}
-		return f.Rule == "D7" && f.Severity == nicinfo.Warn && shaped || f.Rule == "D20" && lost || f.Rule == "D23" && nicBound ||
-			f.Rule == "D17" && mtuHole ||
-			f.Rule == "D18" && f.Severity == nicinfo.Info && has("D16", nicinfo.Error) // the MTU refused the sends
+		return f.Rule == finding.D7 && f.Severity == finding.Warn && shaped || f.Rule == finding.D20 && lost || f.Rule == finding.D23 && nicBound ||
+			f.Rule == finding.D17 && mtuHole ||
+			f.Rule == finding.D18 && f.Severity == finding.Info && has(finding.D16, finding.Error) // the MTU refused the sends
 	})
-}
-
-// causeRank: nicinfo's link-layer rules explain what they find (a duplex
-// mismatch causes the retransmits), so they rank before the path rules'
-// symptoms; unknown rules rank last.
-func causeRank(id string) int {
-	for _, r := range rules {
-		if r.id == id {
-			return 10 + r.cause
-		}
-	}
-	switch id {
-	case "D26", "D30":
-		return 12 // a policer between the hosts (a rate limit, as D14), random loss
-	case "D29":
-		return 11 // a smaller MTU between the hosts, as D16
-	case "D7":
-		return 15 // asymmetry: among the path causes, after the window
-	case "D9":
-		return 18
-	case "reset":
-		return 30
-	}
-	return 0 // D1-D13: the link itself
 }
 
 // Rank sorts findings in place: the most serious first, then the most
-// likely cause (link, then path causes, then symptoms), stable otherwise.
-func Rank(fs []nicinfo.Finding) {
-	slices.SortStableFunc(fs, func(a, b nicinfo.Finding) int {
-		if a.Severity != b.Severity {
-			return int(b.Severity) - int(a.Severity)
-		}
-		return causeRank(a.Rule) - causeRank(b.Rule)
-	})
+// likely cause (link, then path causes, then symptoms: their rank in
+// finding's registry), stable otherwise.
+func Rank(fs []finding.Finding) {
+	slices.SortStableFunc(fs, finding.Compare)
 }
 
 // Merge joins findings of several tests or both ends, ranks them, and
 // keeps the most serious of each rule on each interface.
-func Merge(lists ...[]nicinfo.Finding) []nicinfo.Finding {
-	var out []nicinfo.Finding
+func Merge(lists ...[]finding.Finding) []finding.Finding {
+	var out []finding.Finding
 	for _, l := range lists {
 		for _, f := range l {
-			if !slices.ContainsFunc(out, func(g nicinfo.Finding) bool {
+			if !slices.ContainsFunc(out, func(g finding.Finding) bool {
 				return g.Rule == f.Rule && g.Iface == f.Iface && g.Summary == f.Summary
 			}) {
 				out = append(out, f)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathinfo"
 )
@@ -35,10 +36,10 @@ func end(name string, n *nicinfo.Result, path *pathinfo.Delta) *End {
 }
 
 // rules lists the rule, severity and summary of each finding.
-func rulesOf(fs []nicinfo.Finding) []string {
+func rulesOf(fs []finding.Finding) []string {
 	var out []string
 	for _, f := range fs {
-		out = append(out, f.Severity.String()+" "+f.Rule)
+		out = append(out, f.Severity.String()+" "+string(f.Rule))
 	}
 	return out
 }
@@ -311,13 +312,13 @@ func TestWindowFix(t *testing.T) {
 // Ranking: the most serious first, then causes before symptoms; a link
 // rule's finding before a path rule's at the same severity.
 func TestRank(t *testing.T) {
-	fs := []nicinfo.Finding{
-		{Rule: "D22", Severity: nicinfo.Info},
-		{Rule: "D20", Severity: nicinfo.Warn},
-		{Rule: "D7", Severity: nicinfo.Warn},
-		{Rule: "D14", Severity: nicinfo.Warn},
-		{Rule: "D6", Severity: nicinfo.Warn},
-		{Rule: "D17", Severity: nicinfo.Error},
+	fs := []finding.Finding{
+		{Rule: "D22", Severity: finding.Info},
+		{Rule: "D20", Severity: finding.Warn},
+		{Rule: "D7", Severity: finding.Warn},
+		{Rule: "D14", Severity: finding.Warn},
+		{Rule: "D6", Severity: finding.Warn},
+		{Rule: "D17", Severity: finding.Error},
 	}
 	Rank(fs)
 	if diff := cmp.Diff([]string{"ERROR D17", "WARN D6", "WARN D14", "WARN D7", "WARN D20", "INFO D22"}, rulesOf(fs)); diff != "" {
@@ -329,13 +330,13 @@ func TestRank(t *testing.T) {
 // asymmetry a shaper makes, the loss a black hole makes.
 func TestMergeExplained(t *testing.T) {
 	fs := Merge(
-		[]nicinfo.Finding{{Rule: "D14", Severity: nicinfo.Warn, Iface: "a", Summary: "s"}},
-		[]nicinfo.Finding{{Rule: "D7", Severity: nicinfo.Warn, Summary: "one direction"}, {Rule: "D14", Severity: nicinfo.Warn, Iface: "a", Summary: "s"}},
+		[]finding.Finding{{Rule: "D14", Severity: finding.Warn, Iface: "a", Summary: "s"}},
+		[]finding.Finding{{Rule: "D7", Severity: finding.Warn, Summary: "one direction"}, {Rule: "D14", Severity: finding.Warn, Iface: "a", Summary: "s"}},
 	)
 	if diff := cmp.Diff([]string{"WARN D14"}, rulesOf(fs)); diff != "" {
 		t.Errorf("shaper and asymmetry (-want +got):\n%s", diff)
 	}
-	fs = Merge([]nicinfo.Finding{{Rule: "D17", Severity: nicinfo.Error}, {Rule: "D20", Severity: nicinfo.Warn}, {Rule: "D7", Severity: nicinfo.Error}})
+	fs = Merge([]finding.Finding{{Rule: "D17", Severity: finding.Error}, {Rule: "D20", Severity: finding.Warn}, {Rule: "D7", Severity: finding.Error}})
 	if diff := cmp.Diff([]string{"ERROR D17", "ERROR D7"}, rulesOf(fs)); diff != "" {
 		t.Errorf("black hole (-want +got):\n%s", diff)
 	}
@@ -354,18 +355,18 @@ func TestD19Resent(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		d        Direction
-		sev      nicinfo.Severity
+		sev      finding.Severity
 		evidence string
 	}{
-		{"every drop resent", udp(300, 300, 0), nicinfo.Info,
+		{"every drop resent", udp(300, 300, 0), finding.Info,
 			"300 packets refused by the sender's qdiscs on veth-a: tbf 8001: 300 (queue limit 368 KiB); the sender had 300 sends refused (ENOBUFS), sent each again and waited 5.4s in all"},
-		{"more dropped than resent", udp(1300, 300, 1000), nicinfo.Warn,
+		{"more dropped than resent", udp(1300, 300, 1000), finding.Warn,
 			"1300 packets dropped by the sender's qdiscs on veth-a, which refused 300 sends to the sender (ENOBUFS) that it sent again: 1000 lost there (10.87% of what they handled)"},
 		// Recorded: -P 4 with GSO trains through a 50 Mbit/s tbf; a
 		// refused train is one refusal and many drops.
-		{"no more lost there than the receiver lost", udp(690, 312, 99), nicinfo.Warn,
+		{"no more lost there than the receiver lost", udp(690, 312, 99), finding.Warn,
 			"690 packets dropped by the sender's qdiscs on veth-a, which refused 312 sends to the sender (ENOBUFS) that it sent again: 99 lost there (1.07% of what they handled)"},
-		{"a sender that resent nothing", udp(300, 0, 300), nicinfo.Warn,
+		{"a sender that resent nothing", udp(300, 0, 300), finding.Warn,
 			"300 packets dropped by the sender's qdiscs on veth-a (3.37% of what they handled)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

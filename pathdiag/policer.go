@@ -5,7 +5,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/finding"
 )
 
 // D26's thresholds.
@@ -134,7 +134,7 @@ func localLimiter(d *Direction) bool {
 // what UDP offered above it delivered, when that probe ran, lost what
 // exceeded the rate (at least 5%) and its sender kept to its rate;
 // otherwise what UDP delivered is a lower bound.
-func D26(p Probe) []nicinfo.Finding {
+func D26(p Probe) []finding.Finding {
 	t := p.TCP
 	if t == nil || !Probable(*t) {
 		return nil
@@ -196,9 +196,9 @@ func D26(p Probe) []nicinfo.Finding {
 		pace = rate
 	}
 	if q >= PolicerQueueMs {
-		return []nicinfo.Finding{queuedLimit(p.Name, what, rate, pace, loss, q, t, ev)}
+		return []finding.Finding{queuedLimit(p.Name, what, rate, pace, loss, q, t, ev)}
 	}
-	return []nicinfo.Finding{{Rule: "D26", Severity: nicinfo.Warn,
+	return []finding.Finding{{Rule: finding.D26, Severity: finding.Warn,
 		Summary:  fmt.Sprintf("a policer (or a lossy token bucket) in the %s direction, passing %s %s: TCP loses %.1f%% to it while UDP below that rate passes clean", p.Name, what, bits(rate), loss),
 		Evidence: ev,
 		Fix: fmt.Sprintf("a device between the hosts drops what exceeds %s %s in the %s direction (a tc police action, a router's or a provider's rate limit): find it (tc -s filter show on the routers on the way); if it is meant, pace the sender below it (blast client -b %s) or shape to it at the sender (a tbf or htb at %s), which TCP follows without loss",
@@ -215,11 +215,11 @@ func D26(p Probe) []nicinfo.Finding {
 // alone on an 80 ms path, 17-28 ms). The finding names the rate, both
 // causes and the test that tells them apart; the numbers in its fix come
 // from the rate and the path's round trip.
-func queuedLimit(name, what string, rate, pace, loss, queueMs float64, t *Direction, ev string) nicinfo.Finding {
+func queuedLimit(name, what string, rate, pace, loss, queueMs float64, t *Direction, ev string) finding.Finding {
 	rttMs := float64(t.MinRTTus) / 1000
 	bdp := int64(rate / 8 * rttMs / 1000)
 	ev += fmt.Sprintf("; TCP's RTT stood %.1f ms above the path's %.1f ms: a queue on the way, which a policer alone does not hold", queueMs, rttMs)
-	return nicinfo.Finding{Rule: "D26", Severity: nicinfo.Warn,
+	return finding.Finding{Rule: finding.D26, Severity: finding.Warn,
 		Summary: fmt.Sprintf("a rate limit in the %s direction, passing %s %s, that TCP overflows behind a queue: TCP loses %.1f%% there and gets %s (a shaper or a slower link with a queue shorter than TCP's window, or a policer behind a queue)",
 			name, what, bits(rate), loss, bits(t.Goodput)),
 		Evidence: ev,

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/pathinfo"
 )
 
@@ -52,7 +52,7 @@ func TestD26Words(t *testing.T) {
 	fs := D26(Probe{Name: "upload", TCP: tcp,
 		Clean: &Direction{UDP: true, Rate: 72e6, Goodput: 72e6, Sent: 6114},
 		Over:  &Direction{UDP: true, Rate: 200e6, Goodput: 99.2e6, Sent: 16985, Lost: 8560}})
-	want := []nicinfo.Finding{{Rule: "D26", Severity: nicinfo.Warn,
+	want := []finding.Finding{{Rule: "D26", Severity: finding.Warn,
 		Summary:  "a policer (or a lossy token bucket) in the upload direction, passing about 99.2 Mbit/s: TCP loses 10.0% to it while UDP below that rate passes clean",
 		Evidence: "tcp upload 80.0 Mbit/s with 10.0% of its segments lost (retransmitted, less what the receiver already had); udp upload at 72.0 Mbit/s: 0 of 6114 datagrams lost (0.00%); udp upload offered at 200 Mbit/s: 50% lost, 99.2 Mbit/s delivered; the loss grows with the rate: the policer passes about 99.2 Mbit/s (what UDP offered above it delivered)",
 		Fix:      "a device between the hosts drops what exceeds about 99.2 Mbit/s in the upload direction (a tc police action, a router's or a provider's rate limit): find it (tc -s filter show on the routers on the way); if it is meant, pace the sender below it (blast client -b 94.2M) or shape to it at the sender (a tbf or htb at 94.2 Mbit/s), which TCP follows without loss"}}
@@ -68,9 +68,9 @@ func TestD26Words(t *testing.T) {
 // makes: the merge names it alone, and first.
 func TestMergePolicer(t *testing.T) {
 	fs := Merge(
-		[]nicinfo.Finding{{Rule: "D20", Severity: nicinfo.Warn, Iface: "a"}, {Rule: "D21", Severity: nicinfo.Info, Iface: "b"}},
-		[]nicinfo.Finding{{Rule: "D7", Severity: nicinfo.Warn, Summary: "asymmetric path"}},
-		[]nicinfo.Finding{{Rule: "D26", Severity: nicinfo.Warn, Summary: "a policer"}},
+		[]finding.Finding{{Rule: "D20", Severity: finding.Warn, Iface: "a"}, {Rule: "D21", Severity: finding.Info, Iface: "b"}},
+		[]finding.Finding{{Rule: "D7", Severity: finding.Warn, Summary: "asymmetric path"}},
+		[]finding.Finding{{Rule: "D26", Severity: finding.Warn, Summary: "a policer"}},
 	)
 	if diff := cmp.Diff([]string{"WARN D26", "INFO D21"}, rulesOf(fs)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -107,7 +107,7 @@ func TestD26Queued(t *testing.T) {
 	fs := D26(Probe{Name: "upload", TCP: tcp,
 		Clean: &Direction{UDP: true, Rate: 19.5e6, Goodput: 19.5e6, Sent: 5096},
 		Over:  &Direction{UDP: true, Rate: 278e6, Goodput: 190e6, Sent: 70000, Lost: 22000}})
-	want := []nicinfo.Finding{{Rule: "D26", Severity: nicinfo.Warn,
+	want := []finding.Finding{{Rule: "D26", Severity: finding.Warn,
 		Summary:  "a rate limit in the upload direction, passing about 190 Mbit/s, that TCP overflows behind a queue: TCP loses 12.2% there and gets 111 Mbit/s (a shaper or a slower link with a queue shorter than TCP's window, or a policer behind a queue)",
 		Evidence: "tcp upload 111 Mbit/s with 12.2% of its segments lost (retransmitted, less what the receiver already had), its RTT 17.43 ms above the path's 80.00 ms; udp upload at 19.5 Mbit/s: 0 of 5096 datagrams lost (0.00%); udp upload offered at 278 Mbit/s: 31% lost, 190 Mbit/s delivered; the loss grows with the rate: the limit passes about 190 Mbit/s (what UDP offered above it delivered); TCP's RTT stood 17.4 ms above the path's 80.0 ms: a queue on the way, which a policer alone does not hold",
 		Fix:      "find what limits the upload direction to about 190 Mbit/s; to tell the two apart, watch the round trip (blast lat) while UDP runs just above that rate (blast client -u -b 199M): a shaper's queue adds its depth to the round trip, a policer adds nothing. A queue that is yours to size needs rate × RTT = 190 Mbit/s × 80.0 ms = 1.8 MiB; either way, pacing the sender below the rate (blast client -b 180M, or --fq-rate) or a congestion control that paces (-C bbr where the kernel has it) avoids the loss"}}
@@ -138,7 +138,7 @@ func TestD30(t *testing.T) {
 		return d
 	}
 	fs := D26(Probe{Name: "upload", TCP: tcp, Clean: udp(1662, 0)})
-	want := []nicinfo.Finding{{Rule: "D30", Severity: nicinfo.Warn,
+	want := []finding.Finding{{Rule: "D30", Severity: finding.Warn,
 		Summary:  "random loss in the upload direction: about 2.1% of packets lost whatever the rate, not a rate limit",
 		Evidence: "tcp upload 4.08 Gbit/s with 2.2% of its segments lost (retransmitted, less what the receiver already had); udp upload at 392 Mbit/s, a lower rate: 1662 of 83557 datagrams lost, 1.99% on the path (none counted that the receiver's socket dropped): the loss does not grow with the rate",
 		Fix:      "a link or device in the upload direction drops about 2.1% of packets at any rate: look for errors on the routers' and switches' ports on the way (CRC errors, discards: ethtool -S, the devices' interface counters), a failing cable or optic, or a radio link; a congestion control that does not read loss as congestion (-C bbr where the kernel has it) keeps TCP's rate through it"}}
@@ -151,7 +151,7 @@ func TestD30(t *testing.T) {
 	if fs := D30(Probe{Name: "upload", TCP: tcp, Clean: udp(500, 0)}); fs != nil {
 		t.Errorf("UDP lost 0.6%% against TCP's 2.2%%: %v", fs)
 	}
-	if got := rulesOf(Merge([]nicinfo.Finding{{Rule: "D7", Severity: nicinfo.Warn}, {Rule: "D20", Severity: nicinfo.Warn}, {Rule: "D27", Severity: nicinfo.Warn}}, fs)); !cmp.Equal(got, []string{"WARN D30"}) {
+	if got := rulesOf(Merge([]finding.Finding{{Rule: "D7", Severity: finding.Warn}, {Rule: "D20", Severity: finding.Warn}, {Rule: "D27", Severity: finding.Warn}}, fs)); !cmp.Equal(got, []string{"WARN D30"}) {
 		t.Errorf("merged: %v, want D30 alone (it explains D7, D20 and the stall of D27)", got)
 	}
 	// 1.9% lost (under D26's probe) with the UDP upload's 2.0%: D30 too.
@@ -174,23 +174,23 @@ func TestD30(t *testing.T) {
 func TestD20Congestion(t *testing.T) {
 	d := Direction{Seconds: 3, Goodput: 172.5e6, SentBytes: 65e6, Retransmits: 559, MSS: 1448, RTTus: 34_000, MinRTTus: 20_000}
 	fs := D20(d)
-	if len(fs) != 1 || fs[0].Severity != nicinfo.Info || !strings.HasPrefix(fs[0].Summary, "TCP lost a little where it filled a queue") ||
+	if len(fs) != 1 || fs[0].Severity != finding.Info || !strings.HasPrefix(fs[0].Summary, "TCP lost a little where it filled a queue") ||
 		!strings.Contains(fs[0].Evidence, "its RTT stood 14.0 ms above the path's 20.0 ms") {
 		t.Errorf("behind a queue: %v", fs)
 	}
 	d.RTTus = 20_500
-	if fs := D20(d); len(fs) != 1 || fs[0].Severity != nicinfo.Warn {
+	if fs := D20(d); len(fs) != 1 || fs[0].Severity != finding.Warn {
 		t.Errorf("no queue: %v, want WARN", fs)
 	}
 	// No standing queue on average, but 400 of the 559 resent in slow
 	// start: TCP's overshoot, an INFO.
 	d.Sender = &End{Path: &pathinfo.Delta{SNMP: map[string]uint64{"TcpExt.TCPSlowStartRetrans": 400}}}
-	if fs := D20(d); len(fs) != 1 || fs[0].Severity != nicinfo.Info || !strings.Contains(fs[0].Evidence, "400 of the retransmissions in slow start") {
+	if fs := D20(d); len(fs) != 1 || fs[0].Severity != finding.Info || !strings.Contains(fs[0].Evidence, "400 of the retransmissions in slow start") {
 		t.Errorf("slow start's overshoot: %v, want INFO", fs)
 	}
 	d.Sender = nil
 	d.RTTus, d.Retransmits = 34_000, 1500
-	if fs := D20(d); len(fs) != 1 || fs[0].Severity != nicinfo.Warn {
+	if fs := D20(d); len(fs) != 1 || fs[0].Severity != finding.Warn {
 		t.Errorf("3.3%% lost behind a queue: %v, want WARN", fs)
 	}
 }
@@ -198,9 +198,9 @@ func TestD20Congestion(t *testing.T) {
 // A flow that stalled to its end on a path-MTU black hole (D17, or D29 at
 // ERROR) met the hole, not an outage: small packets passed.
 func TestMergeStallOnBlackHole(t *testing.T) {
-	for _, hole := range []string{"D17", "D29"} {
-		got := rulesOf(Merge([]nicinfo.Finding{{Rule: hole, Severity: nicinfo.Error}, {Rule: "D27", Severity: nicinfo.Warn}}))
-		if !cmp.Equal(got, []string{"ERROR " + hole}) {
+	for _, hole := range []finding.ID{finding.D17, finding.D29} {
+		got := rulesOf(Merge([]finding.Finding{{Rule: hole, Severity: finding.Error}, {Rule: "D27", Severity: finding.Warn}}))
+		if !cmp.Equal(got, []string{"ERROR " + string(hole)}) {
 			t.Errorf("%s and D27: %v, want %s alone", hole, got, hole)
 		}
 	}

@@ -3,7 +3,7 @@ package pathdiag
 import (
 	"fmt"
 
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/finding"
 )
 
 // D30's thresholds.
@@ -42,7 +42,7 @@ func pathUDPLoss(d *Direction) float64 {
 // retransmissions too stalls on its backed-off timer: a stall during
 // random loss is its (D27 explained; 2% dropped at random stalled TCP
 // 1.0 s with 4 timeouts in the planted-fault trial).
-func D30(p Probe) []nicinfo.Finding {
+func D30(p Probe) []finding.Finding {
 	t := p.TCP
 	if t == nil || t.UDP || t.Goodput <= 0 || LossPct(*t) < lossWarn || localLimiter(t) {
 		return nil
@@ -51,7 +51,7 @@ func D30(p Probe) []nicinfo.Finding {
 	if clean < CleanLoss || clean < RandomShare*loss || p.Clean.Goodput >= t.Goodput {
 		return nil
 	}
-	return []nicinfo.Finding{{Rule: "D30", Severity: nicinfo.Warn,
+	return []finding.Finding{{Rule: finding.D30, Severity: finding.Warn,
 		Summary: fmt.Sprintf("random loss in the %s direction: about %.1f%% of packets lost whatever the rate, not a rate limit", p.Name, (loss+clean)/2),
 		Evidence: fmt.Sprintf("tcp %s %s with %.1f%% of its segments lost (retransmitted, less what the receiver already had); udp %s at %s, a lower rate: %d of %d datagrams lost, %.2f%% on the path (none counted that the receiver's socket dropped): the loss does not grow with the rate",
 			p.Name, bits(t.Goodput), loss, p.Name, bits(p.Clean.Goodput), p.Clean.Lost, p.Clean.Sent, clean),

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/finding"
 )
 
 // Thresholds. Goodput counts payload only: TCP over Ethernet carries about
@@ -29,7 +29,7 @@ const (
 )
 
 // D14: a shaper or a policer on the path, and whether it set the pace.
-func D14(d Direction) []nicinfo.Finding {
+func D14(d Direction) []finding.Finding {
 	type limiter struct {
 		what, iface string
 		rate        uint64
@@ -77,12 +77,12 @@ func D14(d Direction) []nicinfo.Finding {
 		if own {
 			why = "the sender's own -b was at or below its rate"
 		}
-		return []nicinfo.Finding{{Rule: "D14", Severity: nicinfo.Info, Iface: n.iface,
+		return []finding.Finding{{Rule: finding.D14, Severity: finding.Info, Iface: n.iface,
 			Summary:  "a rate limit on the path (" + why + ")",
 			Evidence: ev,
 			Fix:      "none needed for this test; a faster test will stop at " + bits(float64(n.rate))}}
 	}
-	return []nicinfo.Finding{{Rule: "D14", Severity: nicinfo.Warn, Iface: n.iface,
+	return []finding.Finding{{Rule: finding.D14, Severity: finding.Warn, Iface: n.iface,
 		Summary:  "the shaper, not the link, is the bottleneck: goodput sits at its rate",
 		Evidence: ev,
 		Fix:      "if the limit is not intended, remove it (tc qdisc show dev " + n.iface + "; tc qdisc del dev " + n.iface + " root, or the filter's police action); otherwise this is the expected rate"}}
@@ -94,7 +94,7 @@ func D14(d Direction) []nicinfo.Finding {
 // (tcpi_min_rtt): a goodput near the window over the smoothed RTT alone
 // holds for any flow (what is in flight over the RTT), a CPU-bound one
 // included, whose smoothed RTT a busy host inflates 20 to 200 times.
-func D15(d Direction) []nicinfo.Finding {
+func D15(d Direction) []finding.Finding {
 	if d.UDP || d.RTTus <= 0 || d.MinRTTus <= 0 || d.MaxWnd <= 0 || d.Goodput <= 0 {
 		return nil
 	}
@@ -156,16 +156,16 @@ func D15(d Direction) []nicinfo.Finding {
 		fix += "autotuning stopped short: "
 	}
 	fix += fmt.Sprintf("raise net.core.rmem_max and net.core.wmem_max to %d and the last field of net.ipv4.tcp_rmem and tcp_wmem to %d on both ends; or more streams (-P)", 2*bdp, 2*bdp)
-	return []nicinfo.Finding{{Rule: "D15", Severity: nicinfo.Warn,
+	return []finding.Finding{{Rule: finding.D15, Severity: finding.Warn,
 		Summary:  "window-limited: the TCP window over the round trip, not the path, sets the rate",
 		Evidence: ev, Fix: fix}}
 }
 
 // D16: an MTU that does not fit: the two ends of a link disagree, or UDP
 // datagrams are larger than the path carries.
-func D16(d Direction) []nicinfo.Finding {
+func D16(d Direction) []finding.Finding {
 	sm, rm := mtu(d.Sender), mtu(d.Receiver)
-	var out []nicinfo.Finding
+	var out []finding.Finding
 	if d.UDP && d.Datagram > 0 && d.Sent > 0 {
 		path := 0
 		for _, m := range []int{sm, rm, d.PMTU} {
@@ -183,25 +183,25 @@ func D16(d Direction) []nicinfo.Finding {
 					ev += fmt.Sprintf("; sender tx_dropped +%d", v)
 				}
 			}
-			sev, summary := nicinfo.Error, "datagrams larger than the path's MTU are lost"
+			sev, summary := finding.Error, "datagrams larger than the path's MTU are lost"
 			if d.Lost == 0 {
 				// Through a veth, a GSO train passes whatever the MTU
 				// on the far side: a real link drops them.
-				sev, summary = nicinfo.Warn, "datagrams larger than the path's MTU (none lost here, but a link that checks the MTU drops them)"
+				sev, summary = finding.Warn, "datagrams larger than the path's MTU (none lost here, but a link that checks the MTU drops them)"
 			}
 			if s := d.Sender; s != nil && s.Path != nil {
 				if n := s.Path.Get("Udp.SndbufErrors") + s.Path.Get("Udp6.SndbufErrors"); n > 0 {
 					ev += fmt.Sprintf("; %d sends refused on the sender (SndbufErrors)", n)
 				}
 			}
-			out = append(out, nicinfo.Finding{Rule: "D16", Severity: sev, Iface: iface(d.Sender),
+			out = append(out, finding.Finding{Rule: finding.D16, Severity: sev, Iface: iface(d.Sender),
 				Summary:  summary,
 				Evidence: ev,
 				Fix:      fmt.Sprintf("send datagrams of at most %d bytes (-l %d), or set the same MTU on both ends of every link (ip link set dev IFACE mtu N)", path-28, path-28)})
 		}
 	}
 	if sm > 0 && rm > 0 && sm != rm && len(out) == 0 && sameLink(d) {
-		out = append(out, nicinfo.Finding{Rule: "D16", Severity: nicinfo.Warn, Iface: iface(d.Sender),
+		out = append(out, finding.Finding{Rule: finding.D16, Severity: finding.Warn, Iface: iface(d.Sender),
 			Summary:  "the two ends of the link have different MTUs",
 			Evidence: fmt.Sprintf("MTU %d on the sender's %s, %d on the receiver's %s", sm, iface(d.Sender), rm, iface(d.Receiver)),
 			Fix:      fmt.Sprintf("set one MTU on both ends (ip link set dev IFACE mtu %d): frames over %d bytes from the larger side are dropped, and only TCP's MSS hides it", min(sm, rm), min(sm, rm))})
@@ -212,7 +212,7 @@ func D16(d Direction) []nicinfo.Finding {
 // D17: TCP that connected (small packets pass) but barely moved data while
 // retransmitting: full-size segments vanish on the way, and no ICMP
 // "fragmentation needed" came back: a path-MTU black hole.
-func D17(d Direction) []nicinfo.Finding {
+func D17(d Direction) []finding.Finding {
 	if d.UDP || d.Retransmits < 3 || d.Seconds <= 0 {
 		return nil
 	}
@@ -248,15 +248,15 @@ func D17(d Direction) []nicinfo.Finding {
 			probing = " (now " + v + ")"
 		}
 	}
-	return []nicinfo.Finding{{Rule: "D17", Severity: nicinfo.Error, Iface: iface(d.Sender),
+	return []finding.Finding{{Rule: finding.D17, Severity: finding.Error, Iface: iface(d.Sender),
 		Summary:  "suspected path-MTU black hole: full-size segments are lost after the handshake",
 		Evidence: ev,
 		Fix:      "a hop with a smaller MTU drops large packets and its ICMP 'fragmentation needed' does not come back: find it with tracepath, let ICMP type 3 code 4 (ICMPv6 type 2) through, or set net.ipv4.tcp_mtu_probing=1" + probing + " on the sender, or lower the MTU"}}
 }
 
 // D18: data dropped because a socket buffer was full.
-func D18(d Direction) []nicinfo.Finding {
-	var out []nicinfo.Finding
+func D18(d Direction) []finding.Finding {
+	var out []finding.Finding
 	if r := d.Receiver; r != nil && r.Path != nil {
 		if d.UDP {
 			n := r.Path.Get("Udp.RcvbufErrors") + r.Path.Get("Udp6.RcvbufErrors")
@@ -271,7 +271,7 @@ func D18(d Direction) []nicinfo.Finding {
 				if v := r.Sysctls["net.core.rmem_max"]; v != "" {
 					ev += "; net.core.rmem_max=" + v
 				}
-				out = append(out, nicinfo.Finding{Rule: "D18", Severity: nicinfo.Warn, Iface: iface(r),
+				out = append(out, finding.Finding{Rule: finding.D18, Severity: finding.Warn, Iface: iface(r),
 					Summary:  "the receiving socket's buffer overflowed: the receiver did not read fast enough",
 					Evidence: ev,
 					Fix:      "a larger receive buffer (-w 4M; raise net.core.rmem_max to match), a batching backend (--backend mmsg, gro), or a lower -b"})
@@ -279,7 +279,7 @@ func D18(d Direction) []nicinfo.Finding {
 		} else {
 			n := r.Path.Get("TcpExt.TCPRcvQDrop") + r.Path.Get("TcpExt.TCPBacklogDrop")
 			if n > 0 {
-				out = append(out, nicinfo.Finding{Rule: "D18", Severity: nicinfo.Warn, Iface: iface(r),
+				out = append(out, finding.Finding{Rule: finding.D18, Severity: finding.Warn, Iface: iface(r),
 					Summary:  "TCP segments dropped on the receiver because the socket's queue was full",
 					Evidence: fmt.Sprintf("TCPRcvQDrop + TCPBacklogDrop +%d on the receiver", n),
 					Fix:      "a larger receive buffer (-w; net.core.rmem_max), or a receiver that reads faster (larger -l)"})
@@ -288,7 +288,7 @@ func D18(d Direction) []nicinfo.Finding {
 	}
 	if s := d.Sender; s != nil && s.Path != nil && d.UDP {
 		if n := s.Path.Get("Udp.SndbufErrors") + s.Path.Get("Udp6.SndbufErrors"); n > 0 {
-			out = append(out, nicinfo.Finding{Rule: "D18", Severity: nicinfo.Info, Iface: iface(s),
+			out = append(out, finding.Finding{Rule: finding.D18, Severity: finding.Info, Iface: iface(s),
 				Summary:  "the sending socket's buffer was full at times (the sender waited and sent again)",
 				Evidence: fmt.Sprintf("%d sends refused for a full send buffer (SndbufErrors) on the sender", n),
 				Fix:      "none needed: blast retries; a larger -w smooths it"})
@@ -300,7 +300,7 @@ func D18(d Direction) []nicinfo.Finding {
 // D19: the sender's egress queue dropped packets: a warning from 1% of
 // what it handled (a queue in front of a shaper drops now and then as TCP
 // probes for more; a shallow one drops bursts).
-func D19(d Direction) []nicinfo.Finding {
+func D19(d Direction) []finding.Finding {
 	s := d.Sender
 	if s == nil || s.Path == nil {
 		return nil
@@ -329,7 +329,7 @@ func D19(d Direction) []nicinfo.Finding {
 	// A UDP send the queue refused fails with ENOBUFS, and a blast
 	// sender waits for room and sends it again: a drop, and no loss.
 	if d.UDP && d.Resent > 0 && int64(drops) <= d.Resent {
-		return []nicinfo.Finding{{Rule: "D19", Severity: nicinfo.Info, Iface: s.Path.Iface,
+		return []finding.Finding{{Rule: finding.D19, Severity: finding.Info, Iface: s.Path.Iface,
 			Summary: "the sender's egress queue was full: the sender waited for room and lost nothing there",
 			Evidence: fmt.Sprintf("%d packets refused by the sender's qdiscs on %s: %s; the sender had %d sends refused (ENOBUFS), sent each again and waited %v in all",
 				drops, s.Path.Iface, strings.Join(where, ", "), d.Resent, d.ResentWait.Round(time.Millisecond)),
@@ -353,11 +353,11 @@ func D19(d Direction) []nicinfo.Finding {
 	if !d.UDP && d.Retransmits >= 0 {
 		ev += fmt.Sprintf("; %d retransmissions", d.Retransmits)
 	}
-	sev := nicinfo.Warn
+	sev := finding.Warn
 	if pct < lossWarn {
-		sev = nicinfo.Info
+		sev = finding.Info
 	}
-	return []nicinfo.Finding{{Rule: "D19", Severity: sev, Iface: s.Path.Iface,
+	return []finding.Finding{{Rule: finding.D19, Severity: sev, Iface: s.Path.Iface,
 		Summary:  "the sender's egress queue overflowed: packets were dropped before they left the host",
 		Evidence: ev,
 		Fix:      "a deeper queue in front of the shaper (tbf limit, or fq_codel/cake, which drop early and fairly), or a sender at the shaper's rate (-b)"}}
@@ -365,7 +365,7 @@ func D19(d Direction) []nicinfo.Finding {
 
 // D20: loss on the path: retransmissions or lost datagrams that no socket
 // buffer explains, with the bytes one end sent and the other received.
-func D20(d Direction) []nicinfo.Finding {
+func D20(d Direction) []finding.Finding {
 	var pct float64
 	var ev string
 	switch {
@@ -403,7 +403,7 @@ func D20(d Direction) []nicinfo.Finding {
 					if pct < lossWarn {
 						return nil
 					}
-					return []nicinfo.Finding{{Rule: "D20", Severity: nicinfo.Info, Iface: iface(d.Sender),
+					return []finding.Finding{{Rule: finding.D20, Severity: finding.Info, Iface: iface(d.Sender),
 						Summary:  "TCP resent segments that were not lost: they arrived out of order or their ACKs came late",
 						Evidence: ev,
 						Fix:      "none needed: nothing was lost; if it persists, look for reordering on the path (a busy receiver's CPUs, multipath hops)"}}
@@ -433,7 +433,7 @@ func D20(d Direction) []nicinfo.Finding {
 		if slowStart > 0 {
 			ev += fmt.Sprintf("; %d of the retransmissions in slow start (TCPSlowStartRetrans)", slowStart)
 		}
-		return []nicinfo.Finding{{Rule: "D20", Severity: nicinfo.Info, Iface: iface(d.Sender),
+		return []finding.Finding{{Rule: finding.D20, Severity: finding.Info, Iface: iface(d.Sender),
 			Summary:  "TCP lost a little where it filled a queue on the way: congestion at a bottleneck, as TCP finds its rate",
 			Evidence: ev,
 			Fix:      "none needed at this share; a congestion control that paces (-C bbr where the kernel has it) loses less there"}}
@@ -441,7 +441,7 @@ func D20(d Direction) []nicinfo.Finding {
 	if tx, rx, ok := wireBytes(d); ok && tx > 0 {
 		ev += fmt.Sprintf("; the sender's %s sent %s, the receiver's %s received %s (%.0f%% less)", iface(d.Sender), bytesWords(int64(tx)), iface(d.Receiver), bytesWords(int64(rx)), 100*(1-float64(rx)/float64(tx)))
 	}
-	return []nicinfo.Finding{{Rule: "D20", Severity: nicinfo.Warn, Iface: iface(d.Sender),
+	return []finding.Finding{{Rule: finding.D20, Severity: finding.Warn, Iface: iface(d.Sender),
 		Summary:  "packets are lost between the two ends",
 		Evidence: ev,
 		Fix:      "look at the findings before this one for where (a queue, a shaper, link errors); if none, the loss is in a device between the hosts: check its drop counters"}}
@@ -450,7 +450,7 @@ func D20(d Direction) []nicinfo.Finding {
 // D21: a receiver whose reads were short: either its buffer is small and
 // each read is a system call's worth of work (reader-limited), or data came
 // slowly (starved, the limit is upstream).
-func D21(d Direction) []nicinfo.Finding {
+func D21(d Direction) []finding.Finding {
 	r := d.Receiver
 	if d.UDP || r == nil || r.BufLen <= 0 {
 		return nil
@@ -469,12 +469,12 @@ func D21(d Direction) []nicinfo.Finding {
 	case per >= 0.9*float64(r.BufLen) && r.BufLen < smallRead:
 		// Full reads: data was always waiting, so the reader, one
 		// system call per small buffer, set the pace.
-		return []nicinfo.Finding{{Rule: "D21", Severity: nicinfo.Warn, Iface: iface(r),
+		return []finding.Finding{{Rule: finding.D21, Severity: finding.Warn, Iface: iface(r),
 			Summary:  "reader-limited: each read fills the receiver's small buffer: data was always waiting, and the receiver spent itself on system calls",
 			Evidence: ev,
 			Fix:      "read with a larger buffer on the receiver (-l 128K)"}}
 	case per < 0.5*float64(r.BufLen) && (cpu < 0 || cpu < 50):
-		return []nicinfo.Finding{{Rule: "D21", Severity: nicinfo.Info, Iface: iface(r),
+		return []finding.Finding{{Rule: finding.D21, Severity: finding.Info, Iface: iface(r),
 			Summary:  "starved receiver: reads return less than the buffer holds because data arrives slowly (the limit is upstream, not the reader)",
 			Evidence: ev,
 			Fix:      "none on the receiver: look at the sender and the path"}}
@@ -483,8 +483,8 @@ func D21(d Direction) []nicinfo.Finding {
 }
 
 // D22: an end whose process used a whole core per stream.
-func D22(d Direction) []nicinfo.Finding {
-	var out []nicinfo.Finding
+func D22(d Direction) []finding.Finding {
+	var out []finding.Finding
 	for _, e := range []*End{d.Sender, d.Receiver} {
 		if e == nil {
 			continue
@@ -494,7 +494,7 @@ func D22(d Direction) []nicinfo.Finding {
 			if e == d.Receiver {
 				role = "receiver"
 			}
-			out = append(out, nicinfo.Finding{Rule: "D22", Severity: nicinfo.Info, Iface: iface(e),
+			out = append(out, finding.Finding{Rule: finding.D22, Severity: finding.Info, Iface: iface(e),
 				Summary:  "the " + role + "'s host is bound by packet processing: a core spent the test in softirq",
 				Evidence: fmt.Sprintf("cpu%d spent %.0f%% of the test in softirq on the %s (%s)", cpu, pct, role, e.Name),
 				Fix:      "spread the packet work over more cores: more queues (ethtool -L IFACE combined N) with irqbalance, RPS/RFS, or GRO/GSO to handle fewer, larger packets"})
@@ -504,7 +504,7 @@ func D22(d Direction) []nicinfo.Finding {
 			if e == d.Receiver {
 				role = "receiver"
 			}
-			out = append(out, nicinfo.Finding{Rule: "D22", Severity: nicinfo.Info, Iface: iface(e),
+			out = append(out, finding.Finding{Rule: finding.D22, Severity: finding.Info, Iface: iface(e),
 				Summary:  "the " + role + " is CPU-bound: a core per stream was busy the whole test",
 				Evidence: fmt.Sprintf("the %s (%s) used %.0f%% of a core per stream (%d stream(s)) for %s", role, e.Name, cpu, max(e.Streams, 1), bits(d.Goodput)),
 				Fix:      "more streams (-P) on more cores, a copy-free backend (--backend splice or sendfile to send, larger -l), or a faster CPU"})
@@ -533,7 +533,7 @@ func softirqBusiest(e *End) (cpu int, pct float64) {
 
 // D23: goodput well below what the sender's link carries, when the link
 // has a real speed.
-func D23(d Direction) []nicinfo.Finding {
+func D23(d Direction) []finding.Finding {
 	s := speedBps(d.Sender)
 	if s <= 0 || d.Goodput <= 0 || d.Rate > 0 && d.Rate < lineRateShare*s {
 		return nil
@@ -542,7 +542,7 @@ func D23(d Direction) []nicinfo.Finding {
 	if d.Goodput >= 0.85*line {
 		return nil
 	}
-	return []nicinfo.Finding{{Rule: "D23", Severity: nicinfo.Info, Iface: iface(d.Sender),
+	return []finding.Finding{{Rule: finding.D23, Severity: finding.Info, Iface: iface(d.Sender),
 		Summary:  "goodput is well below the link's line rate",
 		Evidence: fmt.Sprintf("goodput %s is %.0f%% of the %s link's TCP line rate (%s)", bits(d.Goodput), 100*d.Goodput/line, bits(s), bits(line)),
 		Fix:      "the other findings say where the rest went; with none, try more streams (-P) and a larger window (-w)"}}
@@ -550,13 +550,13 @@ func D23(d Direction) []nicinfo.Finding {
 
 // NICBound says whether the sender's NIC, rather than anything the path
 // rules found, was the narrowest point: nicinfo's D9 applies only then.
-func NICBound(d Direction, found []nicinfo.Finding) bool {
+func NICBound(d Direction, found []finding.Finding) bool {
 	if speedBps(d.Sender) <= 0 {
 		return false
 	}
 	for _, f := range found {
 		switch f.Rule {
-		case "D14", "D15", "D18", "D19", "D21", "D22":
+		case finding.D14, finding.D15, finding.D18, finding.D19, finding.D21, finding.D22:
 			return false
 		}
 	}
@@ -697,7 +697,7 @@ const outageMin = time.Second
 // timer to have fired (a host that stopped running the flow fires none);
 // UDP needs a sender that was due at least 10 datagrams meanwhile. Not
 // when an end's interface lost its carrier: that is D10's.
-func D27(d Direction) []nicinfo.Finding {
+func D27(d Direction) []finding.Finding {
 	st := d.Stall
 	if st.Seconds < outageMin.Seconds() {
 		return nil
@@ -729,7 +729,7 @@ func D27(d Direction) []nicinfo.Finding {
 	if len(up) > 0 {
 		ev += "; no carrier change on " + strings.Join(up, " or ")
 	}
-	return []nicinfo.Finding{{Rule: "D27", Severity: nicinfo.Warn,
+	return []finding.Finding{{Rule: finding.D27, Severity: finding.Warn,
 		Summary:  fmt.Sprintf("an outage on the path: nothing got through for %.1f s while the links stayed up", st.Seconds),
 		Evidence: ev,
 		Fix: fmt.Sprintf("look between the hosts for what dropped everything for %.1f s: a switch or router restarting, a routing or spanning-tree change, a firewall or NAT losing its state; "+

@@ -19,8 +19,8 @@ import (
 	"github.com/blastnet/blast/compare"
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/doctor"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/latency"
-	"github.com/blastnet/blast/nicinfo"
 )
 
 // -keep DIR writes every picture the tests draw into DIR too, to look at.
@@ -190,7 +190,7 @@ func doctorReport() *doctor.Report {
 		{Name: "tcp download", Bps: 3.12e9, Retransmits: 4210},
 		{Name: "udp upload", Bps: 481.3e6, RateBps: 500e6, Datagram: 1472, Sent: 212000, Lost: 8100},
 		{Name: "latency", RTT: &latency.Stats{P50: 41 * time.Microsecond, P99: 95 * time.Microsecond}},
-	}, Findings: []nicinfo.Finding{{Severity: nicinfo.Warn, Rule: "D7",
+	}, Findings: []finding.Finding{{Severity: finding.Warn, Rule: "D7",
 		Summary: "download is 3x slower than upload with 350x the retransmits: the reverse path drops (a policer or a full queue on the server side)"}},
 		Verdict: "WARN D7: download is 3x slower than upload with 350x the retransmits: the reverse path drops (a policer or a full queue on the server side)"}
 }

@@ -64,8 +64,7 @@ func TestTTCPSummaryGolden(t *testing.T) {
 }
 
 func TestTTCPClassicLines(t *testing.T) {
-	// The example of notes/peers.md: the classic lines, character for
-	// character.
+	// The classic ttcp lines, character for character.
 	lines := result("ttcp-r", 'K', false, false, false).Lines()
 	want := []string{
 		"ttcp-r: 16777216 bytes in 1.44 real seconds = 11377.78 KB/sec +++",

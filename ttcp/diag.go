@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathdiag"
 	"github.com/blastnet/blast/report"
@@ -19,7 +20,7 @@ func tcpLine(ti engine.TCPInfo) string {
 
 // pathFindings judges the transfer with the path rules, from this end
 // only: ttcp has no exchange with its peer.
-func (r *run) pathFindings(res *report.TTCPResult, nic *nicinfo.Result) []nicinfo.Finding {
+func (r *run) pathFindings(res *report.TTCPResult, nic *nicinfo.Result) []finding.Finding {
 	secs := res.Real.Seconds()
 	if secs <= 0 {
 		return nil

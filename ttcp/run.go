@@ -15,7 +15,7 @@ import (
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/clock"
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/report"
 )
 
@@ -189,7 +189,7 @@ func transfer(ctx context.Context, c Config, sess *Session, wait time.Duration) 
 	nicLines, nic := r.nic.lines("", float64(res.Bytes)*8/res.Real.Seconds())
 	res.Notes = append(res.Notes, nicLines...)
 	for _, f := range r.pathFindings(res, nic) {
-		res.Notes = append(res.Notes, nicinfo.EscapeLine(fmt.Sprintf("path %s: %s (%s). Fix: %s", f.Head(), f.Summary, f.Evidence, f.Fix)))
+		res.Notes = append(res.Notes, safetext.Line(fmt.Sprintf("path %s: %s (%s). Fix: %s", f.Head(), f.Summary, f.Evidence, f.Fix)))
 	}
 	if bad := nic.Invalid(); bad != nil && xerr == nil {
 		xerr = fmt.Errorf("the result is not valid: %s", bad)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/blastnet/blast/agent"
 	"github.com/blastnet/blast/control"
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/internal/safetext"
 )
 
 func init() {
@@ -93,7 +93,7 @@ func agentHelp() string {
 func runAgent(e *env, args []string) int {
 	f := newAgentFlags()
 	usage := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "blast agent: %s\n", nicinfo.EscapeLine(fmt.Sprintf(format, a...)))
+		fmt.Fprintf(e.stderr, "blast agent: %s\n", safetext.Line(fmt.Sprintf(format, a...)))
 		return exitUsage
 	}
 	if err := f.fs.Parse(args); err != nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/control"
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/plot"
 	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
@@ -235,7 +235,7 @@ func runClient(e *env, args []string) int {
 	}
 	cfg, run, err := f.config(e.ctx)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "blast client: %s\n", nicinfo.EscapeLine(err.Error()))
+		fmt.Fprintf(e.stderr, "blast client: %s\n", safetext.Line(err.Error()))
 		return exitUsage
 	}
 	return runClientTest(e, cfg, run)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/blastnet/blast/compare"
 	"github.com/blastnet/blast/control"
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/plot"
 	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
@@ -109,7 +109,7 @@ func runCompare(e *env, args []string) int {
 		return exitOK
 	}
 	usage := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "blast compare: %s\n", nicinfo.EscapeLine(fmt.Sprintf(format, a...)))
+		fmt.Fprintf(e.stderr, "blast compare: %s\n", safetext.Line(fmt.Sprintf(format, a...)))
 		return exitUsage
 	}
 	host := fs.Arg(0)

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/doctor"
+	"github.com/blastnet/blast/finding"
+	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/plot"
 	"github.com/blastnet/blast/report"
@@ -77,7 +79,7 @@ func runDoctor(e *env, args []string) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "blast doctor: %s\n", nicinfo.EscapeLine(err.Error()))
+		fmt.Fprintf(e.stderr, "blast doctor: %s\n", safetext.Line(err.Error()))
 		return exitUsage
 	}
 	if offline != nil {
@@ -85,12 +87,12 @@ func runDoctor(e *env, args []string) int {
 	}
 	if !jsonOut && !o.csv {
 		cfg.Progress = func(s doctor.Step) {
-			fmt.Fprintf(e.stderr, "doctor: %d/%d %s: %s\n", s.N, s.Of, s.Name, nicinfo.EscapeLine(s.Command))
+			fmt.Fprintf(e.stderr, "doctor: %d/%d %s: %s\n", s.N, s.Of, s.Name, safetext.Line(s.Command))
 		}
 	}
 	rep, err := doctor.Run(e.ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "blast doctor: %s\n", nicinfo.EscapeLine(err.Error()))
+		fmt.Fprintf(e.stderr, "blast doctor: %s\n", safetext.Line(err.Error()))
 		return exitFailure
 	}
 	writeDoctor(e.stdout, rep, o)
@@ -247,18 +249,18 @@ func parseDoctor(args []string) (cfg doctor.Config, o doctorOut, off *offlineArg
 func runDoctorOffline(e *env, o offlineArgs, out doctorOut) int {
 	src, err := loadTree("--offline", o.dir)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "blast doctor: %s\n", nicinfo.EscapeLine(err.Error()))
+		fmt.Fprintf(e.stderr, "blast doctor: %s\n", safetext.Line(err.Error()))
 		return exitUsage
 	}
 	var after *nicinfo.Source
 	if o.after != "" {
 		if after, err = loadTree("--after", o.after); err != nil {
-			fmt.Fprintf(e.stderr, "blast doctor: %s\n", nicinfo.EscapeLine(err.Error()))
+			fmt.Fprintf(e.stderr, "blast doctor: %s\n", safetext.Line(err.Error()))
 			return exitUsage
 		}
 	}
 	rep := &doctor.Report{Host: "offline " + o.dir, Tests: []doctor.Test{}}
-	var lists [][]nicinfo.Finding
+	var lists [][]finding.Finding
 	add := func(r *nicinfo.Result, err error) error {
 		if err != nil {
 			return err
@@ -308,7 +310,7 @@ func runDoctorOffline(e *env, o offlineArgs, out doctorOut) int {
 		return nil
 	}()
 	if err != nil {
-		fmt.Fprintf(e.stderr, "blast doctor: %s\n", nicinfo.EscapeLine(err.Error()))
+		fmt.Fprintf(e.stderr, "blast doctor: %s\n", safetext.Line(err.Error()))
 		return exitFailure
 	}
 	rep.Finish(lists)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/latency"
-	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/plot"
 	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
@@ -101,13 +101,13 @@ func runLat(e *env, args []string) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "blast lat: %s\n", nicinfo.EscapeLine(err.Error()))
+		fmt.Fprintf(e.stderr, "blast lat: %s\n", safetext.Line(err.Error()))
 		return exitUsage
 	}
 	if cfg.Server {
 		err := latency.Serve(e.ctx, cfg, e.stdout, nil)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "blast lat: %s\n", nicinfo.EscapeLine(err.Error()))
+			fmt.Fprintf(e.stderr, "blast lat: %s\n", safetext.Line(err.Error()))
 			if latency.IsUsage(err) {
 				return exitUsage
 			}
@@ -222,7 +222,7 @@ func runLat(e *env, args []string) int {
 	}
 	switch {
 	case err != nil:
-		fmt.Fprintf(e.stderr, "blast lat: %s\n", nicinfo.EscapeLine(err.Error()))
+		fmt.Fprintf(e.stderr, "blast lat: %s\n", safetext.Line(err.Error()))
 		if latency.IsUsage(err) {
 			return exitUsage
 		}

@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	_ "github.com/blastnet/blast/engine/backends" // every backend, in every mode
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/internal/safetext"
 )
 
 // Exit statuses.
@@ -91,7 +91,7 @@ func dispatch(e *env, args []string) int {
 			if c, ok := commands[args[1]]; ok {
 				return c.run(e, []string{"--help"})
 			}
-			fmt.Fprintf(e.stderr, "blast: help %s: no such command: run 'blast help' for the list\n", nicinfo.EscapeLine(args[1]))
+			fmt.Fprintf(e.stderr, "blast: help %s: no such command: run 'blast help' for the list\n", safetext.Line(args[1]))
 			return exitUsage
 		}
 		usage(e.stdout)

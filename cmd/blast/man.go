@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/control"
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/internal/safetext"
 )
 
 func init() {
@@ -55,7 +55,7 @@ func newManFlags() *manFlags {
 func runMan(e *env, args []string) int {
 	f := newManFlags()
 	usage := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "blast man: %s\n", nicinfo.EscapeLine(fmt.Sprintf(format, a...)))
+		fmt.Fprintf(e.stderr, "blast man: %s\n", safetext.Line(fmt.Sprintf(format, a...)))
 		return exitUsage
 	}
 	if err := f.fs.Parse(args); err != nil {
@@ -70,7 +70,7 @@ func runMan(e *env, args []string) int {
 	}
 	dir := f.fs.Arg(0)
 	fail := func(err error) int {
-		fmt.Fprintf(e.stderr, "blast man: %s\n", nicinfo.EscapeLine(err.Error()))
+		fmt.Fprintf(e.stderr, "blast man: %s\n", safetext.Line(err.Error()))
 		return exitFailure
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -80,7 +80,7 @@ func runMan(e *env, args []string) int {
 	if err := doc.GenManTree(commandTree(true), header, dir); err != nil {
 		return fail(err)
 	}
-	fmt.Fprintf(e.stdout, "blast man: wrote blast.1 and %d command pages into %s\n", len(commands), nicinfo.EscapeLine(filepath.Clean(dir)))
+	fmt.Fprintf(e.stdout, "blast man: wrote blast.1 and %d command pages into %s\n", len(commands), safetext.Line(filepath.Clean(dir)))
 	return exitOK
 }
 

@@ -16,10 +16,10 @@ import (
 	"github.com/blastnet/blast/agent"
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/mesh"
 	"github.com/blastnet/blast/mesh/discover"
 	"github.com/blastnet/blast/mesh/plan"
-	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/plot"
 )
 
@@ -131,7 +131,7 @@ func runMesh(e *env, args []string) int {
 	}
 	f := newMeshFlags()
 	usage := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "blast mesh: %s\n", nicinfo.EscapeLine(fmt.Sprintf(format, a...)))
+		fmt.Fprintf(e.stderr, "blast mesh: %s\n", safetext.Line(fmt.Sprintf(format, a...)))
 		return exitUsage
 	}
 	if err := f.fs.Parse(args); err != nil {
@@ -327,7 +327,7 @@ func newMeshReportFlags() *meshReportFlags {
 func runMeshReport(e *env, args []string) int {
 	f := newMeshReportFlags()
 	usage := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "blast mesh report: %s\n", nicinfo.EscapeLine(fmt.Sprintf(format, a...)))
+		fmt.Fprintf(e.stderr, "blast mesh report: %s\n", safetext.Line(fmt.Sprintf(format, a...)))
 		return exitUsage
 	}
 	if err := f.fs.Parse(args); err != nil {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/blastnet/blast/finding"
+	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/nicinfo"
 )
 
@@ -245,7 +247,7 @@ func runNic(e *env, args []string) int {
 	// An ERROR finding (a link that cannot carry the test as it is)
 	// fails the command, for scripts and health checks.
 	code := exitOK
-	if slices.ContainsFunc(r.Findings, func(f nicinfo.Finding) bool { return f.Severity >= nicinfo.Error }) {
+	if slices.ContainsFunc(r.Findings, func(f finding.Finding) bool { return f.Severity >= finding.Error }) {
 		code = exitFailure
 	}
 	if c.JSON {
@@ -259,7 +261,7 @@ func runNic(e *env, args []string) int {
 		return max(code, nicJSON(e, list, r))
 	}
 	if route != nil {
-		fmt.Fprintln(e.stdout, nicinfo.Escape(routeLine(c.To, route)))
+		fmt.Fprintln(e.stdout, safetext.Escape(routeLine(c.To, route)))
 		fmt.Fprintln(e.stdout)
 	}
 	if err := nicinfo.WriteResult(e.stdout, r); err != nil {
@@ -332,7 +334,7 @@ func nicAll(e *env, c nicConfig, list string, src, after *nicinfo.Source, p *nic
 	}
 	if p != nil {
 		for _, n := range p.Gone {
-			fmt.Fprintf(e.stderr, "blast: nic: note: %s is in %s but not in %s: not analyzed\n", nicinfo.Escape(n), c.Sysfs, c.After)
+			fmt.Fprintf(e.stderr, "blast: nic: note: %s is in %s but not in %s: not analyzed\n", safetext.Escape(n), c.Sysfs, c.After)
 		}
 	}
 	var results []*nicinfo.Result
@@ -343,7 +345,7 @@ func nicAll(e *env, c nicConfig, list string, src, after *nicinfo.Source, p *nic
 		} else if m, ok := matchOf(p, n); ok {
 			r, err = p.Analyze(m)
 		} else {
-			fmt.Fprintf(e.stderr, "blast: nic: note: %s is in %s but not in %s: state rules only\n", nicinfo.Escape(n), c.After, c.Sysfs)
+			fmt.Fprintf(e.stderr, "blast: nic: note: %s is in %s but not in %s: state rules only\n", safetext.Escape(n), c.After, c.Sysfs)
 			r, err = nicinfo.Analyze(after, nil, n)
 		}
 		if err != nil {
@@ -415,7 +417,7 @@ func nicCapture(e *env, c nicConfig) int {
 	if err != nil {
 		return nicFail(e, list, err)
 	}
-	fmt.Fprintf(e.stdout, "captured %s to %s; analyze it with: blast nic --sysfs %s\n", nicinfo.Escape(strings.Join(names, ", ")), c.Capture, c.Capture)
+	fmt.Fprintf(e.stdout, "captured %s to %s; analyze it with: blast nic --sysfs %s\n", safetext.Escape(strings.Join(names, ", ")), c.Capture, c.Capture)
 	return exitOK
 }
 
@@ -556,7 +558,7 @@ func routeLine(host string, r *nicinfo.Route) string {
 }
 
 // nicJSON writes v as indented JSON, with what a terminal would act on
-// escaped (nicinfo.EscapeJSON): the strings come from files.
+// escaped (safetext.JSON): the strings come from files.
 func nicJSON(e *env, list string, v any) int {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -564,16 +566,16 @@ func nicJSON(e *env, list string, v any) int {
 	if err := enc.Encode(v); err != nil {
 		return nicFail(e, list, err)
 	}
-	if _, err := e.stdout.Write(nicinfo.EscapeJSON(b.Bytes())); err != nil {
+	if _, err := e.stdout.Write(safetext.JSON(b.Bytes())); err != nil {
 		return nicFail(e, list, err)
 	}
 	return exitOK
 }
 
-// nicUsage and nicFail write one line, escaped (nicinfo.Escape): names
+// nicUsage and nicFail write one line, escaped (safetext.Escape): names
 // and errors may come from the files of a tree.
 func nicUsage(e *env, format string, a ...any) int {
-	fmt.Fprintf(e.stderr, "%s\n", nicinfo.Escape(fmt.Sprintf("blast: nic: "+format, a...)))
+	fmt.Fprintf(e.stderr, "%s\n", safetext.Escape(fmt.Sprintf("blast: nic: "+format, a...)))
 	return exitUsage
 }
 
@@ -591,6 +593,6 @@ func nicFail(e *env, list string, err error) int {
 	case errors.Is(err, os.ErrPermission):
 		msg += ": run as root"
 	}
-	fmt.Fprintf(e.stderr, "blast: nic: %s\n", nicinfo.Escape(msg))
+	fmt.Fprintf(e.stderr, "blast: nic: %s\n", safetext.Escape(msg))
 	return exitFailure
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/golden"
 	"github.com/blastnet/blast/nicinfo"
 )
@@ -220,10 +221,10 @@ func TestNicOfflineFindings(t *testing.T) {
 	}
 }
 
-func findingRules(fs []nicinfo.Finding) []string {
+func findingRules(fs []finding.Finding) []string {
 	var out []string
 	for _, f := range fs {
-		out = append(out, f.Severity.String()+" "+f.Rule)
+		out = append(out, f.Severity.String()+" "+string(f.Rule))
 	}
 	return out
 }

@@ -19,7 +19,7 @@ import (
 
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/engine"
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/report"
 )
 
@@ -148,7 +148,7 @@ func runServer(e *env, args []string) int {
 	}
 	cfg, format, err := f.config()
 	if err != nil {
-		fmt.Fprintf(e.stderr, "blast server: %s\n", nicinfo.EscapeLine(err.Error()))
+		fmt.Fprintf(e.stderr, "blast server: %s\n", safetext.Line(err.Error()))
 		return exitUsage
 	}
 

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/internal/clock"
-	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/plot"
 	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
@@ -540,7 +540,7 @@ func parseRate(s string) (float64, error) {
 // flagError keeps pflag's message to one line, without Go's parser detail.
 // A whole number too large for its flag says so, with the limit, where
 // pflag would say "must be an integer".
-func flagError(err error) string { return nicinfo.EscapeLine(flagText(err)) }
+func flagError(err error) string { return safetext.Line(flagText(err)) }
 
 // flagText is flagError's text, before escaping.
 func flagText(err error) string {
@@ -574,7 +574,7 @@ func flagText(err error) string {
 // one line and cannot drive the terminal.
 type printableError struct{ err error }
 
-func (e printableError) Error() string { return nicinfo.EscapeLine(e.err.Error()) }
+func (e printableError) Error() string { return safetext.Line(e.err.Error()) }
 func (e printableError) Unwrap() error { return e.err }
 
 // printable wraps err as a printableError (nil stays nil).

@@ -332,6 +332,13 @@ type ThreadTimes struct {
 	WallNs    int64 `json:"wall_ns"`
 	CPUNs     int64 `json:"cpu_ns"`
 	RunWaitNs int64 `json:"run_wait_ns"`
+	// Free says the stream ran free (engine.Free: an unlocked goroutine
+	// in raw calls), not on a locked thread; the switches are its
+	// context switches, voluntary (waits in the kernel) and involuntary
+	// (the scheduler took its CPU).
+	Free          bool  `json:"free"`
+	VolSwitches   int64 `json:"voluntary_switches"`
+	InvolSwitches int64 `json:"involuntary_switches"`
 }
 
 // ThreadTimesOf is what f's thread spent, nil when Run measured nothing.
@@ -339,7 +346,8 @@ func ThreadTimesOf(f *engine.Flow) *ThreadTimes {
 	if f.Wall <= 0 {
 		return nil
 	}
-	return &ThreadTimes{WallNs: int64(f.Wall), CPUNs: int64(f.CPU.Total()), RunWaitNs: int64(f.RunWait)}
+	return &ThreadTimes{WallNs: int64(f.Wall), CPUNs: int64(f.CPU.Total()), RunWaitNs: int64(f.RunWait),
+		Free: f.Free, VolSwitches: f.Switches.Voluntary, InvolSwitches: f.Switches.Involuntary}
 }
 
 // TCPSummary is what the path rules need of a sending stream's TCP_INFO

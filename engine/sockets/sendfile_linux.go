@@ -67,6 +67,9 @@ func (Sendfile) Probe() error {
 	return nil
 }
 
+// RunsFree implements engine.Free: its sends go through the flow.
+func (Sendfile) RunsFree(send bool) bool { return send }
+
 // Recv implements engine.Backend: sendfile only sends.
 func (b Sendfile) Recv(context.Context, *engine.Flow) error { return engine.SendOnly(b.Name()) }
 
@@ -135,9 +138,9 @@ func sendfileLoop(f *engine.Flow, s *engine.Sender, src int, pattern bool) error
 			var serr error
 			if pattern {
 				off := int64(sent)
-				k, serr = unix.Sendfile(sock, src, &off, n-sent)
+				k, serr = f.Sendfile(sock, src, &off, n-sent)
 			} else {
-				k, serr = unix.Sendfile(sock, src, nil, n-sent)
+				k, serr = f.Sendfile(sock, src, nil, n-sent)
 			}
 			syscalls.Add(1)
 			if serr != nil {

@@ -30,7 +30,8 @@ var layers = []struct {
 	name string
 	pkgs []string
 }{
-	{"foundations: no blast imports", []string{
+	{"vocabulary: no blast imports", []string{"finding", "internal/safetext"}},
+	{"foundations: only the vocabulary", []string{
 		"internal/clock", "internal/fairpool", "internal/hostload", "internal/uring",
 		"bpf", "nicinfo", "pathinfo", "pathmtu", "stats", "netlab",
 		"mesh/discover", "mesh/plan",

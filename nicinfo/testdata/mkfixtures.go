@@ -3,7 +3,7 @@
 // mkfixtures writes the recorded-style fixture trees for hardware this machine
 // cannot have (e1000 at half duplex, tulip, 3c59x, igb, mlx5). Each scenario gets
 // before/ and, when the test has an end state, after/, both in the layout
-// nicinfo.Capture writes. The values follow notes/nic.md section 7 and the
+// nicinfo.Capture writes. The values follow the
 // drivers' real sysfs and ethtool key names.
 //
 // Regenerate from the repository root with:

@@ -1,4 +1,4 @@
-package nicinfo
+package safetext
 
 import (
 	"bytes"
@@ -29,9 +29,9 @@ func TestEscape(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	w := Escaping(Escaping(&b))
+	w := Writer(Writer(&b))
 	if n, err := w.Write([]byte("x\x1b[2Jy\n")); n != 7 || err != nil || b.String() != "x\\x1b[2Jy\n" {
-		t.Errorf("Escaping: wrote %d, %v: %q", n, err, b.String())
+		t.Errorf("Writer: wrote %d, %v: %q", n, err, b.String())
 	}
 }
 
@@ -43,17 +43,17 @@ func TestEscapeJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := EscapeJSON(raw)
+	got := JSON(raw)
 	for _, c := range []string{"\x1b", "\x7f", "\u009b", "\u202e", "\U000e0001"} {
 		if bytes.Contains(got, []byte(c)) {
-			t.Errorf("EscapeJSON left %q raw: %s", c, got)
+			t.Errorf("JSON left %q raw: %s", c, got)
 		}
 	}
 	var back map[string]string
 	if err := json.Unmarshal(got, &back); err != nil || back["mac"] != in["mac"] {
-		t.Errorf("EscapeJSON changed the document: %s: %q, %v", got, back["mac"], err)
+		t.Errorf("JSON changed the document: %s: %q, %v", got, back["mac"], err)
 	}
-	if plain := []byte(`{"a": "b"}`); !bytes.Equal(EscapeJSON(plain), plain) {
-		t.Errorf("EscapeJSON of a clean document changed it")
+	if plain := []byte(`{"a": "b"}`); !bytes.Equal(JSON(plain), plain) {
+		t.Errorf("JSON of a clean document changed it")
 	}
 }
