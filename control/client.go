@@ -426,19 +426,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res, err := cl.run(ctx)
 	if res != nil {
 		res.Err = err // the rules read whether the test failed
-		res.diagnose()
+		res.Diagnose()
 	}
 	if cerr := cl.files.close(); cerr != nil && err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = res.invalid()
+		err = res.Invalid()
 	}
 	if res != nil && cl.files != nil {
 		res.File = cl.files.result()
 	}
 	if res != nil && err == nil {
-		err = res.verifyErr()
+		err = res.VerifyErr()
 	}
 	if res != nil && err != nil {
 		res.Err = err

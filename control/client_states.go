@@ -215,7 +215,7 @@ func (cl *client) running(ctx context.Context, cpu cpuMeter) (*Result, error) {
 		sess.stop(false)
 		sess.finish(time.Now())
 		res.CPU = cpu.read()
-		res.stopNIC(cl.nic)
+		stopNIC(res, cl.nic)
 		return res, fail
 	}
 	if err := cl.testEnd(ctx, limit, cpu); err != nil {
@@ -260,7 +260,7 @@ func (cl *client) testEnd(ctx context.Context, limit int64, cpu cpuMeter) error 
 	}
 	sess.stop(false)
 	sess.finish(time.Now())
-	res.stopNIC(cl.nic)
+	stopNIC(res, cl.nic)
 	return nil
 }
 

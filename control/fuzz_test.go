@@ -353,7 +353,14 @@ func FuzzResults(f *testing.F) {
 		f.Add([]byte(s), uint8(0))
 		f.Add([]byte(s), uint8(3))
 	}
-	tests := []func() *Result{clientP1, clientBidir, serverP2, udpClientP2Loss, udpClientBidir, udpServerP2}
+	tests := []func() *Result{
+		func() *Result { return fuzzResult("client", Params{TCP: true, Parallel: 1}) },
+		func() *Result { return fuzzResult("client", Params{TCP: true, Parallel: 2, Bidirectional: true}) },
+		func() *Result { return fuzzResult("server", Params{TCP: true, Parallel: 2}) },
+		func() *Result { return fuzzResult("client", Params{UDP: true, Parallel: 2}) },
+		func() *Result { return fuzzResult("client", Params{UDP: true, Parallel: 2, Bidirectional: true}) },
+		func() *Result { return fuzzResult("server", Params{UDP: true, Parallel: 2}) },
+	}
 	f.Fuzz(func(t *testing.T, b []byte, which uint8) {
 		pr, err := wire.DecodeResults(b)
 		if err != nil {
@@ -389,6 +396,28 @@ func FuzzResults(f *testing.F) {
 			t.Errorf("the JSON of a test merged with %s: %v", b, err)
 		}
 	})
+}
+
+// fuzzResult is a finished test of role with p's streams (ids from 1,
+// the client's senders first), 1 MB each over 1 s, for FuzzResults to
+// merge the peer's results into (the render package's goldens hold the
+// renderings themselves).
+func fuzzResult(role string, p Params) *Result {
+	p.Blast = &BlastParams{Version: Version}
+	r := &Result{Role: role, Version: Version, Time: time.Unix(1700000000, 0), Params: p}
+	n := int(p.Parallel)
+	if p.Bidirectional {
+		n *= 2
+	}
+	for i := range n {
+		sender := (i < int(p.Parallel)) == (role == "client")
+		st := &StreamResult{ID: StreamID(i), Socket: 5 + i, Sender: sender, Bytes: 1 << 20, Seconds: 1, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1}
+		if p.UDP {
+			st.UDP = &UDPStats{Packets: 700}
+		}
+		r.Streams = append(r.Streams, st)
+	}
+	return r
 }
 
 // FuzzUDPReceive: the datagram header of a UDP stream, as the receiver

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/clock"
@@ -488,7 +489,7 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 	if errors.Is(res.Err, errNotAdmitted) || errors.Is(res.Err, errShed) {
 		return
 	}
-	res.diagnose()
+	res.Diagnose()
 	s.logResult(res)
 	if s.cfg.OnResult != nil {
 		s.cfg.OnResult(res)
@@ -968,7 +969,7 @@ func (s *Server) logResult(r *Result) {
 		var secs float64
 		n := 0
 		for _, st := range r.Streams {
-			if r.upstream(st.Sender) != up {
+			if r.Upstream(st.Sender) != up {
 				continue
 			}
 			b, sec := st.ReceivedBytes()
@@ -993,13 +994,13 @@ func (s *Server) logResult(r *Result) {
 		parts = append(parts, fmt.Sprintf("%s %ss %ss/sec", dir, report.IperfBytes(float64(bytes)), report.IperfBits(rate)))
 	}
 	outcome := "ok"
-	if err := r.invalid(); err != nil {
+	if err := r.Invalid(); err != nil {
 		outcome = "invalid: " + err.Error()
 	}
 	if r.Err != nil {
 		outcome = "failed: " + r.Err.Error()
 	}
-	if f := topFinding(r); f != nil && outcome == "ok" {
+	if f := result.TopFinding(r); f != nil && outcome == "ok" {
 		// Why it was slow, in the same line.
 		outcome += "; " + f.Severity.String() + " " + f.String()
 	}

@@ -428,7 +428,7 @@ func (t *serverTest) testEnd() (State, error) {
 	t.unwatch()
 	t.sess.finish(t.sess.drain(20*time.Millisecond, time.Second))
 	t.sess.closeAll()
-	t.res.stopNIC(t.nic)
+	stopNIC(t.res, t.nic)
 	return ExchangeResults, nil
 }
 
@@ -454,7 +454,7 @@ func (t *serverTest) exchangeResults() (State, error) {
 	if err := sess.merge(pr); err != nil {
 		return 0, err
 	}
-	res.diagnose()
+	res.Diagnose()
 	res.Backend = sess.backendWords()
 	mine := sess.results(res.CPU, res.Congestion, res.Backend)
 	if len(res.Notes) > 0 {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/blastnet/blast/control/render"
 )
 
 // What a server does as a service (iperf3's -D, --idle-timeout,
@@ -274,7 +276,7 @@ func (c *Console) result(r *Result) {
 	delete(c.tests, r)
 	var b bytes.Buffer
 	if c.opts.JSON {
-		if j, err := json.Marshal(jsonOf(r)); err == nil {
+		if j, err := json.Marshal(render.JSONDoc(r)); err == nil {
 			b.Write(j)
 			b.WriteByte('\n')
 		}

@@ -1042,7 +1042,7 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 			StartTime: 0, EndTime: sr.Seconds}
 		bs := BlastStream{ID: Int(sr.ID), IO: sr.IO, Verify: sr.Verify, Drained: sr.Drained, Thread: sr.Thread}
 		if sr.Sender && sr.MeanRTT > 0 {
-			bs.TCP = sr.tcpSummary()
+			bs.TCP = sr.TCPSummary()
 		}
 		if sr.UDP != nil {
 			u := *sr.UDP

@@ -44,6 +44,8 @@ var layers = []struct {
 	{"the one registry of backends", []string{"engine/backends"}},
 	{"modes over the engine", []string{"latency", "ttcp"}},
 	{"iperf3's wire: states, frames, parameters and results as exchanged", []string{"control/wire"}},
+	{"what one side of a test measured, added up once (its Summary), and judged", []string{"control/result"}},
+	{"iperf3's text and -J, blast's CSV, from a Result's Summary", []string{"control/render"}},
 	{"iperf3's protocol (its UDP echo shares latency's sessions)", []string{"control"}},
 	{"what runs control's tests", []string{"doctor", "agent", "compare", "demo"}},
 	{"the agents' mesh", []string{"mesh"}},

@@ -1,8 +1,9 @@
-package control
+package result
 
 import (
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/nicinfo"
@@ -13,8 +14,8 @@ import (
 // what both ends reported, into r.Findings; and, for --bidir, the two
 // directions against each other (D7). It runs on failed tests too: what
 // was measured up to the failure is evidence (a black hole ends in one).
-func (r *Result) diagnose() {
-	if r == nil || !r.connected() {
+func (r *Result) Diagnose() {
+	if r == nil || !r.Connected() {
 		return
 	}
 	var lists [][]finding.Finding
@@ -76,7 +77,7 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 		CPUPct: -1, SndBuf: r.SndBufActual, RcvBuf: r.RcvBufActual, BufAsked: r.SockBufSize,
 		BufLen: int(r.Params.BlockLen())}
 	var remote *pathdiag.End
-	if r.peerResults() {
+	if r.PeerResults() {
 		remote = &pathdiag.End{Name: "remote", NIC: r.RemoteNIC, Path: r.RemotePath, Sysctls: r.RemoteSysctls,
 			CPUPct: -1, SndBuf: r.RemoteSndBuf, RcvBuf: r.RemoteRcvBuf, BufAsked: r.SockBufSize,
 			BufLen: int(r.Params.BlockLen())}
@@ -110,7 +111,7 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 		tcp := sr.PeerTCP
 		if localSends {
 			tcp = nil
-			tcp = sr.tcpSummary()
+			tcp = sr.TCPSummary()
 		}
 		if tcp != nil {
 			d.MaxCwnd = max(d.MaxCwnd, tcp.MaxSndCwnd)
@@ -192,7 +193,7 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 // addThread takes in what one of e's data threads spent: e.Thread holds
 // the most CPU and the longest run wait of its threads, in percent of
 // their time.
-func addThread(e *pathdiag.End, t *ThreadTimes) {
+func addThread(e *pathdiag.End, t *wire.ThreadTimes) {
 	if e == nil || t == nil || t.WallNs <= 0 {
 		return
 	}
@@ -205,17 +206,17 @@ func addThread(e *pathdiag.End, t *ThreadTimes) {
 
 // tcpSummary is the TCP_INFO summary of a stream this side sent on, nil
 // when none was read.
-func (sr *StreamResult) tcpSummary() *TCPSummary {
+func (sr *StreamResult) TCPSummary() *wire.TCPSummary {
 	if !sr.Sender || sr.MeanRTT <= 0 {
 		return nil
 	}
-	return &TCPSummary{MaxSndCwnd: sr.MaxSndCwnd, MaxSndWnd: sr.MaxSndWnd, MeanRTT: sr.MeanRTT, MinRTT: sr.MinRTT,
+	return &wire.TCPSummary{MaxSndCwnd: sr.MaxSndCwnd, MaxSndWnd: sr.MaxSndWnd, MeanRTT: sr.MeanRTT, MinRTT: sr.MinRTT,
 		PMTU: sr.PMTU, MSS: sr.MSS, Acked: sr.Acked, TCPLimits: sr.Limits}
 }
 
-// topFinding is the most serious finding of the test at WARN or above,
+// TopFinding is the most serious finding of the test at WARN or above,
 // the interfaces' and the path's together; nil when there is none.
-func topFinding(r *Result) *finding.Finding {
+func TopFinding(r *Result) *finding.Finding {
 	var all [][]finding.Finding
 	for _, n := range []*nicinfo.Result{r.NIC, r.RemoteNIC} {
 		if n != nil {
@@ -233,10 +234,10 @@ func topFinding(r *Result) *finding.Finding {
 // side sends on (sender) or receives on sent after their receivers had a
 // UDP count: the server sends until TEST_END (UDPLoss), and those are no
 // part of the test. 0 on any other stream, or when a count is unknown.
-func (r *Result) sentAfterCount(sender bool) int64 {
+func (r *Result) SentAfterCount(sender bool) int64 {
 	var n int64
 	for _, sr := range r.Streams {
-		if sr.Sender != sender || !bool(r.Params.UDP) || r.Params.ByteLimit() <= 0 || r.upstream(sr.Sender) {
+		if sr.Sender != sender || !bool(r.Params.UDP) || r.Params.ByteLimit() <= 0 || r.Upstream(sr.Sender) {
 			continue
 		}
 		snd, rcv := sr.UDP, sr.PeerUDP
@@ -264,7 +265,7 @@ func (r *Result) UDPLoss(sr *StreamResult) (sent, lost int64) {
 	if !sr.Sender {
 		snd, rcv = sr.PeerUDP, sr.UDP
 	}
-	if bool(r.Params.UDP) && r.Params.ByteLimit() > 0 && !r.upstream(sr.Sender) && rcv != nil {
+	if bool(r.Params.UDP) && r.Params.ByteLimit() > 0 && !r.Upstream(sr.Sender) && rcv != nil {
 		return rcv.Packets, rcv.Lost
 	}
 	if snd != nil {

@@ -1,4 +1,4 @@
-package control
+package render
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/blastnet/blast/control/result"
 )
 
 // TestRenderersAgree holds the JSON and CSV renderers of every golden
@@ -17,14 +19,14 @@ func TestRenderersAgree(t *testing.T) {
 	for _, tc := range csvResults() {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.r()
-			if !r.connected() {
+			if !r.Connected() {
 				t.Skip("no summary without a connection")
 			}
 			want := map[string]int64{}
 			dirSender := map[bool]bool{} // by Reverse
-			for _, d := range Summarize(r).Dirs {
+			for _, d := range result.Summarize(r).Dirs {
 				dirSender[d.Reverse] = d.Sender
-				if d.empty() {
+				if d.Empty() {
 					continue
 				}
 				dir := strconv.FormatBool(d.Sender)
@@ -84,12 +86,12 @@ func TestRenderersAgree(t *testing.T) {
 			}
 			// The CSV leaves out a sum it does not know all of; the
 			// JSON writes the bytes it has.
-			for _, d := range Summarize(r).Dirs {
+			for _, d := range result.Summarize(r).Dirs {
 				dir := strconv.FormatBool(d.Sender)
-				if !d.empty() && !d.Sent.Known {
+				if !d.Empty() && !d.Sent.Known {
 					delete(want, "sent/"+dir)
 				}
-				if !d.empty() && !d.Received.Known {
+				if !d.Empty() && !d.Received.Known {
 					delete(want, "received/"+dir)
 				}
 			}

@@ -1,4 +1,8 @@
-package control
+package result
+
+import (
+	"github.com/blastnet/blast/control/wire"
+)
 
 // Summary is a test's figures added up once from a Result: for each
 // direction, in iperf3's order, each stream's sender's and receiver's
@@ -31,7 +35,7 @@ type DirSummary struct {
 	Packets int64
 	// Drained is what the direction's receivers got after a time-limited
 	// test's end (nil: nothing, or not known).
-	Drained *Drained
+	Drained *wire.Drained
 }
 
 // StreamSummary is one stream's sender's and receiver's view of the
@@ -41,7 +45,7 @@ type StreamSummary struct {
 	Sent, Received View
 	// SndUDP and RcvUDP are the sender's and the receiver's datagram
 	// counts of a UDP stream (nil: not known).
-	SndUDP, RcvUDP *UDPStats
+	SndUDP, RcvUDP *wire.UDPStats
 	// Packets is iperf3's datagram total of the stream: the sender's
 	// count where it has one, the receiver's otherwise.
 	Packets int64
@@ -71,16 +75,16 @@ type Total struct {
 	RetrKnown   bool
 	// UDP adds up the datagram counts of this view (Jitter is the mean
 	// over -P, as iperf3's); UDPKnown: every stream's count is known.
-	UDP      UDPStats
+	UDP      wire.UDPStats
 	UDPKnown bool
 }
 
 // Summarize adds r's streams up, direction by direction.
 func Summarize(r *Result) *Summary {
 	s := &Summary{}
-	for _, sender := range r.groups() {
-		d := DirSummary{Sender: sender, Reverse: r.Bidir() && !r.upstream(sender), Retransmits: r.groupHasRetransmits(sender),
-			Sent: newTotal(), Received: newTotal(), Drained: r.drained(sender)}
+	for _, sender := range r.Groups() {
+		d := DirSummary{Sender: sender, Reverse: r.Bidir() && !r.Upstream(sender), Retransmits: r.GroupHasRetransmits(sender),
+			Sent: newTotal(), Received: newTotal(), Drained: r.DrainedSum(sender)}
 		for _, st := range r.Streams {
 			if st.Sender != sender {
 				continue
@@ -110,10 +114,10 @@ func summarizeStream(r *Result, st *StreamResult) StreamSummary {
 			ss.Received.Seconds = st.Seconds
 		}
 	}
-	ss.SndUDP, ss.RcvUDP = st.udpSides()
-	ss.Packets = udpOf(ss.SndUDP).Packets
+	ss.SndUDP, ss.RcvUDP = st.UDPSides()
+	ss.Packets = UDPOf(ss.SndUDP).Packets
 	if ss.Packets == 0 {
-		ss.Packets = udpOf(ss.RcvUDP).Packets
+		ss.Packets = UDPOf(ss.RcvUDP).Packets
 	}
 	return ss
 }
@@ -121,9 +125,9 @@ func summarizeStream(r *Result, st *StreamResult) StreamSummary {
 func newTotal() Total { return Total{Known: true, RetrKnown: true, UDPKnown: true} }
 
 // empty reports whether the direction has no streams.
-func (d *DirSummary) empty() bool { return len(d.Streams) == 0 }
+func (d *DirSummary) Empty() bool { return len(d.Streams) == 0 }
 
-func (t *Total) add(v View, retr int64, u *UDPStats) {
+func (t *Total) add(v View, retr int64, u *wire.UDPStats) {
 	t.Known = t.Known && v.Known()
 	t.Bytes += max(v.Bytes, 0)
 	t.Seconds = max(t.Seconds, v.Seconds)
@@ -160,7 +164,7 @@ type IntervalDir struct {
 	Retransmits int64
 	// UDP adds up the streams' datagrams (Jitter is the mean over -P, as
 	// iperf3's).
-	UDP UDPStats
+	UDP wire.UDPStats
 }
 
 // Seconds is the length of the direction's interval.
@@ -170,8 +174,8 @@ func (d *IntervalDir) Seconds() float64 { return d.End - d.Start }
 // direction.
 func SummarizeInterval(r *Result, iv *Interval) *IntervalSummary {
 	s := &IntervalSummary{Interval: iv}
-	for _, sender := range r.groups() {
-		d := IntervalDir{Sender: sender, Reverse: r.Bidir() && !r.upstream(sender)}
+	for _, sender := range r.Groups() {
+		d := IntervalDir{Sender: sender, Reverse: r.Bidir() && !r.Upstream(sender)}
 		for i := range iv.Streams {
 			si := &iv.Streams[i]
 			if si.Sender != sender {

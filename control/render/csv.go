@@ -1,9 +1,12 @@
-package control
+package render
 
 import (
 	"encoding/csv"
 	"io"
 	"strconv"
+
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 )
 
 // csvHeader is the one header line of WriteCSV. The unit of each
@@ -71,12 +74,12 @@ const (
 //
 // Seconds have 6 decimals, bits per second none, the jitter 6 (to the
 // nanosecond); counts are integers.
-func WriteCSV(w io.Writer, r *Result) error {
+func WriteCSV(w io.Writer, r *result.Result) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(csvHeader); err != nil {
 		return err
 	}
-	if r.connected() {
+	if r.Connected() {
 		for _, iv := range r.Intervals {
 			for _, row := range csvInterval(r, iv) {
 				if err := cw.Write(row); err != nil {
@@ -109,12 +112,12 @@ func csvFloat(v float64, prec int) string { return strconv.FormatFloat(v, 'f', p
 func csvSpan(row []string, start, end float64, bytes int64) {
 	row[csvStart], row[csvEnd] = csvFloat(start, 6), csvFloat(end, 6)
 	row[csvBytes] = csvInt(bytes)
-	row[csvBitsPerSec] = csvFloat(8*rate(bytes, end-start), 0)
+	row[csvBitsPerSec] = csvFloat(8*result.Rate(bytes, end-start), 0)
 }
 
 // csvUDP fills a UDP count: the packets alone for a sender, the
 // receiver's figures otherwise.
-func csvUDP(row []string, u UDPStats, sender bool) {
+func csvUDP(row []string, u wire.UDPStats, sender bool) {
 	row[csvPackets] = csvInt(u.Packets)
 	if sender {
 		return
@@ -127,9 +130,9 @@ func csvUDP(row []string, u UDPStats, sender bool) {
 
 // csvInterval is one interval's rows: each direction's streams, then its
 // sum.
-func csvInterval(r *Result, iv *Interval) [][]string {
+func csvInterval(r *result.Result, iv *result.Interval) [][]string {
 	var rows [][]string
-	for _, d := range SummarizeInterval(r, iv).Dirs {
+	for _, d := range result.SummarizeInterval(r, iv).Dirs {
 		for _, si := range d.Streams {
 			row := csvRow("interval")
 			row[csvStream] = strconv.Itoa(si.ID)
@@ -163,10 +166,10 @@ func csvInterval(r *Result, iv *Interval) [][]string {
 
 // csvSummary is the rows after the intervals: per direction, each
 // stream's sent and received views, then the direction's sums.
-func csvSummary(r *Result) [][]string {
+func csvSummary(r *result.Result) [][]string {
 	var rows [][]string
-	for _, d := range Summarize(r).Dirs {
-		if d.empty() {
+	for _, d := range result.Summarize(r).Dirs {
+		if d.Empty() {
 			continue
 		}
 		retrOK := !r.UDP() && d.Retransmits
@@ -201,7 +204,7 @@ func csvSummary(r *Result) [][]string {
 
 // csvStreamRows is a stream's stream_sent and stream_received rows, those
 // whose view is known.
-func csvStreamRows(r *Result, d *DirSummary, ss *StreamSummary, retrOK bool) [][]string {
+func csvStreamRows(r *result.Result, d *result.DirSummary, ss *result.StreamSummary, retrOK bool) [][]string {
 	var rows [][]string
 	if snt := ss.Sent; snt.Known() {
 		row := csvRow("stream_sent")
@@ -233,7 +236,7 @@ func csvStreamRows(r *Result, d *DirSummary, ss *StreamSummary, retrOK bool) [][
 // csvSenderTCP fills the whole-test TCP_INFO figures of a stream's
 // sender: this side's when it sends, the peer's when it does and is
 // blast (which reports no maximum RTT).
-func csvSenderTCP(row []string, r *Result, st *StreamResult) {
+func csvSenderTCP(row []string, r *result.Result, st *result.StreamResult) {
 	if r.UDP() {
 		return
 	}
