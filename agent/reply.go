@@ -9,6 +9,7 @@ import (
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/nicinfo"
+	"github.com/blastnet/blast/units"
 )
 
 // newReply turns a client test's result into the reply: the direction
@@ -93,7 +94,7 @@ func (r *Reply) line() string {
 	if r.Err != "" {
 		return "failed: " + r.Err
 	}
-	return fmt.Sprintf("%.2f Mbit/s over %.1f s, %d retransmits", r.Bps/1e6, r.Seconds, r.Retrans)
+	return fmt.Sprintf("%s over %.1f s, %d retransmits", units.SIRate(r.Bps), r.Seconds, r.Retrans)
 }
 
 // hostAddrs are this host's global unicast addresses, as text.

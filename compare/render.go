@@ -7,13 +7,13 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
+	"github.com/blastnet/blast/units"
 )
 
 // WriteTable prints rows as one aligned table, then each row's notes; the
 // throughput in unit (-f; 0: SI bits per second, as fits each).
-func WriteTable(w io.Writer, rows []Row, udp bool, unit report.RateUnit) error {
+func WriteTable(w io.Writer, rows []Row, udp bool, unit units.Format) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	repeats := false
 	for _, r := range rows {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/golden"
-	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
+	"github.com/blastnet/blast/units"
 )
 
 // measured is what one case of a lab comparison measured; row derives
@@ -143,7 +143,7 @@ func TestTableGolden(t *testing.T) {
 		name string
 		rows []Row
 		udp  bool
-		unit report.RateUnit
+		unit units.Format
 	}{
 		{"lab-tcp", tcpRows(), false, 0},
 		{"lab-udp", udpRows(), true, 0},

@@ -15,6 +15,7 @@ import (
 	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/clock"
+	"github.com/blastnet/blast/units"
 )
 
 // Config is one client test. The zero value of an optional field means
@@ -194,11 +195,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("-l %d: must be 1 to 1M for TCP", c.BlockLen)
 	case c.UDP && c.BlockLen != 0 && (c.BlockLen < MinUDPBlock || c.BlockLen > MaxUDPBlock):
 		return fmt.Errorf("-l %d: a UDP datagram must be %d to %d bytes", c.BlockLen, MinUDPBlock, MaxUDPBlock)
-	case c.Rate < 0 || c.Rate > MaxRate:
+	case c.Rate < 0 || c.Rate > units.MaxRate:
 		return fmt.Errorf("-b %g: must be 0 (unlimited) to 10T", c.Rate)
-	case c.Burst < 0 || c.Burst > MaxBurst:
-		return fmt.Errorf("-b .../%d: the burst must be 1 to %d", c.Burst, MaxBurst)
-	case c.FQRate < 0 || float64(c.FQRate) > MaxRate:
+	case c.Burst < 0 || c.Burst > units.MaxBurst:
+		return fmt.Errorf("-b .../%d: the burst must be 1 to %d", c.Burst, units.MaxBurst)
+	case c.FQRate < 0 || float64(c.FQRate) > units.MaxRate:
 		return fmt.Errorf("--fq-rate %d: must be 0 to 10T", c.FQRate)
 	case c.UDP64 && !c.UDP:
 		return errors.New("--udp-counters-64bit is for UDP tests: add -u")

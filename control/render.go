@@ -38,7 +38,6 @@ type (
 
 // The renderers: iperf3's text, -J and blast's CSV.
 var (
-	ValidFormat   = render.ValidFormat
 	WriteStart    = render.WriteStart
 	WriteInterval = render.WriteInterval
 	WriteSummary  = render.WriteSummary

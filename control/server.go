@@ -21,7 +21,7 @@ import (
 	"github.com/blastnet/blast/internal/fairpool"
 	"github.com/blastnet/blast/latency"
 	"github.com/blastnet/blast/pathmtu"
-	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/units"
 )
 
 // ServerConfig is a blast server.
@@ -946,7 +946,7 @@ func (s *Server) logResult(r *Result) {
 	}
 	what := fmt.Sprintf("%s -P %d", proto, r.NumStreams())
 	if r.Params.Bandwidth > 0 {
-		what += " -b " + report.IperfBits(float64(r.Params.Bandwidth)/8) + "s/sec"
+		what += " -b " + units.IperfBits(float64(r.Params.Bandwidth)/8) + "s/sec"
 	}
 	switch {
 	case r.Bidir():
@@ -991,7 +991,7 @@ func (s *Server) logResult(r *Result) {
 		if secs > 0 {
 			rate = float64(bytes) / secs
 		}
-		parts = append(parts, fmt.Sprintf("%s %ss %ss/sec", dir, report.IperfBytes(float64(bytes)), report.IperfBits(rate)))
+		parts = append(parts, fmt.Sprintf("%s %ss %ss/sec", dir, units.IperfBytes(float64(bytes)), units.IperfBits(rate)))
 	}
 	outcome := "ok"
 	if err := r.Invalid(); err != nil {

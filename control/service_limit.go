@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/control/wire"
-	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/units"
 )
 
 // RateLimit is iperf3's --server-bitrate-limit RATE[/SECS]: a test that
@@ -43,7 +43,7 @@ func ParseRateLimit(s string) (RateLimit, error) {
 	if rate == "" {
 		return bad()
 	}
-	bits, _, err := ParseRate(rate)
+	bits, _, err := units.ParseRate(rate)
 	if err != nil {
 		return bad()
 	}
@@ -60,7 +60,7 @@ func ParseRateLimit(s string) (RateLimit, error) {
 
 func (l RateLimit) validate() error {
 	switch {
-	case l.Bits < 0 || l.Bits > MaxRate || math.IsNaN(l.Bits):
+	case l.Bits < 0 || l.Bits > units.MaxRate || math.IsNaN(l.Bits):
 		return fmt.Errorf("--server-bitrate-limit %g: must be 0 (none) to 10T bits/s", l.Bits)
 	case l.Bits > 0 && l.Window != 0 && (l.Window < 100*time.Millisecond || l.Window > time.Minute):
 		return fmt.Errorf("--server-bitrate-limit .../%g: the period must be 0.1 to 60 s", l.Window.Seconds())
@@ -74,7 +74,7 @@ func (l RateLimit) slots() int {
 	return max(1, int(math.Round(float64(l.Window)/float64(meterTick))))
 }
 
-func bitsPerSec(bits float64) string { return report.IperfBits(bits/8) + "s/sec" }
+func bitsPerSec(bits float64) string { return units.IperfBits(bits/8) + "s/sec" }
 
 // testAbort is the server ending a running test: iperf3's error number to
 // send with SERVER_ERROR, and why.

@@ -5,10 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"net/netip"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -45,45 +42,6 @@ var (
 // udpMinHeader is the shortest header of a data datagram (iperf3's, with
 // 32-bit counters; 16 with --udp-counters-64bit).
 const udpMinHeader = 12
-
-// ParseRate reads iperf3's -b: a bitrate with an optional k, m, g or t
-// suffix (1000-based, as iperf3's unit_atof_rate), then optionally
-// "/BURST", the datagrams or buffers sent back to back. "0" means
-// unlimited.
-func ParseRate(s string) (bits float64, burst int, err error) {
-	rate := s
-	if i := strings.IndexByte(s, '/'); i >= 0 {
-		rate = s[:i]
-		b, perr := strconv.Atoi(s[i+1:])
-		if perr != nil || b < 1 || b > MaxBurst {
-			return 0, 0, fmt.Errorf("-b %q: the burst after / must be 1 to %d", s, MaxBurst)
-		}
-		burst = b
-	}
-	if rate == "" {
-		return 0, 0, fmt.Errorf("-b %q: want a rate such as 100M or 1G (0: unlimited)", s)
-	}
-	mult := 1.0
-	switch rate[len(rate)-1] {
-	case 'k', 'K':
-		mult = 1e3
-	case 'm', 'M':
-		mult = 1e6
-	case 'g', 'G':
-		mult = 1e9
-	case 't', 'T':
-		mult = 1e12
-	}
-	num := rate
-	if mult != 1 {
-		num = rate[:len(rate)-1]
-	}
-	f, perr := strconv.ParseFloat(num, 64)
-	if perr != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || f*mult > MaxRate {
-		return 0, 0, fmt.Errorf("-b %q: want a rate such as 100M or 1G, at most 10T (0: unlimited)", s)
-	}
-	return f * mult, burst, nil
-}
 
 // udpFraming is iperf3's datagram header on one UDP stream (iperf_udp.c):
 // seconds and microseconds of the send time (4 bytes each, big-endian; on

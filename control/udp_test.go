@@ -151,31 +151,3 @@ func TestUDPFramingJitter(t *testing.T) {
 		}
 	}
 }
-
-func TestParseRate(t *testing.T) {
-	for _, tc := range []struct {
-		in    string
-		bits  float64
-		burst int
-		err   string
-	}{
-		{"100M", 100e6, 0, ""},
-		{"1G/100", 1e9, 100, ""},
-		{"0", 0, 0, ""},
-		{"1.5k", 1500, 0, ""},
-		{"10T", 10e12, 0, ""},
-		{"11T", 0, 0, `-b "11T": want a rate such as 100M or 1G, at most 10T (0: unlimited)`},
-		{"fast", 0, 0, `-b "fast": want a rate such as 100M or 1G, at most 10T (0: unlimited)`},
-		{"1G/0", 0, 0, `-b "1G/0": the burst after / must be 1 to 1000`},
-		{"1G/1001", 0, 0, `-b "1G/1001": the burst after / must be 1 to 1000`},
-		{"/10", 0, 0, `-b "/10": want a rate such as 100M or 1G (0: unlimited)`},
-	} {
-		bits, burst, err := ParseRate(tc.in)
-		switch {
-		case tc.err != "" && (err == nil || err.Error() != tc.err):
-			t.Errorf("ParseRate(%q): %v, want error %q", tc.in, err, tc.err)
-		case tc.err == "" && (err != nil || bits != tc.bits || burst != tc.burst):
-			t.Errorf("ParseRate(%q) = %g, %d, %v; want %g, %d", tc.in, bits, burst, err, tc.bits, tc.burst)
-		}
-	}
-}

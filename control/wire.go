@@ -63,8 +63,6 @@ const (
 	MaxUDPBlock     = wire.MaxUDPBlock
 	DefaultUDPBlock = wire.DefaultUDPBlock
 
-	MaxBurst          = wire.MaxBurst
-	MaxRate           = wire.MaxRate
 	MaxServerAffinity = wire.MaxServerAffinity
 )
 

@@ -17,8 +17,6 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -28,7 +26,7 @@ import (
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathdiag"
 	"github.com/blastnet/blast/pathmtu"
-	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/units"
 )
 
 // Config is one doctor run.
@@ -45,7 +43,7 @@ type Config struct {
 	Progress func(step Step)
 	// Unit renders the rates of the text and the verdict (-f; 0: SI bits
 	// per second, as fits each).
-	Unit report.RateUnit
+	Unit units.Format
 }
 
 // steps is the number of a run's steps (probes count as the UDP step).
@@ -95,10 +93,10 @@ type Test struct {
 // Report is a whole doctor run.
 type Report struct {
 	// Unit renders the rates of the text (-f); JSON and CSV keep bit/s.
-	Unit  report.RateUnit `json:"-"`
-	Host  string          `json:"host"`
-	Port  int             `json:"port"`
-	Tests []Test          `json:"tests"`
+	Unit  units.Format `json:"-"`
+	Host  string       `json:"host"`
+	Port  int          `json:"port"`
+	Tests []Test       `json:"tests"`
 	// Local and Remote are the interfaces that carried the tests, as the
 	// first test that reported them saw them.
 	Local  *nicinfo.Interface `json:"local_nic,omitempty"`
@@ -226,7 +224,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			ucfg.BlockLen = m - 48
 		}
 	}
-	cmd := fmt.Sprintf("%s -u -b %s --backend mmsg", base, rateFlag(rate))
+	cmd := fmt.Sprintf("%s -u -b %s --backend mmsg", base, units.RateFlag(rate))
 	if ucfg.BlockLen > 0 {
 		cmd += fmt.Sprintf(" -l %d", ucfg.BlockLen)
 	}
@@ -251,7 +249,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if d := res.Direction(true); cfg.UDPRate == 0 && err == nil && d != nil && d.Lost > 0 && lower >= minUDPRate && n < maxLower &&
 			pathdiag.ReceiverCPUBound(*d) && ctx.Err() == nil {
 			ucfg.Rate = lower
-			cmd = fmt.Sprintf("%s -u -b %s --backend mmsg", base, rateFlag(lower))
+			cmd = fmt.Sprintf("%s -u -b %s --backend mmsg", base, units.RateFlag(lower))
 			if ucfg.BlockLen > 0 {
 				cmd += fmt.Sprintf(" -l %d", ucfg.BlockLen)
 			}
@@ -351,7 +349,7 @@ func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, b
 		// must not overflow its socket: the probe counts only what
 		// the path dropped.
 		c.Window = probeWindow
-		cmd := fmt.Sprintf("%s -u -b %s -w 4M --backend mmsg%s", base, rateFlag(rate), flag)
+		cmd := fmt.Sprintf("%s -u -b %s -w 4M --backend mmsg%s", base, units.RateFlag(rate), flag)
 		if c.BlockLen > 0 {
 			cmd += fmt.Sprintf(" -l %d", c.BlockLen)
 		}
@@ -544,15 +542,4 @@ func dur(d time.Duration) string {
 		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
 	}
 	return fmt.Sprintf("%.1f µs", float64(d)/1e3)
-}
-
-// rateFlag is a rate as -b takes it: 500M, 86.3M.
-func rateFlag(bps float64) string {
-	switch {
-	case bps >= 1e9:
-		return strconv.FormatFloat(bps/1e9, 'f', -1, 64) + "G"
-	case bps >= 1e6:
-		return strconv.FormatFloat(math.Round(bps/1e5)/10, 'f', -1, 64) + "M"
-	}
-	return strconv.FormatFloat(math.Round(bps/1e2)/10, 'f', -1, 64) + "K"
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/nicinfo"
-	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/units"
 )
 
 // WriteText writes the report for a reader: what ran and what it measured,
@@ -55,7 +55,7 @@ func WriteText(w io.Writer, rep *Report) error {
 }
 
 // line is one test's figures, its rates in unit.
-func (t Test) line(unit report.RateUnit) string {
+func (t Test) line(unit units.Format) string {
 	if strings.HasPrefix(t.Err, "skipped: ") {
 		return t.Err // not run: it would have failed for a known cause
 	}

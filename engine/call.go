@@ -2,6 +2,16 @@ package engine
 
 import "time"
 
+// Free is implemented by a Backend whose every blocking data call goes
+// through the flow's calls (Flow.Read, Flow.Send, Flow.Sendfile,
+// WriteAll): Run may run its flows free.
+type Free interface {
+	Backend
+	// RunsFree reports whether the backend's calls in that direction all
+	// go through the flow (a backend may convert one direction only).
+	RunsFree(send bool) bool
+}
+
 // free is a free flow's state, owned by its goroutine.
 type free struct {
 	on        bool

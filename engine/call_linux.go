@@ -41,16 +41,6 @@ const (
 	yieldEvery = 2 * time.Millisecond
 )
 
-// Free is implemented by a Backend whose every blocking data call goes
-// through the flow's calls (Flow.Read, Flow.Send, Flow.Sendfile,
-// WriteAll): Run may run its flows free.
-type Free interface {
-	Backend
-	// RunsFree reports whether the backend's calls in that direction all
-	// go through the flow (a backend may convert one direction only).
-	RunsFree(send bool) bool
-}
-
 func (fr *free) now() time.Duration { return time.Since(fr.base) }
 
 // runsFree says whether Run runs f free.
@@ -121,7 +111,7 @@ func (f *Flow) segStart() {
 // segEnd adds the segment's CPU, run-queue wait and switches to the flow,
 // when the goroutine stayed on one thread (a goroutine the runtime moved
 // mid-segment, which yielding every yieldEvery makes rare, has deltas of
-// two threads: dropped, and counted in FactMigrations).
+// two threads: dropped; f.free.migrated counts them).
 func (f *Flow) segEnd() {
 	fr := &f.free
 	if unix.Gettid() != fr.segTid {
@@ -235,6 +225,12 @@ func (f *Flow) Send(fd int, p []byte, flags int) (int, error) {
 	return f.call(f.free.sndLimit, &sysArgs{trap: unix.SYS_SENDTO, fd: fd, buf: bufPtr(p), n: len(p), flags: flags})
 }
 
+// Recv is recv(2) on fd (recvfrom without an address), a blocking
+// receive of the flow.
+func (f *Flow) Recv(fd int, p []byte, flags int) (int, error) {
+	return f.call(f.free.rcvLimit, &sysArgs{trap: unix.SYS_RECVFROM, fd: fd, buf: bufPtr(p), n: len(p), flags: flags})
+}
+
 // Sendfile is sendfile(2) of n bytes from in to the socket fd, from *off
 // (advanced) or, off nil, from in's position: a blocking send of the flow.
 func (f *Flow) Sendfile(fd, in int, off *int64, n int) (int, error) {
@@ -305,9 +301,6 @@ func (f *Flow) runFree(ctx context.Context, b Backend, send bool) error {
 	}
 	f.segEnd()
 	f.Wall += time.Since(start)
-	if fr := &f.free; fr.migrated > 0 {
-		f.Facts.Add(FactMigrations, fr.migrated)
-	}
 	return err
 }
 

@@ -61,10 +61,6 @@ const (
 	// send ended. Its rate over the send fell short by that much time.
 	// Absent when the sender was never behind by more than it made up.
 	FactPaceBehind = "pace_behind_ns"
-	// FactMigrations counts the stretches between two yields of a free
-	// flow (see Free) that the runtime moved to another thread: their CPU
-	// time and switches are not in the flow's figures.
-	FactMigrations = "thread_migrations"
 )
 
 // Counter returns the count called name, creating it at 0. Take it once,

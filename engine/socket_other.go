@@ -23,6 +23,11 @@ func Adopt(c net.Conn) (*Socket, error)                                    { c.C
 func Run(context.Context, Backend, *Flow, bool) error                      { return errOS }
 func IOErr(op string, err error) error                                     { return fmt.Errorf("%s: %w", op, err) }
 
+func (f *Flow) Read(int, []byte) (int, error)               { return 0, errOS }
+func (f *Flow) Recv(int, []byte, int) (int, error)          { return 0, errOS }
+func (f *Flow) Send(int, []byte, int) (int, error)          { return 0, errOS }
+func (f *Flow) Sendfile(int, int, *int64, int) (int, error) { return 0, errOS }
+
 // Listener is a listening TCP socket (Linux only).
 type Listener struct{ s *Socket }
 

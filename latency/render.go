@@ -3,7 +3,7 @@ package latency
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/units"
 	"io"
 	"strings"
 	"time"
@@ -96,7 +96,7 @@ func writeText(w io.Writer, r *Result, lead string) {
 			r.Requests, r.RoundTrips, r.Lost, r.Timeout, r.Late)
 	}
 	if r.LoadBps > 0 {
-		fmt.Fprintf(w, "  under load: a bulk TCP stream moved %s beside it (both directions)\n", report.SIRate(r.LoadBps))
+		fmt.Fprintf(w, "  under load: a bulk TCP stream moved %s beside it (both directions)\n", units.SIRate(r.LoadBps))
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blastnet/blast/internal/safetext"
-	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/units"
 )
 
 // Unit is the unit a matrix reads best in: the one for its Median (or
@@ -25,7 +25,7 @@ func (m *Matrix) Unit() (div float64, name string) {
 			ref = max(ref, p.Bps)
 		}
 	}
-	return report.SIUnit(ref)
+	return units.SIUnit(ref)
 }
 
 // MaxMatrix is the most nodes Report prints a matrix of; a larger mesh
@@ -84,10 +84,7 @@ func settings(t Settings) string {
 func trim(v float64) string { return fmt.Sprint(math.Round(v*1000) / 1000) }
 
 // rate is a rate with up to three figures and its unit: "9.41 Gbit/s".
-func rate(bps float64) string {
-	div, unit := (&Matrix{Median: bps}).Unit()
-	return fmt.Sprintf("%.3g %s", bps/div, unit)
-}
+func rate(bps float64) string { return units.BitsShort(bps) }
 
 // Report writes d for a reader: what ran, then per matrix the goodput of
 // every pair (a line per node beyond MaxMatrix nodes), the loss of a UDP

@@ -14,7 +14,7 @@ import (
 	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/mesh/discover"
 	"github.com/blastnet/blast/mesh/plan"
-	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/units"
 )
 
 // Defaults of a mesh's tests: several streams (one flow rarely fills a
@@ -258,7 +258,7 @@ func (r *runner) test(ctx context.Context, round, src, dst int, phase string, st
 		if c.Err != "" {
 			r.logf("%s -> %s: failed: %s", c.Src, c.Dst, c.Err)
 		} else {
-			r.logf("%s -> %s: %s", c.Src, c.Dst, report.SIRate(c.Bps))
+			r.logf("%s -> %s: %s", c.Src, c.Dst, units.SIRate(c.Bps))
 		}
 		return c
 	}

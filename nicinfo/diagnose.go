@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/blastnet/blast/finding"
+	"github.com/blastnet/blast/units"
 )
 
 // Input is what the per-interface rules look at.
@@ -499,7 +500,7 @@ func D9(in Input) []finding.Finding {
 	}
 	return []finding.Finding{in.finding(finding.D9, finding.Warn,
 		"goodput far below line rate",
-		fmt.Sprintf("%.3g Mbit/s is %.0f%% of the %.3g Mbit/s a %s link carries", in.GoodputBps/1e6, 100*in.GoodputBps/ceiling, ceiling/1e6, speedWords(l.SpeedMbps)),
+		fmt.Sprintf("%s is %.0f%% of the %s a %s link carries", rateWords(in.GoodputBps), 100*in.GoodputBps/ceiling, rateWords(ceiling), speedWords(l.SpeedMbps)),
 		"look at the other findings (duplex, errors, drops); if none, check the far end and the TCP window")}
 }
 
@@ -815,21 +816,8 @@ func fullBoth(ends []*Interface) bool {
 	return n == 2
 }
 
-// rateWords is a rate in bit/s with its unit and at most 3 significant
-// digits: 97.5 Mbit/s, 11.5 Gbit/s.
-func rateWords(bps float64) string {
-	v, unit := bps, "bit/s"
-	for _, u := range []struct {
-		f    float64
-		name string
-	}{{1e12, "Tbit/s"}, {1e9, "Gbit/s"}, {1e6, "Mbit/s"}, {1e3, "kbit/s"}} {
-		if bps >= u.f {
-			v, unit = bps/u.f, u.name
-			break
-		}
-	}
-	return sig3(v) + " " + unit
-}
+// rateWords is a rate in a finding: units.Bits.
+func rateWords(bps float64) string { return units.Bits(bps) }
 
 // ratioWords is a ratio with at most 3 significant digits and ×: 1.6×,
 // 12×, 340×; larger ones in thousands (the rates say the rest).
@@ -837,23 +825,7 @@ func ratioWords(r float64) string {
 	if r >= 1000 {
 		return "over 1000×"
 	}
-	return sig3(r) + "×"
-}
-
-// sig3 is v (under 1000) with at most 3 significant digits.
-func sig3(v float64) string {
-	prec := 0
-	switch {
-	case v < 10:
-		prec = 2
-	case v < 100:
-		prec = 1
-	}
-	s := strconv.FormatFloat(v, 'f', prec, 64)
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	return s
+	return units.Sig3Short(r) + "×"
 }
 
 // keySource says which raw counters a key counter came from.

@@ -704,7 +704,7 @@ func TestD7Queue(t *testing.T) {
 		t.Fatalf("findings %v, want one D7", fs)
 	}
 	f := fs[0]
-	if want := "asymmetric path: the forward direction is 3× slower than the reverse (30 Mbit/s against 90 Mbit/s), behind a queue: a shaper or a slower link that way, at about 30 Mbit/s"; f.Summary != want {
+	if want := "asymmetric path: the forward direction is 3× slower than the reverse (30.0 Mbit/s against 90.0 Mbit/s), behind a queue: a shaper or a slower link that way, at about 30.0 Mbit/s"; f.Summary != want {
 		t.Errorf("summary %q, want %q", f.Summary, want)
 	}
 	if want := "TCP's RTT stood 12.3 ms above the path's own in the forward direction (a queue at its bottleneck), 200 µs in the reverse"; !strings.Contains(f.Evidence, want) {

@@ -262,6 +262,13 @@ func TestRules(t *testing.T) {
 			d.Sender.NIC.Interface.Carrier = ptr(true)
 			return d
 		}, []string{"WARN D9"}, []string{"300 Mbit/s is 32% of the 940 Mbit/s a 1G link carries"}},
+		{"far below a 10G link's rate: D9 in Gbit/s (was '9.4e+03 Mbit/s')", func() Direction {
+			d := healthyTCP
+			d.Goodput = 3e9
+			d.Sender = end("local", nic("eth0", 2, 0, 1500, 10000, nil), nil)
+			d.Sender.NIC.Interface.Carrier = ptr(true)
+			return d
+		}, []string{"WARN D9"}, []string{"3.00 Gbit/s is 32% of the 9.40 Gbit/s a 10G link carries"}},
 		{"far below line rate behind a shaper: no D9", func() Direction {
 			d := healthyTCP
 			d.Goodput = 94e6

@@ -2,10 +2,9 @@ package pathdiag
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 
 	"github.com/blastnet/blast/finding"
+	"github.com/blastnet/blast/units"
 )
 
 // D26's thresholds.
@@ -228,23 +227,5 @@ func queuedLimit(name, what string, rate, pace, loss, queueMs float64, t *Direct
 }
 
 // rateFlag is a rate as -b takes it, rounded down to 3 significant
-// digits: 94.1M, 1.2G.
-func rateFlag(bps float64) string {
-	v, unit := bps, ""
-	switch {
-	case bps >= 1e9:
-		v, unit = bps/1e9, "G"
-	case bps >= 1e6:
-		v, unit = bps/1e6, "M"
-	case bps >= 1e3:
-		v, unit = bps/1e3, "K"
-	}
-	digits := 2.0
-	if v >= 100 {
-		digits = 0
-	} else if v >= 10 {
-		digits = 1
-	}
-	scale := math.Pow(10, digits)
-	return strconv.FormatFloat(math.Floor(v*scale)/scale, 'f', -1, 64) + unit
-}
+// digits: units.RateFlagBelow.
+func rateFlag(bps float64) string { return units.RateFlagBelow(bps) }

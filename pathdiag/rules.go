@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/finding"
+	"github.com/blastnet/blast/units"
 )
 
 // Thresholds. Goodput counts payload only: TCP over Ethernet carries about
@@ -630,47 +631,18 @@ func wireBytes(d Direction) (tx, rx uint64, ok bool) {
 	return tx, rx, okT && okR
 }
 
-func bits(bps float64) string {
-	units := []string{"bit/s", "Kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"}
-	u, v := 0, bps
-	for v >= 999.5 && u < len(units)-1 { // 999.5 rounds to 1000: the next unit
-		v /= 1000
-		u++
-	}
-	return sig3(v) + " " + units[u]
-}
+// bits is a rate in a finding: units.Bits.
+func bits(bps float64) string { return units.Bits(bps) }
 
-// sig3 is v with three significant digits (as many decimals as that
-// takes, none at 100 or more): 94.1, 9.41, 941.
-func sig3(v float64) string {
-	switch {
-	case v >= 99.95 || v == 0:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case v >= 9.995:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
-}
+// sig3 is v with three significant digits: units.Sig3.
+func sig3(v float64) string { return units.Sig3(v) }
 
-func bytesWords(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
-	case n >= 1<<20:
-		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
-	case n >= 1<<16:
-		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 0, 64) + " KiB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
-}
+// bytesWords is a size in a finding: units.Bytes.
+func bytesWords(n int64) string { return units.Bytes(n) }
 
-// sizeFlag is n rounded up to a whole K or M, as -w takes it.
-func sizeFlag(n int64) string {
-	if n >= 1<<20 {
-		return strconv.FormatInt((n+1<<20-1)>>20, 10) + "M"
-	}
-	return strconv.FormatInt((n+1<<10-1)>>10, 10) + "K"
-}
+// sizeFlag is n rounded up to a whole K or M, as -w takes it:
+// units.SizeFlag.
+func sizeFlag(n int64) string { return units.SizeFlag(n) }
 
 func usWords(us float64) string {
 	if us >= 1000 {

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/blastnet/blast/doctor"
+	"github.com/blastnet/blast/units"
 )
 
 // Doctor draws a doctor run into path: one bar per test that measured a
@@ -129,11 +130,8 @@ func Doctor(path string, rep *doctor.Report) error {
 	return f.save(path)
 }
 
-// fmtRate is a rate with three figures: "9.41 Gbit/s", "481 Mbit/s".
-func fmtRate(bps float64) string {
-	div, unit := rateUnit(bps)
-	return fmt.Sprintf("%.3g %s", bps/div, unit)
-}
+// fmtRate is a rate with three figures at most: "9.41 Gbit/s", "95 Mbit/s".
+func fmtRate(bps float64) string { return units.BitsShort(bps) }
 
 // hline is a horizontal line segment in data coordinates.
 type hline struct {

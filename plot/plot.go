@@ -32,7 +32,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/units"
 )
 
 // The size of every picture: 8 by 6 inches, a PNG at 150 dots per inch.
@@ -553,7 +553,7 @@ func oneNotation(ticks []gplot.Tick) []gplot.Tick {
 }
 
 // rateUnit is the unit a throughput axis up to maxBps reads best in.
-func rateUnit(maxBps float64) (div float64, name string) { return report.SIUnit(maxBps) }
+func rateUnit(maxBps float64) (div float64, name string) { return units.SIUnit(maxBps) }
 
 // bars are rectangles in data coordinates, each with its own color.
 type bars struct {

@@ -10,8 +10,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/blastnet/blast/control"
-	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
+	"github.com/blastnet/blast/units"
 )
 
 // Repeated is a repeated client run (--repeat, --confidence) as its
@@ -115,7 +115,7 @@ func ClientRuns(path string, rep Repeated) error {
 		}
 		tp.Add(hline{x0: 0, x1: end, y: rep.Summary.Mean / div, sty: meanStyle()})
 		// The mean and the band named once, here, for both panels.
-		tl.Add(fmt.Sprintf("%s mean %s", whose, report.SIRate(rep.Summary.Mean)), vlines{sty: meanStyle()})
+		tl.Add(fmt.Sprintf("%s mean %s", whose, units.SIRate(rep.Summary.Mean)), vlines{sty: meanStyle()})
 		if band != nil {
 			tl.Add(whose+" "+ciName, band)
 		}

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/blastnet/blast/control"
-	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
+	"github.com/blastnet/blast/units"
 )
 
 // repeatedRuns is three runs of tcpRun, each a little faster than the
@@ -33,7 +33,7 @@ func repeatedRuns() Repeated {
 	}
 	s := stats.Summarize(values, stats.DefaultLevel)
 	return Repeated{Runs: runs, Values: values, Summary: s, Whose: "receivers'",
-		Line: "receivers' throughput: " + s.Line(report.SIRate)}
+		Line: "receivers' throughput: " + s.Line(units.SIRate)}
 }
 
 // svgTexts are an SVG's texts in file order, and its elements' styles.
@@ -112,7 +112,7 @@ func TestClientRunsEveryRun(t *testing.T) {
 		r := rep
 		r.Runs, r.Values = rep.Runs[:n], rep.Values[:n]
 		r.Summary = stats.Summarize(r.Values, stats.DefaultLevel)
-		r.Line = "receivers' throughput: " + r.Summary.Line(report.SIRate)
+		r.Line = "receivers' throughput: " + r.Summary.Line(units.SIRate)
 		path := filepath.Join(t.TempDir(), "runs.svg")
 		if err := ClientRuns(path, r); err != nil {
 			t.Fatal(err)
@@ -124,7 +124,7 @@ func TestClientRunsEveryRun(t *testing.T) {
 		checkRepeatedSVG(t, b, n, r.Line)
 		texts, _ := svgTexts(t, b)
 		all := strings.Join(texts, " ")
-		for _, w := range []string{fmt.Sprintf("upload (readwrite), %d run", n), "receivers' mean " + report.SIRate(r.Summary.Mean), "the sender's (this side's)"} {
+		for _, w := range []string{fmt.Sprintf("upload (readwrite), %d run", n), "receivers' mean " + units.SIRate(r.Summary.Mean), "the sender's (this side's)"} {
 			if !strings.Contains(all, w) {
 				t.Errorf("%d runs: no text %q:\n%s", n, w, strings.Join(texts, "\n"))
 			}

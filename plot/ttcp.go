@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/units"
 )
 
 // Runs draws repeated throughput measurements into path (ttcp mode's
@@ -112,7 +112,7 @@ type runsAxis struct {
 }
 
 // rateAxis: values in bit/s.
-var rateAxis = runsAxis{name: "throughput", scale: rateUnit, show: report.SIRate}
+var rateAxis = runsAxis{name: "throughput", scale: rateUnit, show: units.SIRate}
 
 // runsTop is the highest of rates, the mean and the interval.
 func runsTop(rates []float64, mean float64, iv *Interval) float64 {

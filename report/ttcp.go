@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/units"
 )
 
 // TTCPHeader is what the first line of a ttcp run says.
@@ -119,9 +120,9 @@ func (r TTCPResult) Lines() []string {
 	add := func(format string, a ...any) {
 		lines = append(lines, r.Prefix+": "+fmt.Sprintf(format, a...))
 	}
-	add("%.0f bytes in %.2f real seconds = %s/sec +++", nbytes, realt, TTCPRate(r.Format, nbytes/realt))
+	add("%.0f bytes in %.2f real seconds = %s/sec +++", nbytes, realt, units.TTCPRate(r.Format, nbytes/realt))
 	if r.Verbose {
-		add("%.0f bytes in %.2f CPU seconds = %s/cpu sec", nbytes, cput, TTCPRate(r.Format, nbytes/cput))
+		add("%.0f bytes in %.2f CPU seconds = %s/cpu sec", nbytes, cput, units.TTCPRate(r.Format, nbytes/cput))
 	}
 	msecPerCall := 0.0
 	if r.Calls > 0 {
@@ -144,7 +145,7 @@ func (r TTCPResult) Lines() []string {
 		}
 		add("%d datagrams %s", d.Datagrams, verb)
 	}
-	add("%s (backend %s)", SIRate(nbytes*8/realt), r.Backend)
+	add("%s (backend %s)", units.SIRate(nbytes*8/realt), r.Backend)
 	for _, n := range r.Notes {
 		add("%s", n)
 	}

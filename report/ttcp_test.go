@@ -78,18 +78,6 @@ func TestTTCPClassicLines(t *testing.T) {
 	}
 }
 
-func TestTTCPRate(t *testing.T) {
-	const bps = 1 << 30 // one GiB per second
-	for f, want := range map[byte]string{
-		'k': "8388608.00 Kbit", 'K': "1048576.00 KB", 'm': "8192.00 Mbit",
-		'M': "1024.00 MB", 'g': "8.00 Gbit", 'G': "1.00 GB",
-	} {
-		if got := TTCPRate(f, bps); got != want {
-			t.Errorf("-f %c: got %q, want %q", f, got, want)
-		}
-	}
-}
-
 func TestRusageFormat(t *testing.T) {
 	for _, tc := range []struct {
 		u    Rusage

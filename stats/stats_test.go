@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/blastnet/blast/internal/golden"
-	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/units"
 )
 
 // approx compares the figures of a summary to the 4 to 6 digits the
@@ -413,7 +413,7 @@ func TestRender(t *testing.T) {
 		unit  func(float64) string
 	}{
 		{"fixed unit (-f g)", rates, 0.95, gbit},
-		{"adaptive unit (report.SIRate): the sd keeps its own", rates, 0.95, report.SIRate},
+		{"adaptive unit (report.SIRate): the sd keeps its own", rates, 0.95, units.SIRate},
 		{"99.9%", rates, 0.999, gbit},
 		{"durations: no space, every value keeps its unit", rtts, 0.95, duration},
 		{"no unit", []float64{10, 12, 11, 13, 9}, 0.95, nil},

@@ -94,7 +94,7 @@ func Overlap(a, b Summary) bool {
 }
 
 // Line renders s on one line, every value through unit (which gives a
-// number with its unit, such as report.SIRate; nil gives 4 significant
+// number with its unit, such as units.SIRate; nil gives 4 significant
 // digits):
 //
 //	mean 9.41 Gbit/s ±1.2% (95% CI 9.30–9.52), sd 0.18, min 9.12, median 9.43, max 9.61, 5 runs

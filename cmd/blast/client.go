@@ -20,8 +20,8 @@ import (
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/plot"
-	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
+	"github.com/blastnet/blast/units"
 )
 
 func init() {
@@ -295,12 +295,12 @@ func (f *clientFlags) config(ctx context.Context) (control.Config, *clientRun, e
 	}
 	var err error
 	if f.bytes != "" {
-		if cfg.Bytes, err = control.ParseSizeFlag("-n", f.bytes, "a byte count such as 100M or 1G", false); err != nil {
+		if cfg.Bytes, err = units.ParseSizeFlag("-n", f.bytes, "a byte count such as 100M or 1G", false); err != nil {
 			return fail("%v", err)
 		}
 	}
 	if f.blocks != "" {
-		if cfg.Blocks, err = control.ParseSizeFlag("-k", f.blocks, "a block count such as 1000 or 10K", false); err != nil {
+		if cfg.Blocks, err = units.ParseSizeFlag("-k", f.blocks, "a block count such as 1000 or 10K", false); err != nil {
 			return fail("%v", err)
 		}
 	}
@@ -308,14 +308,14 @@ func (f *clientFlags) config(ctx context.Context) (control.Config, *clientRun, e
 		return fail("-t with -n or -k: only one test end condition (-t, -n, -k) may be specified")
 	}
 	if f.window != "" {
-		w, err := control.ParseSizeFlag("-w", f.window, "a size such as 256K or 4M", true)
+		w, err := units.ParseSizeFlag("-w", f.window, "a size such as 256K or 4M", true)
 		if err != nil {
 			return fail("%v", err)
 		}
 		cfg.Window = int(min(w, math.MaxInt))
 	}
 	if f.length != "" {
-		l, err := control.ParseSizeFlag("-l", f.length, "a size such as 128K (TCP) or 1400 (UDP)", false)
+		l, err := units.ParseSizeFlag("-l", f.length, "a size such as 128K (TCP) or 1400 (UDP)", false)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -323,13 +323,13 @@ func (f *clientFlags) config(ctx context.Context) (control.Config, *clientRun, e
 	}
 	cfg.UDP, cfg.DontFragment, cfg.UDP64, cfg.Sys = f.udp, f.dontFrag, f.udp64, f.sys
 	if f.rate != "" {
-		if cfg.Rate, cfg.Burst, err = control.ParseRate(f.rate); err != nil {
+		if cfg.Rate, cfg.Burst, err = units.ParseRate(f.rate); err != nil {
 			return fail("%v", err)
 		}
 		cfg.RateSet = true
 	}
 	if f.fqRate != "" {
-		r, _, err := control.ParseRate(f.fqRate)
+		r, _, err := units.ParseRate(f.fqRate)
 		if err != nil || strings.Contains(f.fqRate, "/") {
 			return fail("--fq-rate %q: want a rate such as 100M or 1G", f.fqRate)
 		}
@@ -348,12 +348,12 @@ func (f *clientFlags) config(ctx context.Context) (control.Config, *clientRun, e
 		return fail("-S and --dscp both given: choose one")
 	}
 	if f.tos != "" {
-		if cfg.TOS, err = control.ParseTOS(f.tos); err != nil {
+		if cfg.TOS, err = units.ParseTOS(f.tos); err != nil {
 			return fail("%v", err)
 		}
 	}
 	if f.dscp != "" {
-		if cfg.TOS, err = control.ParseDSCP(f.dscp); err != nil {
+		if cfg.TOS, err = units.ParseDSCP(f.dscp); err != nil {
 			return fail("%v", err)
 		}
 	}
@@ -386,7 +386,7 @@ func (f *clientFlags) config(ctx context.Context) (control.Config, *clientRun, e
 func (f *clientFlags) clientOptions(ctx context.Context, cfg *control.Config, run *clientRun) error {
 	fs := f.fs
 	if f.format != "" {
-		if !control.ValidFormat(f.format[0]) {
+		if !units.ValidFormat(f.format[0]) {
 			return fmt.Errorf("-f %s: bad format specifier (valid formats are in the set [kmgtKMGT])", f.format)
 		}
 		run.text.Format = f.format[0] // iperf3 reads the first letter: -f mbits is -f m
@@ -548,7 +548,7 @@ func runClientTest(e *env, cfg control.Config, run *clientRun) int {
 	})
 	// The summary line, printed and written under the plot word for word.
 	const whose = "receivers'"
-	line := whose + " throughput: " + rr.Summary.Line(report.SIRate)
+	line := whose + " throughput: " + rr.Summary.Line(units.SIRate)
 	switch {
 	case run.csv:
 		stats.WriteCSV(lockedBase, "client", "bits_per_second", rr)

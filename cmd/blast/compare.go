@@ -15,9 +15,9 @@ import (
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/plot"
-	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
 	"github.com/blastnet/blast/ttcp"
+	"github.com/blastnet/blast/units"
 )
 
 func init() {
@@ -131,7 +131,7 @@ func runCompare(e *env, args []string) int {
 	case host != "" && (*port < 1 || *port > 65535):
 		return usage("-p %d: must be 1 to 65535", *port)
 	}
-	unit, err := report.ParseRateUnit(f.format)
+	unit, err := units.ParseFormat(f.format)
 	if err != nil {
 		return usage("%v", err)
 	}

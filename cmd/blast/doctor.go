@@ -14,7 +14,7 @@ import (
 	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/plot"
-	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/units"
 )
 
 func init() {
@@ -182,7 +182,7 @@ func parseDoctor(args []string) (cfg doctor.Config, o doctorOut, off *offlineArg
 	if o.json && o.csv {
 		return cfg, o, nil, errors.New("--csv and -J: pick one output format")
 	}
-	if cfg.Unit, err = report.ParseRateUnit(f.format); err != nil {
+	if cfg.Unit, err = units.ParseFormat(f.format); err != nil {
 		return cfg, o, nil, err
 	}
 	rest := fs.Args()
@@ -234,8 +234,8 @@ func parseDoctor(args []string) (cfg doctor.Config, o doctorOut, off *offlineArg
 	}
 	cfg.Duration = time.Duration(secs * float64(time.Second))
 	if rate != "" {
-		v, err := parseRate(rate)
-		if err != nil || v <= 0 {
+		v, err := units.ParseBits(rate)
+		if err != nil || !(v > 0 && v <= units.MaxRate) { // NaN, +Inf too
 			return cfg, o, nil, fmt.Errorf("-b %s: give a positive rate in bits per second (100M, 1G)", rate)
 		}
 		cfg.UDPRate = v

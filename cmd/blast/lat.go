@@ -15,8 +15,8 @@ import (
 	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/latency"
 	"github.com/blastnet/blast/plot"
-	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
+	"github.com/blastnet/blast/units"
 )
 
 func init() {
@@ -204,7 +204,7 @@ func runLat(e *env, args []string) int {
 				title += fmt.Sprintf(", %g/s on a schedule", cfg.Rate)
 			}
 			if cfg.Load {
-				title += fmt.Sprintf(", under load (%s bulk)", report.SIRate(res.LoadBps))
+				title += fmt.Sprintf(", under load (%s bulk)", units.SIRate(res.LoadBps))
 			}
 		}
 		var perr error

@@ -21,6 +21,7 @@ import (
 	"github.com/blastnet/blast/mesh/discover"
 	"github.com/blastnet/blast/mesh/plan"
 	"github.com/blastnet/blast/plot"
+	"github.com/blastnet/blast/units"
 )
 
 func init() {
@@ -187,7 +188,7 @@ func runMesh(e *env, args []string) int {
 		set.Proto = "udp"
 	}
 	if f.rate != "" {
-		bits, burst, err := control.ParseRate(f.rate)
+		bits, burst, err := units.ParseRate(f.rate)
 		if err != nil {
 			return usage("-b: %v", err)
 		}

@@ -20,7 +20,7 @@ import (
 	"github.com/blastnet/blast/control"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/safetext"
-	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/units"
 )
 
 func init() {
@@ -253,7 +253,7 @@ func (f *serverFlags) config() (cfg control.ServerConfig, format byte, err error
 	if !validInterval(f.interval) { // NaN and ±Inf too
 		return cfg, 0, fmt.Errorf("-i %g: must be 0 (off) or 0.1 to 60 seconds", f.interval)
 	}
-	unit, err := report.ParseRateUnit(f.format)
+	unit, err := units.ParseFormat(f.format)
 	if err != nil {
 		return cfg, 0, err
 	}
@@ -309,7 +309,7 @@ func (f *serverFlags) config() (cfg control.ServerConfig, format byte, err error
 		if sz.s == "" {
 			continue
 		}
-		n, err := control.ParseSizeFlag(sz.flag, sz.s, "a size such as 512M or 2G", false)
+		n, err := units.ParseSizeFlag(sz.flag, sz.s, "a size such as 512M or 2G", false)
 		if err != nil {
 			return cfg, 0, err
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/blastnet/blast/report"
 	"github.com/blastnet/blast/stats"
 	"github.com/blastnet/blast/ttcp"
+	"github.com/blastnet/blast/units"
 )
 
 func init() {
@@ -328,7 +329,7 @@ func ttcpRate(r *report.TTCPResult) float64 {
 // other modes' (stats.Summary.Line), and why a --confidence run stopped
 // short of its width.
 func writeTTCPSummary(w io.Writer, side string, rr stats.Result) {
-	fmt.Fprintf(w, "\n%s: throughput: %s\n", side, rr.Summary.Line(report.SIRate))
+	fmt.Fprintf(w, "\n%s: throughput: %s\n", side, rr.Summary.Line(units.SIRate))
 	if note := rr.Note(); note != "" {
 		fmt.Fprintf(w, "%s: %s\n", side, note)
 	}
@@ -362,7 +363,7 @@ func plotTTCP(path string, cfg ttcp.Config, side string, rr stats.Result) error 
 	if s.HasInterval() {
 		iv = &plot.Interval{Low: s.Low, High: s.High}
 		caption = append(caption, fmt.Sprintf("The band is the %s confidence interval of the mean (±%s); sd %s.",
-			stats.LevelPercent(s.Level), stats.Percent(s.HalfWidthPct), report.SIRate(s.StdDev)))
+			stats.LevelPercent(s.Level), stats.Percent(s.HalfWidthPct), units.SIRate(s.StdDev)))
 	}
 	if note := rr.Note(); note != "" {
 		caption = append(caption, strings.ToUpper(note[:1])+note[1:]+".")
@@ -451,9 +452,9 @@ func parseTTCPRun(args []string, prog string) (_ ttcp.Config, tr ttcpRun, err er
 		cfg.TOS = int(v)
 	}
 	if rate != "" {
-		r, err := parseRate(rate)
+		r, err := units.ParseBits(rate)
 		if err != nil {
-			return cfg, tr, fmt.Errorf("--rate %s: %v", rate, err)
+			return cfg, tr, fmt.Errorf("--rate %s: a rate is bits per second, a number with an optional K, M or G (e.g. 100M)", rate)
 		}
 		cfg.Rate = r
 	}
@@ -512,29 +513,6 @@ func parsePort(s string, udp bool) (int, error) {
 		return 0, fmt.Errorf("-p %s: not a port number or a known service name", s)
 	}
 	return n, nil
-}
-
-// parseRate reads bits per second with an optional K, M or G (powers of
-// 1000) suffix.
-func parseRate(s string) (float64, error) {
-	mult := 1.0
-	switch strings.ToUpper(s[len(s)-1:]) {
-	case "K":
-		mult = 1e3
-	case "M":
-		mult = 1e6
-	case "G":
-		mult = 1e9
-	}
-	num := s
-	if mult != 1 {
-		num = s[:len(s)-1]
-	}
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || v < 0 {
-		return 0, errors.New("a rate is bits per second, a number with an optional K, M or G (e.g. 100M)")
-	}
-	return v * mult, nil
 }
 
 // flagError keeps pflag's message to one line, without Go's parser detail.

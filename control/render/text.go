@@ -7,7 +7,7 @@ import (
 	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/safetext"
-	"github.com/blastnet/blast/report"
+	"github.com/blastnet/blast/units"
 	"io"
 	"strings"
 	"time"
@@ -82,14 +82,11 @@ var serverText = Text{tail: true}
 // bits renders a rate given in bytes per second in t's Format, as
 // iperf3's unit_snprintf does with -f (the caller adds "s/sec").
 func (t Text) bits(bytesPerSec float64) string {
-	if t.Format == 0 || t.Format == 'a' {
-		return report.IperfBits(bytesPerSec)
+	if t.Format == 0 {
+		return units.Iperf(bytesPerSec, 'a')
 	}
-	return report.FixedUnit(bytesPerSec, t.Format)
+	return units.Iperf(bytesPerSec, t.Format)
 }
-
-// ValidFormat reports whether f is one of iperf3's -f units (kmgtKMGT).
-func ValidFormat(f byte) bool { return strings.IndexByte("kmgtKMGT", f) >= 0 }
 
 // WriteStart writes what iperf3 prints before the first interval, as the
 // blast server reports it (see Text for the client's options).
@@ -204,10 +201,10 @@ func (t Text) writeIntervalTCP(w io.Writer, r *result.Result, iv *result.Interva
 	for _, d := range result.SummarizeInterval(r, iv).Dirs {
 		role := r.RoleTag(d.Sender)
 		for _, si := range d.Streams {
-			tr := report.IperfBytes(float64(si.Bytes))
+			tr := units.IperfBytes(float64(si.Bytes))
 			bw := t.bits(result.Rate(si.Bytes, si.Seconds()))
 			if si.Sender && si.TCP != nil {
-				fmt.Fprintf(w, fmtBWRetransCwnd, si.Socket, role, si.Start, si.End, tr, bw, si.Retransmits, report.IperfBytes(float64(si.TCP.SndCwnd)), omitted)
+				fmt.Fprintf(w, fmtBWRetransCwnd, si.Socket, role, si.Start, si.End, tr, bw, si.Retransmits, units.IperfBytes(float64(si.TCP.SndCwnd)), omitted)
 			} else {
 				fmt.Fprintf(w, fmtBW, si.Socket, role, si.Start, si.End, tr, bw, omitted)
 			}
@@ -215,7 +212,7 @@ func (t Text) writeIntervalTCP(w io.Writer, r *result.Result, iv *result.Interva
 		if r.NumStreams() < 2 {
 			continue
 		}
-		tr := report.IperfBytes(float64(d.Bytes))
+		tr := units.IperfBytes(float64(d.Bytes))
 		bw := t.bits(result.Rate(d.Bytes, d.Seconds()))
 		if d.Sender && d.TCP {
 			fmt.Fprintf(w, fmtSumBWRetrans, role, d.Start, d.End, tr, bw, d.Retransmits, omitted)
@@ -344,17 +341,17 @@ func (t Text) writeSummaryTCP(w io.Writer, r *result.Result) {
 			snt, rcv := &d.Sent, &d.Received
 			if (client || d.Sender) && snt.Known {
 				if d.Retransmits {
-					fmt.Fprintf(w, fmtSumBWRetrans, role, 0.0, snt.Seconds, report.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), snt.Retransmits, "sender")
+					fmt.Fprintf(w, fmtSumBWRetrans, role, 0.0, snt.Seconds, units.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), snt.Retransmits, "sender")
 				} else {
-					fmt.Fprintf(w, fmtSumBW, role, 0.0, snt.Seconds, report.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), "sender")
+					fmt.Fprintf(w, fmtSumBW, role, 0.0, snt.Seconds, units.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), "sender")
 				}
 			}
 			if (client || !d.Sender) && rcv.Known {
-				fmt.Fprintf(w, fmtSumBW, role, 0.0, rcv.Seconds, report.IperfBytes(float64(rcv.Bytes)), t.bits(result.Rate(rcv.Bytes, rcv.Seconds)), "receiver")
+				fmt.Fprintf(w, fmtSumBW, role, 0.0, rcv.Seconds, units.IperfBytes(float64(rcv.Bytes)), t.bits(result.Rate(rcv.Bytes, rcv.Seconds)), "receiver")
 			}
 		}
 		if dr := d.Drained; dr != nil && (client || !d.Sender) {
-			fmt.Fprintf(w, "[SUM]%s drained after the end: %ss in %.0f ms, counted in no figure above\n", role, report.IperfBytes(float64(dr.Bytes)), 1000*dr.Seconds)
+			fmt.Fprintf(w, "[SUM]%s drained after the end: %ss in %.0f ms, counted in no figure above\n", role, units.IperfBytes(float64(dr.Bytes)), 1000*dr.Seconds)
 		}
 		t.groupTail(w, r, d.Sender, gi == 0)
 	}
@@ -371,9 +368,9 @@ func (t Text) writeStreamTCP(w io.Writer, r *result.Result, d *result.DirSummary
 		case !snt.Known():
 			fmt.Fprintf(w, "[%3d]%s (sender statistics not available)\n", ss.Socket, role)
 		case d.Retransmits:
-			fmt.Fprintf(w, fmtBWRetrans, ss.Socket, role, 0.0, snt.Seconds, report.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), max(ss.Retransmits, 0), "sender")
+			fmt.Fprintf(w, fmtBWRetrans, ss.Socket, role, 0.0, snt.Seconds, units.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), max(ss.Retransmits, 0), "sender")
 		default:
-			fmt.Fprintf(w, fmtBW, ss.Socket, role, 0.0, snt.Seconds, report.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), "sender")
+			fmt.Fprintf(w, fmtBW, ss.Socket, role, 0.0, snt.Seconds, units.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), "sender")
 		}
 	}
 	if r.File != nil {
@@ -387,7 +384,7 @@ func (t Text) writeStreamTCP(w io.Writer, r *result.Result, d *result.DirSummary
 		if !rcv.Known() {
 			fmt.Fprintf(w, "[%3d]%s (receiver statistics not available)\n", ss.Socket, role)
 		} else {
-			fmt.Fprintf(w, fmtBW, ss.Socket, role, 0.0, rcv.Seconds, report.IperfBytes(float64(rcv.Bytes)), t.bits(result.Rate(rcv.Bytes, rcv.Seconds)), "receiver")
+			fmt.Fprintf(w, fmtBW, ss.Socket, role, 0.0, rcv.Seconds, units.IperfBytes(float64(rcv.Bytes)), t.bits(result.Rate(rcv.Bytes, rcv.Seconds)), "receiver")
 		}
 	}
 }
@@ -400,7 +397,7 @@ func writeDiskFile(w io.Writer, f *result.DiskFile, moved int64) {
 	if f.Size > 0 {
 		pct = int(float64(max(moved, 0)) / float64(f.Size) * 100)
 	}
-	fmt.Fprintf(w, "        Sent %s / %s (%d%%) of %s\n", report.IperfBytes(float64(max(moved, 0))), report.IperfBytes(float64(f.Size)), pct, f.Name)
+	fmt.Fprintf(w, "        Sent %s / %s (%d%%) of %s\n", units.IperfBytes(float64(max(moved, 0))), units.IperfBytes(float64(f.Size)), pct, f.Name)
 }
 
 // writeThreads writes how one side's streams ran (engine.Free or locked
@@ -486,7 +483,7 @@ func (t Text) writeSummaryTail(w io.Writer, r *result.Result) {
 				what = "UDP buffer"
 			}
 			fmt.Fprintf(w, "%s: requested %ss, kernel granted SO_SNDBUF %ss, SO_RCVBUF %ss (Linux doubles the request)\n", what,
-				report.IperfBytes(float64(r.SockBufSize)), report.IperfBytes(float64(r.SndBufActual)), report.IperfBytes(float64(r.RcvBufActual)))
+				units.IperfBytes(float64(r.SockBufSize)), units.IperfBytes(float64(r.SndBufActual)), units.IperfBytes(float64(r.RcvBufActual)))
 		}
 		if r.NIC != nil && r.NIC.Interface != nil {
 			nicinfo.WriteBrief(w, "local ", r.NIC)
@@ -592,7 +589,7 @@ func (t Text) writeIntervalUDP(w io.Writer, r *result.Result, iv *result.Interva
 		role := r.RoleTag(d.Sender)
 		for _, si := range d.Streams {
 			u := result.UDPOf(si.UDP)
-			tr := report.IperfBytes(float64(si.Bytes))
+			tr := units.IperfBytes(float64(si.Bytes))
 			bw := t.bits(result.Rate(si.Bytes, si.Seconds()))
 			if si.Sender {
 				fmt.Fprintf(w, fmtBWUDPSender, si.Socket, role, si.Start, si.End, tr, bw, zbuf, u.Packets, omitted)
@@ -603,7 +600,7 @@ func (t Text) writeIntervalUDP(w io.Writer, r *result.Result, iv *result.Interva
 		if r.NumStreams() < 2 {
 			continue
 		}
-		tr := report.IperfBytes(float64(d.Bytes))
+		tr := units.IperfBytes(float64(d.Bytes))
 		bw := t.bits(result.Rate(d.Bytes, d.Seconds()))
 		if u := d.UDP; d.Sender {
 			fmt.Fprintf(w, fmtSumBWUDPSender, role, d.Start, d.End, tr, bw, zbuf, u.Packets, omitted)
@@ -637,7 +634,7 @@ func (t Text) writeSummaryUDP(w io.Writer, r *result.Result) {
 		if !d.Empty() && r.NumStreams() > 1 {
 			snt, rcv := &d.Sent, &d.Received
 			if (client || d.Sender) && snt.Known {
-				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, snt.Seconds, report.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), 0.0, int64(0), snt.UDP.Packets, 0.0, "sender")
+				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, snt.Seconds, units.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), 0.0, int64(0), snt.UDP.Packets, 0.0, "sender")
 			}
 			if (client || !d.Sender) && rcv.Known {
 				// As iperf3: the jitter averaged over -P, the loss as a
@@ -647,12 +644,12 @@ func (t Text) writeSummaryUDP(w io.Writer, r *result.Result) {
 				if !client {
 					total = rcv.UDP.Packets
 				}
-				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, rcv.Seconds, report.IperfBytes(float64(rcv.Bytes)), t.bits(result.Rate(rcv.Bytes, rcv.Seconds)),
+				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, rcv.Seconds, units.IperfBytes(float64(rcv.Bytes)), t.bits(result.Rate(rcv.Bytes, rcv.Seconds)),
 					1000*rcv.UDP.Jitter, rcv.UDP.Lost, rcv.UDP.Packets, lostPercent(rcv.UDP.Lost, total), "receiver")
 			}
 		}
 		if dr := d.Drained; dr != nil && (client || !d.Sender) {
-			fmt.Fprintf(w, "[SUM]%s drained after the end: %d datagrams (%ss) in %.0f ms, counted in no figure above\n", role, dr.Datagrams, report.IperfBytes(float64(dr.Bytes)), 1000*dr.Seconds)
+			fmt.Fprintf(w, "[SUM]%s drained after the end: %d datagrams (%ss) in %.0f ms, counted in no figure above\n", role, dr.Datagrams, units.IperfBytes(float64(dr.Bytes)), 1000*dr.Seconds)
 		}
 		if n := r.SentAfterCount(d.Sender); n > 0 {
 			fmt.Fprintf(w, "[SUM]%s sent after the receiver had the count, until TEST_END: %d datagrams, no part of the test and no loss\n", role, n)
@@ -671,7 +668,7 @@ func (t Text) writeStreamUDP(w io.Writer, r *result.Result, d *result.DirSummary
 		if !snt.Known() {
 			fmt.Fprintf(w, "[%3d]%s (sender statistics not available)\n", ss.Socket, role)
 		} else {
-			fmt.Fprintf(w, fmtBWUDP, ss.Socket, role, 0.0, snt.Seconds, report.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), 0.0, int64(0), result.UDPOf(ss.SndUDP).Packets, 0.0, "sender")
+			fmt.Fprintf(w, fmtBWUDP, ss.Socket, role, 0.0, snt.Seconds, units.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), 0.0, int64(0), result.UDPOf(ss.SndUDP).Packets, 0.0, "sender")
 		}
 	}
 	if ooo := outOfOrder(ss.UDP); !ss.StreamResult.Sender && ooo > 0 {
@@ -688,7 +685,7 @@ func (t Text) writeStreamUDP(w io.Writer, r *result.Result, d *result.DirSummary
 			fmt.Fprintf(w, "[%3d]%s (receiver statistics not available)\n", ss.Socket, role)
 		} else {
 			ru := result.UDPOf(ss.RcvUDP)
-			fmt.Fprintf(w, fmtBWUDP, ss.Socket, role, 0.0, rcv.Seconds, report.IperfBytes(float64(rcv.Bytes)), t.bits(result.Rate(rcv.Bytes, rcv.Seconds)), 1000*ru.Jitter, ru.Lost, ru.Packets, lostPercent(ru.Lost, ru.Packets), "receiver")
+			fmt.Fprintf(w, fmtBWUDP, ss.Socket, role, 0.0, rcv.Seconds, units.IperfBytes(float64(rcv.Bytes)), t.bits(result.Rate(rcv.Bytes, rcv.Seconds)), 1000*ru.Jitter, ru.Lost, ru.Packets, lostPercent(ru.Lost, ru.Packets), "receiver")
 		}
 	}
 }
@@ -753,7 +750,7 @@ func writePaceBehind(w io.Writer, r *result.Result) {
 	senderFacts(r, engine.FactPaceBehind, func(st *result.StreamResult, sender bool, f *engine.FactSample, where string) {
 		behind := time.Duration(f.Counts[engine.FactPaceBehind])
 		fmt.Fprintf(w, "Pace: [%3d]%s the %s sender fell %.1f ms behind its -b rate (its thread was held up) and did not make it up: %ss short\n",
-			st.Socket, r.RoleTag(sender), where, float64(behind)/1e6, report.IperfBytes(behind.Seconds()*float64(r.Params.Bandwidth)/8))
+			st.Socket, r.RoleTag(sender), where, float64(behind)/1e6, units.IperfBytes(behind.Seconds()*float64(r.Params.Bandwidth)/8))
 	})
 }
 
@@ -792,13 +789,6 @@ func writeLoads(w io.Writer, r *result.Result) {
 	}
 }
 
-// count writes a rate with 3 significant digits and a k or M suffix.
-func count(x float64) string {
-	switch {
-	case x >= 1e6:
-		return fmt.Sprintf("%.3gM", x/1e6)
-	case x >= 1e3:
-		return fmt.Sprintf("%.3gk", x/1e3)
-	}
-	return fmt.Sprintf("%.0f", x)
-}
+// count writes a rate with 3 significant digits and a k or M suffix:
+// units.Count.
+func count(x float64) string { return units.Count(x) }

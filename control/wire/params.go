@@ -12,6 +12,7 @@ import (
 	"github.com/blastnet/blast/internal/verify"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathinfo"
+	"github.com/blastnet/blast/units"
 )
 
 // Int is a JSON integer as iperf3's cJSON writes it: usually digits, but
@@ -153,10 +154,10 @@ func (p *Params) Validate() (ierrno int32, err error) {
 		return 20, fmt.Errorf("UDP block size %d: must be %d to %d", p.Len, MinUDPBlock, MaxUDPBlock)
 	case p.Bandwidth < 0 || p.FQRate < 0:
 		return IERecvParams, fmt.Errorf("bitrate %d or fq-rate %d: must not be negative", p.Bandwidth, p.FQRate)
-	case float64(p.Bandwidth) > MaxRate || float64(p.FQRate) > MaxRate:
+	case float64(p.Bandwidth) > units.MaxRate || float64(p.FQRate) > units.MaxRate:
 		return 27, fmt.Errorf("bitrate %d or fq-rate %d: must be 0 to 10T", p.Bandwidth, p.FQRate)
-	case p.Burst < 0 || p.Burst > MaxBurst:
-		return 15, fmt.Errorf("burst %d: must be 1 to %d", p.Burst, MaxBurst)
+	case p.Burst < 0 || p.Burst > units.MaxBurst:
+		return 15, fmt.Errorf("burst %d: must be 1 to %d", p.Burst, units.MaxBurst)
 	case p.Parallel < 1 || p.Parallel > MaxStreams:
 		return 6, fmt.Errorf("parallel streams %d: must be 1 to %d", p.Parallel, MaxStreams)
 	case p.Time < 0 || p.Time > MaxTime:
@@ -205,7 +206,7 @@ func (p *Params) ValidateFrame(b []byte) (ierrno int32, err error) {
 		case present.Parallel != nil && *present.Parallel < 1:
 			return 6, fmt.Errorf("parallel streams %d: must be 1 to %d", *present.Parallel, MaxStreams)
 		case present.Burst != nil && *present.Burst < 1:
-			return 15, fmt.Errorf("burst %d: must be 1 to %d", *present.Burst, MaxBurst)
+			return 15, fmt.Errorf("burst %d: must be 1 to %d", *present.Burst, units.MaxBurst)
 		case present.FlowLabel != nil && *present.FlowLabel < 1:
 			return IESetFlow, fmt.Errorf("flow label %d: must be 1 to %#x (20 bits)", *present.FlowLabel, engine.MaxFlowLabel)
 		}

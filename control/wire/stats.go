@@ -13,14 +13,8 @@ const (
 	DefaultUDPBlock = 1460
 )
 
-// MaxBurst is iperf3's MAX_BURST; MaxRate bounds -b at 10 Tbit/s so that
-// the bitrate fits iperf3's JSON integer; MaxServerAffinity is the
-// largest CPU iperf3 lets -A name.
-const (
-	MaxBurst          = 1000
-	MaxRate           = 10e12
-	MaxServerAffinity = 1024
-)
+// MaxServerAffinity is the largest CPU iperf3 lets -A name.
+const MaxServerAffinity = 1024
 
 // UDPStats are the datagram counts of one UDP stream on one side, as
 // iperf3 keeps them (iperf_udp.c). On the sending side only Packets is

@@ -30,7 +30,7 @@ var layers = []struct {
 	name string
 	pkgs []string
 }{
-	{"vocabulary: no blast imports", []string{"finding", "internal/safetext"}},
+	{"vocabulary: no blast imports", []string{"finding", "internal/safetext", "units"}},
 	{"foundations: only the vocabulary", []string{
 		"internal/clock", "internal/fairpool", "internal/hostload", "internal/uring",
 		"bpf", "nicinfo", "pathinfo", "pathmtu", "stats", "netlab",
