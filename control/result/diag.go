@@ -88,81 +88,110 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 		d.Sender, d.Receiver = remote, local
 		d.Stall = pathdiag.Stall(r.RecvStall)
 	}
-	var n int
-	var rtt float64
-	var nRTT int
-	var recvIO engine.Sample
-	var recvIOKnown bool
+	a := &dirFacts{r: r, d: d, localSends: localSends, local: local, remote: remote}
 	for _, sr := range r.Streams {
-		if sr.Sender != localSends {
-			continue
+		if sr.Sender == localSends {
+			a.add(sr)
 		}
-		n++
-		sent, secs := sr.SentBytes()
-		got, rsecs := sr.ReceivedBytes()
-		d.SentBytes += max(sent, 0)
-		if got < 0 && sr.Sender && sr.Acked > 0 {
-			// The peer's count never came: what it acknowledged
-			// is what it got.
-			got, rsecs = sr.Acked, secs
-		}
-		d.ReceivedBytes += max(got, 0)
-		d.Seconds = max(d.Seconds, secs, rsecs)
-		tcp := sr.PeerTCP
-		if localSends {
-			tcp = nil
-			tcp = sr.TCPSummary()
-		}
-		if tcp != nil {
-			d.MaxCwnd = max(d.MaxCwnd, tcp.MaxSndCwnd)
-			d.MaxWnd = max(d.MaxWnd, tcp.MaxSndWnd)
-			rtt += float64(tcp.MeanRTT)
-			nRTT++
-			if p := float64(tcp.PathRTTUs); p > 0 && (d.MinRTTus == 0 || p < d.MinRTTus) {
-				d.MinRTTus = p
-			}
-			d.PMTU, d.MSS = int(tcp.PMTU), int(tcp.MSS)
-			d.BusyUs += tcp.BusyUs
-			d.RwndLimitedUs += tcp.RwndLimitedUs
-			d.SndbufLimitedUs += tcp.SndbufLimitedUs
-			d.RTOs += tcp.RTOs
-			d.RTOTimeMs = max(d.RTOTimeMs, tcp.RTOTimeMs)
-		}
-		if sr.Retransmits >= 0 {
-			d.Retransmits = max(d.Retransmits, 0) + sr.Retransmits
-		}
-		// The receiver's reads: this side's counters when it receives.
-		io := sr.PeerIO
-		if !localSends {
-			io = &sr.IO
-		}
-		if io != nil {
-			recvIO.Bytes += io.Bytes
-			recvIO.Calls += io.Calls
-			recvIO.Errors += io.Errors
-			recvIO.Idle += io.Idle
-			recvIOKnown = true
-		}
-		// What each end's data thread of the stream spent.
-		addThread(local, sr.Thread)
-		addThread(remote, sr.PeerThread)
-		facts := &sr.Facts
-		if !localSends {
-			facts = sr.PeerFacts
-		}
-		if facts != nil {
-			d.Resent += facts.Counts[engine.FactNoBufs]
-			d.ResentWait += time.Duration(facts.Counts[engine.FactNoBufsWait])
-		}
-		sent, lost := r.UDPLoss(sr)
-		d.Sent += sent
-		d.Lost += lost
 	}
-	if n == 0 {
+	if a.n == 0 {
 		return nil
 	}
-	if nRTT > 0 {
-		d.RTTus = rtt / float64(nRTT)
+	a.finish()
+	return d
+}
+
+// dirFacts adds up the streams of one direction into d: their counts, the
+// sender's TCP figures, the receiver's reads, each end's threads.
+type dirFacts struct {
+	r             *Result
+	d             *pathdiag.Direction
+	localSends    bool
+	local, remote *pathdiag.End
+
+	n           int
+	rtt         float64
+	nRTT        int
+	recvIO      engine.Sample
+	recvIOKnown bool
+}
+
+// add adds one stream of the direction.
+func (a *dirFacts) add(sr *StreamResult) {
+	d := a.d
+	a.n++
+	sent, secs := sr.SentBytes()
+	got, rsecs := sr.ReceivedBytes()
+	d.SentBytes += max(sent, 0)
+	if got < 0 && sr.Sender && sr.Acked > 0 {
+		// The peer's count never came: what it acknowledged is what
+		// it got.
+		got, rsecs = sr.Acked, secs
+	}
+	d.ReceivedBytes += max(got, 0)
+	d.Seconds = max(d.Seconds, secs, rsecs)
+	tcp := sr.PeerTCP
+	if a.localSends {
+		tcp = sr.TCPSummary()
+	}
+	if tcp != nil {
+		a.addTCP(tcp)
+	}
+	if sr.Retransmits >= 0 {
+		d.Retransmits = max(d.Retransmits, 0) + sr.Retransmits
+	}
+	// The receiver's reads: this side's counters when it receives.
+	io := sr.PeerIO
+	if !a.localSends {
+		io = &sr.IO
+	}
+	if io != nil {
+		a.recvIO.Bytes += io.Bytes
+		a.recvIO.Calls += io.Calls
+		a.recvIO.Errors += io.Errors
+		a.recvIO.Idle += io.Idle
+		a.recvIOKnown = true
+	}
+	// What each end's data thread of the stream spent.
+	addThread(a.local, sr.Thread)
+	addThread(a.remote, sr.PeerThread)
+	facts := &sr.Facts
+	if !a.localSends {
+		facts = sr.PeerFacts
+	}
+	if facts != nil {
+		d.Resent += facts.Counts[engine.FactNoBufs]
+		d.ResentWait += time.Duration(facts.Counts[engine.FactNoBufsWait])
+	}
+	sent, lost := a.r.UDPLoss(sr)
+	d.Sent += sent
+	d.Lost += lost
+}
+
+// addTCP adds a sending stream's TCP figures.
+func (a *dirFacts) addTCP(tcp *wire.TCPSummary) {
+	d := a.d
+	d.MaxCwnd = max(d.MaxCwnd, tcp.MaxSndCwnd)
+	d.MaxWnd = max(d.MaxWnd, tcp.MaxSndWnd)
+	a.rtt += float64(tcp.MeanRTT)
+	a.nRTT++
+	if p := float64(tcp.PathRTTUs); p > 0 && (d.MinRTTus == 0 || p < d.MinRTTus) {
+		d.MinRTTus = p
+	}
+	d.PMTU, d.MSS = int(tcp.PMTU), int(tcp.MSS)
+	d.BusyUs += tcp.BusyUs
+	d.RwndLimitedUs += tcp.RwndLimitedUs
+	d.SndbufLimitedUs += tcp.SndbufLimitedUs
+	d.RTOs += tcp.RTOs
+	d.RTOTimeMs = max(d.RTOTimeMs, tcp.RTOTimeMs)
+}
+
+// finish derives what the sums give: the mean RTT, the goodput, each
+// end's streams and CPU.
+func (a *dirFacts) finish() {
+	r, d := a.r, a.d
+	if a.nRTT > 0 {
+		d.RTTus = a.rtt / float64(a.nRTT)
 	}
 	if d.UDP {
 		d.Datagram = int(r.Params.BlockLen())
@@ -170,24 +199,23 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 	if d.Seconds > 0 {
 		d.Goodput = 8 * float64(d.ReceivedBytes) / d.Seconds
 	}
-	for _, e := range []*pathdiag.End{local, remote} {
+	for _, e := range []*pathdiag.End{a.local, a.remote} {
 		if e != nil {
-			e.Streams = n
+			e.Streams = a.n
 		}
 	}
 	// CPU in percent of one core: iperf3's figures are of the whole
 	// machine, so the rules take blast's seconds.
 	if secs := r.CPU.UserSeconds + r.CPU.SystemSeconds; secs > 0 && d.Seconds > 0 {
-		local.CPUPct = 100 * secs / d.Seconds
+		a.local.CPUPct = 100 * secs / d.Seconds
 	}
-	if secs := r.RemoteCPU.UserSeconds + r.RemoteCPU.SystemSeconds; remote != nil && secs > 0 && d.Seconds > 0 {
-		remote.CPUPct = 100 * secs / d.Seconds
+	if secs := r.RemoteCPU.UserSeconds + r.RemoteCPU.SystemSeconds; a.remote != nil && secs > 0 && d.Seconds > 0 {
+		a.remote.CPUPct = 100 * secs / d.Seconds
 	}
-	if d.Receiver != nil && recvIOKnown {
-		d.Receiver.IO = recvIO
+	if d.Receiver != nil && a.recvIOKnown {
+		d.Receiver.IO = a.recvIO
 	}
 	d.Failed = r.Err != nil
-	return d
 }
 
 // addThread takes in what one of e's data threads spent: e.Thread holds
