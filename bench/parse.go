@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -70,6 +71,31 @@ type Iperf3Result struct {
 	Version       string
 	Backend       string
 	RemoteBackend string
+	// StreamBytes is what each stream's receiver got (TCP), in the
+	// document's order.
+	StreamBytes []int64
+}
+
+// Spread is how far the stream furthest from the streams' mean received
+// was from it, as a fraction of the mean (0.2: a stream 20% off); nil
+// with fewer than two streams or nothing received.
+func (r Iperf3Result) Spread() *float64 {
+	if len(r.StreamBytes) < 2 {
+		return nil
+	}
+	var sum float64
+	for _, b := range r.StreamBytes {
+		sum += float64(b)
+	}
+	mean := sum / float64(len(r.StreamBytes))
+	if mean <= 0 {
+		return nil
+	}
+	var worst float64
+	for _, b := range r.StreamBytes {
+		worst = max(worst, math.Abs(float64(b)-mean)/mean)
+	}
+	return &worst
 }
 
 // SentBitsPerSecond is the sender's average rate.
@@ -105,6 +131,9 @@ type iperfDoc struct {
 		} `json:"test_start"`
 	} `json:"start"`
 	End struct {
+		Streams []struct {
+			Receiver *iperfSum `json:"receiver"`
+		} `json:"streams"`
 		Sum         *iperfSum `json:"sum"`
 		SumSent     *iperfSum `json:"sum_sent"`
 		SumReceived *iperfSum `json:"sum_received"`
@@ -149,6 +178,11 @@ func ParseIperf3(data []byte) (Iperf3Result, error) {
 	}
 	r.SentBytes, r.SentSeconds, r.Retransmits = sent.Bytes, sent.Seconds, sent.Retransmits
 	r.RecvBytes, r.RecvSeconds = recv.Bytes, recv.Seconds
+	for _, st := range e.Streams {
+		if st.Receiver != nil {
+			r.StreamBytes = append(r.StreamBytes, st.Receiver.Bytes)
+		}
+	}
 	if r.UDP {
 		// The receiver's sum holds the datagram count the sender announced
 		// and the receiver's loss; older iperf3s have only end.sum.

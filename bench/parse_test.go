@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,22 @@ func TestParseTTCP(t *testing.T) {
 	})
 }
 
+// Spread is the stream furthest from the mean, as a share of the mean;
+// nothing for one stream.
+func TestSpread(t *testing.T) {
+	r := Iperf3Result{StreamBytes: []int64{1211236352, 1128782120, 1223950336, 1216006848}}
+	mean := float64(1211236352+1128782120+1223950336+1216006848) / 4
+	want := (mean - 1128782120) / mean
+	if got := r.Spread(); got == nil || math.Abs(*got-want) > 1e-12 {
+		t.Errorf("Spread of four streams = %v, want %v", got, want)
+	}
+	for _, one := range [][]int64{nil, {5}, {0, 0}} {
+		if got := (Iperf3Result{StreamBytes: one}).Spread(); got != nil {
+			t.Errorf("Spread of %v = %v, want none", one, *got)
+		}
+	}
+}
+
 func TestParseIperf3(t *testing.T) {
 	for _, tc := range []struct {
 		file string
@@ -60,7 +77,7 @@ func TestParseIperf3(t *testing.T) {
 	}{
 		{"iperf3-tcp.json", Iperf3Result{
 			SentBytes: 2621440000, SentSeconds: 4.649625, RecvBytes: 2621177856, RecvSeconds: 4.654544,
-			Streams: 1, Retransmits: 1087, BlockSize: 131072, Version: "iperf 3.12"}},
+			Streams: 1, Retransmits: 1087, BlockSize: 131072, Version: "iperf 3.12", StreamBytes: []int64{2621177856}}},
 		{"iperf3-udp.json", Iperf3Result{
 			SentBytes: 56224000, SentSeconds: 3.000014, RecvBytes: 55949184, RecvSeconds: 3.000047,
 			Streams: 1, UDP: true, Packets: 878499, LostPackets: 4293, BlockSize: 64, Version: "iperf 3.12"}},
@@ -72,7 +89,8 @@ func TestParseIperf3(t *testing.T) {
 			Streams: 1, UDP: true, Packets: 40001280, LostPackets: 160384, BlockSize: 64, GSO: true, GRO: true, Version: "iperf 3.21+"}},
 		{"blast-client-p4.json", Iperf3Result{
 			SentBytes: 4779975656, SentSeconds: 2.000116225, RecvBytes: 4779975656, RecvSeconds: 2.003087682,
-			Streams: 4, Retransmits: 4918, BlockSize: 131072, Version: "blast 0.1 (iperf3 3.x protocol)", Backend: "readwrite", RemoteBackend: "readwrite"}},
+			Streams: 4, Retransmits: 4918, BlockSize: 131072, Version: "blast 0.1 (iperf3 3.x protocol)", Backend: "readwrite", RemoteBackend: "readwrite",
+			StreamBytes: []int64{1211236352, 1128782120, 1223950336, 1216006848}}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			got, err := ParseIperf3([]byte(readTestdata(t, tc.file)))

@@ -207,6 +207,7 @@ func WriteTables(w io.Writer, r *Results, resultsFile string) {
 			cpuCell(wr.BlastProcs), p0.cpuCell(), p1.cpuCell(), switchCell(wr.BlastProcs), p0.switchCell(), p1.switchCell(),
 			rssCell(wr.BlastProcs), p0.rssCell(), p1.rssCell())
 	}
+	writeFairnessTable(w, r, modern)
 	writeLatencyTable(w, r)
 	if errs := failures(r); errs != "" {
 		fmt.Fprintf(w, "\nRuns that failed (their rounds count as unmeasured for that peer):\n\n%s", errs)
@@ -283,6 +284,37 @@ func (p *PeerResult) cpuCell() string {
 		return ""
 	}
 	return cpuCell(p.Procs)
+}
+
+// writeFairnessTable writes, for the workloads of several streams, how
+// far the stream furthest from the streams' mean was from it.
+func writeFairnessTable(w io.Writer, r *Results, modern string) {
+	cell := func(s *Summary) string {
+		if s == nil || s.N == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f%% [%.0f%%-%.0f%%]", 100*s.Median, 100*s.Min, 100*s.Max)
+	}
+	head := false
+	for _, wr := range r.Workloads {
+		if wr.BlastSpread == nil || wr.Skipped != "" || wr.Error != "" {
+			continue
+		}
+		if !head {
+			fmt.Fprintf(w, "\n### Fairness\n\nHow far the stream furthest from the streams' mean received was from it, as a share of the mean (0%%: every stream alike), from each run's -J per-stream receiver bytes; median [min-max] over the rounds.\n\n")
+			fmt.Fprintf(w, "| workload | blast | peer | %s |\n|---|---|---|---|\n", modern)
+			head = true
+		}
+		p0, p1 := wr.peerAt(0), wr.peerAt(1)
+		var s0, s1 *Summary
+		if p0 != nil {
+			s0 = p0.Spread
+		}
+		if p1 != nil {
+			s1 = p1.Spread
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", wr.Title, cell(wr.BlastSpread), cell(s0), cell(s1))
+	}
 }
 
 func (p *PeerResult) switchCell() string {

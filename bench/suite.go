@@ -74,7 +74,10 @@ type WorkloadResult struct {
 	BlastValue Summary                `json:"blast_value"`
 	BlastLoss  *Summary               `json:"blast_loss,omitempty"`
 	BlastProcs map[string]ProcSummary `json:"blast_procs,omitempty"` // by role
-	Peers      []PeerResult           `json:"peers"`
+	// BlastSpread summarizes Sample.Spread over the rounds (nil: not
+	// measured).
+	BlastSpread *Summary     `json:"blast_stream_spread,omitempty"`
+	Peers       []PeerResult `json:"peers"`
 }
 
 // peer returns the result of the peer with key, or nil.
@@ -97,6 +100,8 @@ type PeerResult struct {
 	Value Summary                `json:"value"`
 	Loss  *Summary               `json:"loss,omitempty"`
 	Procs map[string]ProcSummary `json:"procs,omitempty"`
+	// Spread is as WorkloadResult.BlastSpread, for this peer.
+	Spread *Summary `json:"stream_spread,omitempty"`
 	// Ratio is blast/peer of the metric, per round.
 	Ratio Summary `json:"ratio"`
 	// SenderCPURatio is the per-round ratio of the senders' CPU-seconds
@@ -388,9 +393,25 @@ func summarize(wr *WorkloadResult) {
 		wr.BlastLoss = &s
 	}
 	wr.BlastProcs = procSummaries(blastSamples(wr.Rounds))
+	wr.BlastSpread = spreads(blastSamples(wr.Rounds))
 	for i := range wr.Peers {
 		summarizePeer(&wr.Peers[i], wr.Rounds)
 	}
+}
+
+// spreads summarizes the samples' stream spreads, nil when none has one.
+func spreads(samples []Sample) *Summary {
+	var v []float64
+	for _, s := range samples {
+		if s.Err == "" && s.Spread != nil {
+			v = append(v, *s.Spread)
+		}
+	}
+	if len(v) == 0 {
+		return nil
+	}
+	sum := Summarize(v)
+	return &sum
 }
 
 func blastSamples(rounds []Round) []Sample {
@@ -435,6 +456,7 @@ func summarizePeer(pr *PeerResult, rounds []Round) {
 	}
 	pr.SenderCPURatio = Summarize(cpuRatio)
 	pr.Procs = procSummaries(samples)
+	pr.Spread = spreads(samples)
 	for k, v := range lat {
 		if s := Summarize(v); s.N > 0 {
 			if pr.LatencyRatio == nil {

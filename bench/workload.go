@@ -48,7 +48,10 @@ type Sample struct {
 	Procs []ProcStats `json:"procs"`
 	// Latency holds a latency workload's round-trip figures.
 	Latency *LatencyStats `json:"latency_us,omitempty"`
-	Err     string        `json:"error,omitempty"`
+	// Spread is how far the stream furthest from the mean was from it
+	// (Iperf3Result.Spread), for runs of several TCP streams.
+	Spread *float64 `json:"stream_spread,omitempty"`
+	Err    string   `json:"error,omitempty"`
 }
 
 // proc returns the stats of the process with role, or nil.

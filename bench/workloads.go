@@ -228,7 +228,7 @@ func clientServerJSON(ctx context.Context, e *Env, srvArgv, cliArgv []string, m 
 	rs.Role, ts.Role = "receiver", "sender"
 	rs.setBytes(r.RecvBytes)
 	ts.setBytes(r.SentBytes)
-	smp := Sample{Procs: []ProcStats{ts, rs}, Loss: nan()}
+	smp := Sample{Procs: []ProcStats{ts, rs}, Loss: nan(), Spread: r.Spread()}
 	switch m {
 	case metricPPS:
 		smp.Value = Num(Ratio(float64(r.Delivered()), r.RecvSeconds))

@@ -231,6 +231,25 @@ func (f *Flow) Recv(fd int, p []byte, flags int) (int, error) {
 	return f.call(f.free.rcvLimit, &sysArgs{trap: unix.SYS_RECVFROM, fd: fd, buf: bufPtr(p), n: len(p), flags: flags})
 }
 
+// Discard is recv(2) on fd into no buffer at all, n bytes (recv(fd,
+// NULL, n, flags): with MSG_TRUNC the kernel drops them), a blocking
+// receive of the flow.
+func (f *Flow) Discard(fd int, n int, flags int) (int, error) {
+	return f.call(f.free.rcvLimit, &sysArgs{trap: unix.SYS_RECVFROM, fd: fd, n: n, flags: flags})
+}
+
+// Sendmmsg is sendmmsg(2) of msgs on fd, a blocking send of the flow; it
+// returns how many messages the kernel took.
+func (f *Flow) Sendmmsg(fd int, msgs []unix.Mmsghdr, flags int) (int, error) {
+	return f.call(f.free.sndLimit, &sysArgs{trap: unix.SYS_SENDMMSG, fd: fd, buf: unsafe.Pointer(unsafe.SliceData(msgs)), n: len(msgs), flags: flags})
+}
+
+// Recvmmsg is recvmmsg(2) into msgs on fd, without a timeout of its own
+// (the socket's bounds the wait): a blocking receive of the flow.
+func (f *Flow) Recvmmsg(fd int, msgs []unix.Mmsghdr, flags int) (int, error) {
+	return f.call(f.free.rcvLimit, &sysArgs{trap: unix.SYS_RECVMMSG, fd: fd, buf: unsafe.Pointer(unsafe.SliceData(msgs)), n: len(msgs), flags: flags})
+}
+
 // Sendfile is sendfile(2) of n bytes from in to the socket fd, from *off
 // (advanced) or, off nil, from in's position: a blocking send of the flow.
 func (f *Flow) Sendfile(fd, in int, off *int64, n int) (int, error) {

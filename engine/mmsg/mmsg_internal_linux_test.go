@@ -67,9 +67,9 @@ func run(t *testing.T, b engine.Backend, f *engine.Flow) {
 // the sender must go on from the first message not sent, and count each
 // call with what it really moved.
 func TestPartialBatch(t *testing.T) {
-	defer func(f func(int, []unix.Mmsghdr) (int, error)) { sendmmsgCall = f }(sendmmsgCall)
-	sendmmsgCall = func(fd int, msgs []unix.Mmsghdr) (int, error) {
-		return sendmmsg(fd, msgs[:min(3, len(msgs))])
+	defer func(f func(*engine.Flow, int, []unix.Mmsghdr) (int, error)) { sendmmsgCall = f }(sendmmsgCall)
+	sendmmsgCall = func(f *engine.Flow, fd int, msgs []unix.Mmsghdr) (int, error) {
+		return sendmmsg(f, fd, msgs[:min(3, len(msgs))])
 	}
 	const count, size = 100, 500
 	c, received := udpPeer(t, count)

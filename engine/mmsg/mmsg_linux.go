@@ -63,6 +63,10 @@ var sendmmsgCall = sendmmsg
 // Name implements engine.Backend.
 func (Backend) Name() string { return "mmsg" }
 
+// RunsFree implements engine.Free: both directions' calls go through the
+// flow.
+func (Backend) RunsFree(bool) bool { return true }
+
 // Options implements engine.Configurable: batch, gso, gro.
 func (Backend) Options() []engine.Option {
 	return []engine.Option{
@@ -145,13 +149,9 @@ func (b Backend) Send(ctx context.Context, f *engine.Flow) error {
 	return err
 }
 
-// sendmmsg is sendmmsg(2), blocking.
-func sendmmsg(fd int, msgs []unix.Mmsghdr) (int, error) {
-	r, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), unix.MSG_NOSIGNAL, 0, 0)
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(r), nil
+// sendmmsg is sendmmsg(2), the flow's blocking send.
+func sendmmsg(f *engine.Flow, fd int, msgs []unix.Mmsghdr) (int, error) {
+	return f.Sendmmsg(fd, msgs, unix.MSG_NOSIGNAL)
 }
 
 // errTimeUp is how sendBatch says that the time limit ended the send in
@@ -348,7 +348,7 @@ func (m *sender) sendBatch() error {
 	c := m.f.Stats
 	msgs, mdg := m.msgs, m.mdg
 	for len(msgs) > 0 {
-		n, err := sendmmsgCall(m.fd, msgs)
+		n, err := sendmmsgCall(m.f, m.fd, msgs)
 		m.syscalls.Add(1)
 		m.s.Sent()
 		if err != nil {
@@ -487,7 +487,7 @@ func recvLoop(f *engine.Flow, batch int, gro bool) error {
 				msgs[i].Hdr.SetControllen(ctlLen)
 			}
 		}
-		r, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), unix.MSG_WAITFORONE, 0, 0)
+		n, err := f.Recvmmsg(fd, msgs, unix.MSG_WAITFORONE)
 		syscalls.Add(1)
 		if f.Cancelled() {
 			// The shutdown woke the call (it returns empty messages or
@@ -495,14 +495,10 @@ func recvLoop(f *engine.Flow, batch int, gro bool) error {
 			f.Stats.AddCall()
 			return nil
 		}
-		if errno == unix.EINTR {
-			continue
-		}
-		if errno != 0 {
+		if err != nil {
 			f.Stats.AddError()
-			return engine.IOErr("recvmmsg", errno)
+			return engine.IOErr("recvmmsg", err)
 		}
-		n := int(r)
 		if n == 0 {
 			f.Stats.AddCall()
 			return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -33,6 +32,9 @@ func (Trunc) Name() string { return "trunc" }
 // Probe implements engine.Backend: MSG_TRUNC discards TCP data since Linux
 // 2.6; nothing to ask the kernel.
 func (Trunc) Probe() error { return nil }
+
+// RunsFree implements engine.Free: its receives go through the flow.
+func (Trunc) RunsFree(send bool) bool { return !send }
 
 // Send implements engine.Backend: trunc only receives.
 func (Trunc) Send(context.Context, *engine.Flow) error {
@@ -68,7 +70,7 @@ func (Trunc) Recv(ctx context.Context, f *engine.Flow) error {
 		case left > 0 && left < int64(n):
 			n = int(left)
 		}
-		k, err := recvTrunc(fd, hdr, n)
+		k, err := recvTrunc(f, fd, hdr, n)
 		syscalls.Add(1)
 		switch {
 		case err == unix.EINTR:
@@ -104,18 +106,11 @@ func (Trunc) Recv(ctx context.Context, f *engine.Flow) error {
 
 // recvTrunc is recv(fd, NULL, n, MSG_TRUNC): no buffer at all; or, with
 // buf, recv(fd, buf, len(buf), MSG_TRUNC), which copies the start of a
-// datagram and still returns its whole length. It blocks (Syscall6 tells
-// the runtime so).
-func recvTrunc(fd int, buf []byte, n int) (int, error) {
-	var r uintptr
-	var errno unix.Errno
+// datagram and still returns its whole length. Both are the flow's
+// blocking receives (free or locked, see engine.Free).
+func recvTrunc(f *engine.Flow, fd int, buf []byte, n int) (int, error) {
 	if len(buf) > 0 {
-		r, _, errno = unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), unix.MSG_TRUNC, 0, 0)
-	} else {
-		r, _, errno = unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), 0, uintptr(n), unix.MSG_TRUNC, 0, 0)
+		return f.Recv(fd, buf, unix.MSG_TRUNC)
 	}
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(r), nil
+	return f.Discard(fd, n, unix.MSG_TRUNC)
 }

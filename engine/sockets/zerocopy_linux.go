@@ -72,6 +72,10 @@ const (
 	waitSlice = 50 * time.Millisecond
 )
 
+// RunsFree implements engine.Free: its sends go through the flow (the
+// completions are read without blocking, and waited for in Flow.Wait).
+func (ZeroCopy) RunsFree(send bool) bool { return send }
+
 // Send implements engine.Backend.
 func (b ZeroCopy) Send(ctx context.Context, f *engine.Flow) error {
 	fd := f.Sock.FD()
@@ -195,7 +199,7 @@ func (z *zcSender) take(s *engine.Sender) (int, error) {
 func (z *zcSender) send(s *engine.Sender, b int, p []byte, udp bool) (end bool, err error) {
 	sent := 0
 	for sent < len(p) {
-		n, serr := unix.SendmsgN(z.fd, p[sent:], nil, nil, unix.MSG_ZEROCOPY|unix.MSG_NOSIGNAL)
+		n, serr := z.f.Send(z.fd, p[sent:], unix.MSG_ZEROCOPY|unix.MSG_NOSIGNAL)
 		z.syscalls.Add(1)
 		if serr == nil {
 			z.book.sent(b, n)
