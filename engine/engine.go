@@ -1,4 +1,4 @@
-// Package engine is the data-path contract of blast (contract v2).
+// Package engine is the data-path contract of blast (contract v3).
 //
 // The engine owns data sockets: a mode asks it for a stream with Dial,
 // Listen and Accept (TCP or UDP, v4 or v6, with the socket options it
@@ -8,22 +8,26 @@
 // Adopt.
 //
 // A Backend moves the bytes of one Flow (a Socket, the Spec, the Counters
-// and the Facts). Modes never call Send or Recv themselves: Run calls them
-// on a goroutine locked to an OS thread of its own, one per stream, so a
-// stream's system calls block that thread and nothing else, as iperf3
-// 3.16+ runs a thread per stream. The data path never touches the Go
-// runtime's network poller: data sockets are in blocking mode. The thread
-// is the flow's alone (it exits with the flow), so Run may pin it to the
-// CPUs of Spec.Affinity and a backend may change its priority or timer
-// slack without touching any other goroutine.
+// and the Facts). Modes never call Send or Recv themselves: Run calls
+// them, one goroutine per stream. A Free backend's unpaced flow without
+// affinity runs free: an unlocked goroutine whose blocking data calls
+// (through the Flow: Read, Recv, Send, Sendfile, Sendmmsg, Recvmmsg,
+// Discard, and WriteAll) take the raw system-call entry on a socket whose
+// blocking Run bounds, so the runtime neither hands its P off nor starts
+// threads for it; it yields every 2 ms, and GOMAXPROCS is kept at the
+// free flows plus one. Every other flow runs on a goroutine locked to an
+// OS thread of its own, in ordinary blocking calls, as iperf3 3.16+ runs a
+// thread per stream: a pinned flow (Spec.Affinity), a paced sender, and
+// the backends that wait their own way. The data path never touches the
+// Go runtime's network poller: data sockets are in blocking mode.
+// ARCHITECTURE.md "The data path" has the measurements.
 //
 // # Waiting
 //
-// The wait strategy, chosen by measurement on a 2-CPU veth lab (see
-// ARCHITECTURE.md):
-//   - socket backends (readwrite, sendfile, splice, zerocopy, trunc, mmsg)
-//     block in the system call itself: one call per operation, the kernel
-//     wakes the thread directly, nothing else is woken;
+//   - socket backends block in the system call itself: one call per
+//     operation, the kernel wakes the thread directly, nothing else is
+//     woken (a free flow's call returns at least every bound and goes
+//     back to waiting);
 //   - io_uring blocks in io_uring_enter waiting for completions;
 //   - AF_XDP has no blocking call: it waits in ppoll on its XSK sockets
 //     (Flow.Wait), which also polls the flow's eventfd.
@@ -282,7 +286,7 @@ type Switches struct {
 // wrapping ErrNotSupported when it cannot (saying why and what to do), any
 // other error when the probe itself failed.
 //
-// Send and Recv run on the flow's own locked thread (Run calls them). They
+// Send and Recv run on the flow's goroutine (Run calls them; see Free). They
 // return when the Spec's end condition is met, the peer closes, or the
 // flow is cancelled (then promptly; Run reports the context's error). They
 // update f.Stats and f.Facts as they go and never close f.Sock.

@@ -12,10 +12,12 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +104,7 @@ func RunWith(t *testing.T, b engine.Backend, caps Caps, p Pairs) {
 		b = c
 	}
 	before := countResources(t)
+	peakProcs := max(runtime.GOMAXPROCS(0), slices.Max(parallelFlows)+1)
 	gor := runtime.NumGoroutine()
 
 	for _, network := range []string{"tcp4", "tcp6"} {
@@ -137,6 +140,14 @@ func RunWith(t *testing.T, b engine.Backend, caps Caps, p Pairs) {
 		}
 		testUDPRecv(t, b, caps, p.UDP, 300, 1200)
 	})
+	for _, n := range parallelFlows {
+		t.Run(fmt.Sprintf("tcp/flows-%d", n), func(t *testing.T) {
+			if !caps.TCPSend && !caps.TCPRecv {
+				t.Skip("backend moves no TCP")
+			}
+			testParallel(t, b, caps, n)
+		})
+	}
 	t.Run("tcp/gc", func(t *testing.T) {
 		if !caps.TCPSend && !caps.TCPRecv {
 			t.Skip("backend moves no TCP")
@@ -210,9 +221,9 @@ func RunWith(t *testing.T, b engine.Backend, caps Caps, p Pairs) {
 	// Leaks: everything the subtests opened is closed by now. Threads end
 	// with their flows, a little after Run returns; wait for them to go.
 	testkit.Eventually(hang, func() bool {
-		return runtime.NumGoroutine() <= gor && countResources(t).more(before) == ""
+		return runtime.NumGoroutine() <= gor && countResources(t).more(before, peakProcs) == ""
 	})
-	if more := countResources(t).more(before); more != "" {
+	if more := countResources(t).more(before, peakProcs); more != "" {
 		t.Errorf("%s leaked %s", b.Name(), more)
 	}
 	if got := runtime.NumGoroutine(); got > gor {
@@ -260,17 +271,19 @@ func fdMappings(maps []byte) int {
 	return n
 }
 
-// more says what r has more of than before ("" when nothing). Every flow
-// thread ends with its flow; the Go runtime keeps idle threads of its own,
-// up to about one per P beyond those it had, so threads get that
-// allowance (a backend's leaked thread also leaves its goroutine behind,
-// which Run checks exactly).
-func (r resources) more(before resources) string {
+// more says what r has more of than before ("" when nothing). A locked
+// flow's thread ends with its flow; the Go runtime keeps idle threads of
+// its own, up to about one per P it has had, so threads get that
+// allowance: peakProcs, the most Ps the suite had (free flows raise
+// GOMAXPROCS to their count plus one while they run). A backend's leaked
+// thread also leaves its goroutine behind, which the suite checks
+// exactly.
+func (r resources) more(before resources, peakProcs int) string {
 	var s []string
 	if r.fds > before.fds {
 		s = append(s, "file descriptors")
 	}
-	if r.threads > before.threads+runtime.GOMAXPROCS(0)+2 {
+	if r.threads > before.threads+max(runtime.GOMAXPROCS(0), peakProcs)+2 {
 		s = append(s, "threads")
 	}
 	if r.maps > before.maps {
@@ -395,6 +408,79 @@ func timeouts(t *testing.T, s *engine.Socket) (out [2]time.Duration) {
 	})
 	return out
 }
+
+// parallelFlows are the flow counts testParallel runs at once; the most
+// of them, plus one, is the most Ps free flows give the process.
+var parallelFlows = []int{2, 8}
+
+// testParallel runs n flows at once, each its own connection (senders
+// when the backend sends TCP, else receivers): every flow moves exactly
+// its bytes, and GOMAXPROCS (which free flows raise while they run) is
+// back where it was after the last one.
+func testParallel(t *testing.T, b engine.Backend, caps Caps, n int) {
+	procs := runtime.GOMAXPROCS(0)
+	const size = 4<<20 + 11
+	type pair struct {
+		mine *engine.Socket
+		peer *net.TCPConn
+	}
+	pairs := make([]pair, n)
+	for i := range pairs {
+		pairs[i].mine, pairs[i].peer = tcpPair(t, "tcp4")
+	}
+	send := caps.TCPSend
+	errs := make(chan error, n)
+	peerGot := make(chan int64, n)
+	flows := make([]*engine.Flow, n)
+	for i, p := range pairs {
+		spec := &engine.Spec{Protocol: engine.TCP, BufLen: 65536}
+		if send {
+			spec.Bytes = size
+			go func() {
+				c, _ := io.Copy(io.Discard, p.peer)
+				peerGot <- c
+			}()
+		} else {
+			go func() {
+				c, _ := io.Copy(p.peer, io.LimitReader(zeroReader{}, size))
+				p.peer.CloseWrite()
+				peerGot <- c
+			}()
+		}
+		flows[i] = flow(p.mine, spec)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), hang)
+			defer cancel()
+			err := engine.Run(ctx, b, flows[i], send)
+			if send {
+				p.mine.CloseWrite()
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("%d flows at once: %v", n, err)
+		}
+	}
+	for range n {
+		if got := <-peerGot; got != size {
+			t.Errorf("%d flows at once: a peer moved %d bytes, want %d", n, got, size)
+		}
+	}
+	for i, f := range flows {
+		if got := f.Stats.Snapshot().Bytes; got != size {
+			t.Errorf("%d flows at once: flow %d counted %d bytes, want %d", n, i, got, size)
+		}
+	}
+	if got := runtime.GOMAXPROCS(0); got != procs {
+		t.Errorf("GOMAXPROCS %d after %d flows, %d before", got, n, procs)
+	}
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 // testGCStorm sends and receives over TCP while the collector stops the
 // world again and again: every stop interrupts the data calls (the
