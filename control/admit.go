@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/fairpool"
 )
@@ -52,10 +53,6 @@ const (
 	// client (per-stream totals: a few hundred bytes per stream).
 	MaxPeerResultsJSON = 1 << 20
 )
-
-// iperf3's IENEWTEST, "unable to create a new test": a test the server
-// will not run (too much memory, too many bytes).
-const iperfNewTest = 100
 
 // errNotAdmitted ends a test the server turned away with ACCESS_DENIED;
 // OnRefused has been told, and the test leaves no result.
@@ -224,7 +221,7 @@ func (s *Server) shedf(format string, args ...any) {
 // footprint is the user memory the streams of a test hold on this
 // server: engine.Footprint of each stream's backend in its direction.
 func footprint(p *Params, tx, rx engine.Backend, sends func(int) bool, n int) int64 {
-	spec := &engine.Spec{Protocol: engine.TCP, BufLen: p.blockLen()}
+	spec := &engine.Spec{Protocol: engine.TCP, BufLen: p.BlockLen()}
 	if p.UDP {
 		spec.Protocol = engine.UDP
 	}
@@ -261,11 +258,11 @@ func (s *Server) admit(host netip.Addr, p *Params, memory int64) (*admission, in
 	switch {
 	case int(p.Parallel) > s.cfg.MaxStreams:
 		return nil, 6, fmt.Errorf("the client asked for %d streams (-P), over the server's --max-streams %d", p.Parallel, s.cfg.MaxStreams)
-	case s.cfg.MaxBytes > 0 && p.byteLimit() > s.cfg.MaxBytes:
+	case s.cfg.MaxBytes > 0 && p.ByteLimit() > s.cfg.MaxBytes:
 		// A byte count is how long the test runs.
-		return nil, iperfMaxDuration, fmt.Errorf("the client asked for %d bytes (-n or -k), over the server's --max-bytes %d", p.byteLimit(), s.cfg.MaxBytes)
+		return nil, wire.IEMaxDuration, fmt.Errorf("the client asked for %d bytes (-n or -k), over the server's --max-bytes %d", p.ByteLimit(), s.cfg.MaxBytes)
 	case memory > s.cfg.MaxTestMemory:
-		return nil, iperfNewTest, fmt.Errorf("the test needs %s of buffers (streams × block size × backend batch), over the server's --max-test-memory %s: ask for fewer streams, a smaller -l or batch",
+		return nil, wire.IENewTest, fmt.Errorf("the test needs %s of buffers (streams × block size × backend batch), over the server's --max-test-memory %s: ask for fewer streams, a smaller -l or batch",
 			mib(memory), mib(s.cfg.MaxTestMemory))
 	}
 	s.mu.Lock()
@@ -355,7 +352,7 @@ func acceptBackoff(err error, last time.Duration) (time.Duration, bool) {
 // errnoOf is the errno a server sends with an iperf3 error number of its
 // own making: iperf3 clients print it after the number's text.
 func errnoOf(code int32) int32 {
-	if code == iperfNewTest {
+	if code == wire.IENewTest {
 		return int32(syscall.ENOMEM)
 	}
 	return 0

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/internal/testkit"
@@ -144,8 +145,8 @@ func TestAdmitTestMemory(t *testing.T) {
 	_, port, log := blastServer(t, ServerConfig{MaxTestMemory: 1 << 20})
 	_, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Parallel: 16, Bytes: 1 << 20})
 	var se ServerErrorCode
-	if !errors.As(err, &se) || se.Ierrno != iperfNewTest {
-		t.Fatalf("error %v, want iperf3's error %d", err, iperfNewTest)
+	if !errors.As(err, &se) || se.Ierrno != wire.IENewTest {
+		t.Fatalf("error %v, want iperf3's error %d", err, wire.IENewTest)
 	}
 	want := "server error: unable to create a new test (errno 12): the test needs 2 MiB of buffers (streams × block size × backend batch), over the server's --max-test-memory 1 MiB: ask for fewer streams, a smaller -l or batch"
 	if err.Error() != want {

@@ -43,10 +43,6 @@ import (
 	"time"
 )
 
-// iperfAuthTest is iperf3's IEAUTHTEST ("test authorization failed"), the
-// error a server refuses a test with when its credentials do not pass.
-const iperfAuthTest = 142
-
 // DefaultSkew is how far the time in a client's token may be from the
 // server's clock (iperf3's --time-skew-threshold default).
 const DefaultSkew = 10 * time.Second

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blastnet/blast/control/wire"
 )
 
 // Authentication against Debian's iperf3 (3.12, which pads with PKCS #1
@@ -139,7 +141,7 @@ func TestAuthBlastClientAgainstIperf3Server(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			port, _ := server()
 			_, err := runMay(t, Config{Port: port, Bytes: 1 << 20, Auth: tc.auth})
-			if ierrno(err) != iperfAuthTest || !strings.HasPrefix(err.Error(), "server error: test authorization failed") {
+			if ierrno(err) != wire.IEAuthTest || !strings.HasPrefix(err.Error(), "server error: test authorization failed") {
 				t.Errorf("client: %v, want iperf3's IEAUTHTEST", err)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/internal/clock"
 )
 
@@ -134,7 +135,7 @@ func TestAuthReplayOverControl(t *testing.T) {
 			t.Fatalf("replay: state %v, %v; want SERVER_ERROR", s, err)
 		}
 		var se ServerErrorCode
-		if err := readServerError(rc.ctrl); !errors.As(err, &se) || se.Ierrno != iperfAuthTest {
+		if err := wire.ReadServerError(rc.ctrl); !errors.As(err, &se) || se.Ierrno != wire.IEAuthTest {
 			t.Errorf("replay: %v, want IEAUTHTEST", err)
 		}
 		if r := log.wait(t, i+1)[i]; r.Err == nil || !strings.Contains(r.Err.Error(), want) {

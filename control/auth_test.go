@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/internal/clock"
 	"github.com/google/go-cmp/cmp"
 )
@@ -330,7 +331,7 @@ func TestAuthOverControl(t *testing.T) {
 				}
 				return
 			}
-			if ierrno(err) != iperfAuthTest || !strings.HasPrefix(err.Error(), "server error: test authorization failed") {
+			if ierrno(err) != wire.IEAuthTest || !strings.HasPrefix(err.Error(), "server error: test authorization failed") {
 				t.Errorf("client: %v, want IEAUTHTEST", err)
 			}
 			if res.Err == nil || res.Err.Error() != tc.want {
@@ -356,7 +357,7 @@ func TestAuthOverControl(t *testing.T) {
 			}
 			want := fmt.Sprintf(`authentication failed: user "alice": the token's time (%d) is more than 10 s from the server's clock (%d): set both clocks right, or raise --time-skew-threshold`,
 				clock.Epoch.Unix(), clock.Epoch.Add(apart).Unix())
-			if ierrno(err) != iperfAuthTest {
+			if ierrno(err) != wire.IEAuthTest {
 				t.Errorf("clocks 11 s apart: client: %v, want IEAUTHTEST", err)
 			}
 			if res.Err == nil || res.Err.Error() != want {

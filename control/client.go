@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/units"
@@ -359,9 +359,9 @@ func readStateAsync(c net.Conn) <-chan stateMsg {
 	go func() {
 		s, err := ReadState(c)
 		if err == nil && s == ServerError {
-			err = readServerError(c)
+			err = wire.ReadServerError(c)
 			if se, ok := err.(ServerErrorCode); ok {
-				se.Reason = readReason(c, time.Second)
+				se.Reason = wire.ReadReason(c, time.Second)
 				err = se
 			}
 		}
@@ -427,19 +427,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res, err := cl.run(ctx)
 	if res != nil {
 		res.Err = err // the rules read whether the test failed
-		res.diagnose()
+		res.Diagnose()
 	}
 	if cerr := cl.files.close(); cerr != nil && err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = res.invalid()
+		err = res.Invalid()
 	}
 	if res != nil && cl.files != nil {
 		res.File = cl.files.result()
 	}
 	if res != nil && err == nil {
-		err = res.verifyErr()
+		err = res.VerifyErr()
 	}
 	if res != nil && err != nil {
 		res.Err = err
@@ -464,114 +464,13 @@ type client struct {
 	// state is the last state read from or written to the server (for
 	// the -d lines).
 	state atomic.Int32
-}
-
-func (cl *client) run(ctx context.Context) (*Result, error) {
-	cfg := &cl.cfg
-	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
-	ctrl, err := cl.dialer().DialContext(ctx, cfg.network(), addr)
-	if err != nil {
-		return nil, dialError(addr, err)
-	}
-	cl.ctrl = ctrl
-	defer ctrl.Close()
-	stopWatch := context.AfterFunc(ctx, func() { ctrl.SetDeadline(time.Unix(1, 0)) })
-	defer stopWatch()
-
-	cl.cookie = NewCookie()
-	mss := ctrlMSS(ctrl)
-	blockAuto := cfg.UDP && cfg.BlockLen == 0
-	if cfg.UDP && cfg.BlockLen == 0 {
-		// iperf3's default: the control connection's MSS, so that a
-		// datagram fits a segment of the path.
-		cfg.BlockLen = DefaultUDPBlock
-		if mss >= MinUDPBlock && mss <= MaxUDPBlock {
-			cfg.BlockLen = mss
-		}
-	}
-	params := cfg.params()
-	if params.AuthToken, err = cfg.Auth.Token(clock.Or(cfg.Clock).Now()); err != nil {
-		return nil, err
-	}
-	res := &Result{Role: "client", Version: Version, SystemInfo: systemInfo(), Time: time.Now(),
-		Host: cfg.Host, Cookie: cookieString(cl.cookie), Params: params, SockBufSize: cfg.Window,
-		Backend: cl.backend.Name(), TCPMSSDefault: mss, BlockLenAuto: blockAuto}
-	if cfg.GSRO && cfg.UDP && cl.backend.Name() != "mmsg" {
-		res.Notes = append(res.Notes, "--gsro: this host has no mmsg backend to send with UDP GSO and receive with GRO; the server was asked to use them")
-	}
-	if a, ok := ctrl.RemoteAddr().(*net.TCPAddr); ok {
-		res.Peer = unmap(a.AddrPort())
-	}
-	if cfg.FlowLabel > 0 && res.Peer.Addr().Is4() {
-		return nil, fmt.Errorf("-L %#x: unable to set IPv6 flow label: the server's address %s is IPv4 (use -6, or its IPv6 address)", cfg.FlowLabel, res.Peer.Addr())
-	}
-	cl.res = res
-	cl.sess = &session{res: res, backend: cl.backend, rxBackend: cl.rxBackend, rxAuto: cfg.RxBackend == "", interval: cfg.Interval, omit: cfg.Omit, onInterval: cfg.OnInterval,
-		udp: cfg.UDP, udp64: cfg.UDP64, rate: cfg.Rate, burst: cfg.Burst,
-		affinity: cfg.Affinity, endAtStop: true}
-	cl.sess.sys = cfg.Sys
-	defer cl.sess.closeAll() // the data streams, on every path (closing twice is harmless)
-	if _, err := ctrl.Write(cl.cookie[:]); err != nil {
-		return nil, fmt.Errorf("send cookie to %s: %w", addr, err)
-	}
-	cpu := startCPU()
-	if !cfg.NoNIC {
-		w, err := watchNIC(res.Peer.Addr())
-		if err != nil {
-			res.Notes = append(res.Notes, "no NIC report: "+err.Error())
-		}
-		cl.nic = w
-		defer w.close()
-		if w != nil {
-			cl.sess.iface = w.iface
-		}
-	}
-
-	after := "the cookie (no PARAM_EXCHANGE)"
-	for {
-		cl.readDeadline(ctx, time.Now().Add(cfg.StateTimeout))
-		m := <-cl.readState(ctrl)
-		if m.err != nil || m.s < 0 {
-			switch {
-			case ctx.Err() != nil:
-				return nil, fmt.Errorf("%w while the test was being set up: nothing was measured", ErrInterrupted)
-			case deadlinePassed(m.err):
-				return nil, stalled(after, cfg.StateTimeout)
-			}
-			return nil, peerStateError(m, "setting up the test")
-		}
-		switch m.s {
-		case ParamExchange:
-			after = "the parameters (no CREATE_STREAMS)"
-			cl.debugJSON(1, "send_parameters:", &params)
-			if err := WriteJSON(ctrl, &params); err != nil {
-				return nil, fmt.Errorf("send parameters: %w", err)
-			}
-		case CreateStreams:
-			if err := cl.connectStreams(ctx, addr); err != nil {
-				cl.sess.closeAll()
-				if ctx.Err() != nil {
-					return nil, fmt.Errorf("%w while the streams were connected: nothing was measured", ErrInterrupted)
-				}
-				return nil, err
-			}
-			if cfg.OnStart != nil {
-				cfg.OnStart(res)
-			}
-			after = "its streams were connected (no TEST_START)"
-		case TestStart:
-			after = "TEST_START (no TEST_RUNNING)"
-		case TestRunning:
-			// The test's time starts when the server said it may: a
-			// reverse test's data comes right after, and a start taken
-			// later (a busy host) would count it in too short a time.
-			cl.sess.startAt = time.Now()
-			cl.readDeadline(ctx, time.Time{})
-			return cl.running(ctx, cpu)
-		default:
-			return nil, peerStateError(m, "setting up the test")
-		}
-	}
+	// addr is the server's host:port as given; params the test's
+	// parameters as sent.
+	addr   string
+	params Params
+	// after is what the client waits after once the test has ended (for
+	// the error of a server that stops answering).
+	after string
 }
 
 func dialError(addr string, err error) error {
@@ -653,7 +552,7 @@ func (cl *client) connectStreams(ctx context.Context, addr string) error {
 		cl.sess.repeatPayload()
 	}
 	cl.sess.announce()
-	cl.sess.prepare(ctx, cl.res.Params.blockLen())
+	cl.sess.prepare(ctx, cl.res.Params.BlockLen())
 	if testHookConnected != nil {
 		testHookConnected(cl)
 	}
@@ -663,187 +562,6 @@ func (cl *client) connectStreams(ctx context.Context, addr string) error {
 // testHookConnected, set by tests only, sees the client once its streams
 // are connected (the sockets' options).
 var testHookConnected func(*client)
-
-// running drives the test from TEST_RUNNING to the end.
-func (cl *client) running(ctx context.Context, cpu cpuMeter) (*Result, error) {
-	cfg, sess, res, ctrl := &cl.cfg, cl.sess, cl.res, cl.ctrl
-	limit := res.Params.byteLimit()
-	dataCtx, cancelData := context.WithCancel(context.Background())
-	defer cancelData()
-	if limit == 0 && cfg.Duration > 0 {
-		sess.sendFor = cfg.Omit + cfg.Duration
-	}
-	sess.run(dataCtx, res.Params.blockLen(), senderLimit(limit))
-	countDone := make(chan struct{})
-	defer close(countDone)
-	sess.watchCount(limit, countDone)
-	defer sess.closeAll()
-
-	var timeUp <-chan time.Time
-	if limit == 0 && cfg.Duration > 0 {
-		t := time.NewTimer(cfg.Omit + cfg.Duration)
-		defer t.Stop()
-		timeUp = t.C
-	}
-	var poll <-chan time.Time
-	fileEnds := cl.files != nil && cfg.sends()
-	if limit > 0 || fileEnds {
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		poll = t.C
-	}
-	idle := cl.idleWatch()
-	streamErr, stopWatch := sess.watchErrors()
-	defer stopWatch()
-	ctrlMsg := cl.readState(ctrl)
-
-	var fail error
-wait:
-	for {
-		select {
-		case <-timeUp:
-			break wait
-		case <-poll:
-			if sess.omitDone() && limit > 0 && cl.bytesDone(limit) {
-				break wait
-			}
-			if fileEnds && cl.sendersDone() {
-				break wait // iperf3 ends the test at the end of the -F file
-			}
-		case now := <-idle.tick.C():
-			if fail = idle.check(now); fail != nil {
-				break wait
-			}
-			idle.tick.Reset(idle.every)
-		case m := <-ctrlMsg:
-			fail = peerStateError(m, "the test was running")
-			break wait
-		case err := <-streamErr:
-			fail = fmt.Errorf("data stream failed (the server may be gone): %w", err)
-			break wait
-		case <-ctx.Done():
-			fail = ErrInterrupted
-			break wait
-		}
-	}
-
-	if fail != nil && ctx.Err() != nil {
-		// Told to stop: the control connection's deadline, set by the
-		// cancel, may have been read first, but the cause is the stop.
-		fail = ErrInterrupted
-	}
-	idle.tick.Stop()
-	if fail == nil && timeUp != nil && limit == 0 {
-		// The time ran out: a direction that stood still to its end
-		// stalled there.
-		now := clock.Or(cfg.Clock).Now()
-		idle.send.timeUp(now, idle.start)
-		idle.recv.timeUp(now, idle.start)
-	}
-	res.SendStall, res.RecvStall = idle.stalls()
-	sess.stopTicker()
-	if fail == nil && cfg.UDP && limit > 0 {
-		// The count is in. A UDP server sends until it reads TEST_END
-		// (as iperf3's does, so that loss cannot hang a client waiting
-		// for the count): what it sent meanwhile is no part of the
-		// test, and receivers that read it would count it in the
-		// test's time. Stop them now, as iperf3's client stops reading.
-		sess.stop(false)
-	}
-	sess.sendEnd = time.Now()
-	sess.stop(true)
-	if fail != nil {
-		if ctx.Err() != nil || errors.Is(fail, ErrNoData) {
-			cl.writeState(ClientTerminate)
-		}
-		sess.stop(false)
-		sess.finish(time.Now())
-		res.CPU = cpu.read()
-		res.stopNIC(cl.nic)
-		return res, fail
-	}
-	sess.waitAcked(sess.ackWait())
-	if limit > 0 && !(cfg.UDP && !cfg.sends()) {
-		// Acknowledged is not yet read: iperf3 stops counting at
-		// TEST_END, so give its reader a moment to take the last bytes
-		// out of the socket.
-		time.Sleep(50 * time.Millisecond)
-	}
-	res.CPU = cpu.read()
-	// From TEST_END on, each answer has a deadline (the read of the next
-	// state is pending already: the deadline reaches it).
-	endWait := 3 * cfg.StateTimeout
-	after := "TEST_END (no EXCHANGE_RESULTS)"
-	cl.readDeadline(ctx, time.Now().Add(endWait))
-	if err := cl.writeState(TestEnd); err != nil {
-		sess.stop(false)
-		sess.finish(time.Now())
-		return res, fmt.Errorf("send TEST_END: %w", err)
-	}
-	if cfg.UDP {
-		// A UDP stream has no end to read to: take what is on its way
-		// until nothing more comes.
-		sess.drain(20*time.Millisecond, time.Second)
-	} else {
-		// The server closes its streams on TEST_END: read to their
-		// end, so every byte it sent is counted.
-		sess.wait(false, 2*time.Second)
-	}
-	sess.stop(false)
-	sess.finish(time.Now())
-	res.stopNIC(cl.nic)
-
-	for {
-		var m stateMsg
-		select {
-		case m = <-ctrlMsg:
-		case <-ctx.Done():
-			cl.writeState(ClientTerminate)
-			return res, fmt.Errorf("%w while the results were exchanged: these are this side's", ErrInterrupted)
-		}
-		if m.err != nil || m.s < 0 {
-			if deadlinePassed(m.err) && ctx.Err() == nil {
-				return res, stalled(after, endWait)
-			}
-			return res, peerStateError(m, "ending the test")
-		}
-		switch m.s {
-		case ExchangeResults:
-			res.Backend = sess.backendWords()
-			mine := sess.results(res.CPU, res.Congestion, res.Backend)
-			cl.debugJSON(1, "send_results", mine)
-			if err := WriteJSON(ctrl, mine); err != nil {
-				return res, fmt.Errorf("send results: %w", err)
-			}
-			cl.readDeadline(ctx, time.Now().Add(endWait))
-			b, err := ReadFrame(ctrl, MaxResultsJSON)
-			if err != nil {
-				if deadlinePassed(err) && ctx.Err() == nil {
-					return res, stalled("the client's results (no results of its own)", endWait)
-				}
-				return res, fmt.Errorf("read the server's results: %w", err)
-			}
-			after = "the results (no DISPLAY_RESULTS)"
-			cl.readDeadline(ctx, time.Now().Add(endWait))
-			cl.debugJSON(1, "get_results", json.RawMessage(b))
-			pr, err := decodeResults(b)
-			if err != nil {
-				return res, fmt.Errorf("the server's results: %w", err)
-			}
-			if err := sess.merge(pr); err != nil {
-				return res, err
-			}
-		case DisplayResults:
-			cl.writeState(IperfDone)
-			return res, nil
-		case IperfDone:
-			return res, nil
-		default:
-			return res, peerStateError(m, "ending the test")
-		}
-		ctrlMsg = cl.readState(ctrl)
-	}
-}
 
 // senderLimit is the byte budget the client's senders share.
 func senderLimit(limit int64) int64 { return limit }
@@ -900,7 +618,7 @@ func countQuiet(p *Params) time.Duration {
 	if p.Bandwidth <= 0 {
 		return least
 	}
-	gap := float64(p.blockLen()) * 8 * float64(max(p.Burst, 1)) / float64(p.Bandwidth)
+	gap := float64(p.BlockLen()) * 8 * float64(max(p.Burst, 1)) / float64(p.Bandwidth)
 	return max(least, time.Duration(min(4*gap, 3600)*float64(time.Second)))
 }
 

@@ -18,8 +18,6 @@ const (
 	DefaultRcvTimeout = 120 * time.Second
 	// MinRcvTimeout is the shortest --rcv-timeout (MIN_NO_MSG_RCVD_TIMEOUT).
 	MinRcvTimeout = 100 * time.Millisecond
-	// MaxServerAffinity is the largest CPU iperf3 lets -A name.
-	MaxServerAffinity = 1024
 )
 
 // ErrNoData ends a test whose receiving streams got nothing for the

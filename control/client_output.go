@@ -2,7 +2,6 @@ package control
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -100,162 +99,74 @@ func Strftime(format string, t time.Time) string {
 }
 
 func strftimeConv(b *strings.Builder, c byte, t time.Time) bool {
-	pad2 := func(n int) { fmt.Fprintf(b, "%02d", n) }
-	hour12 := t.Hour() % 12
-	if hour12 == 0 {
-		hour12 = 12
+	if f, ok := strftimeComposite[c]; ok {
+		b.WriteString(Strftime(f, t))
+		return true
 	}
-	switch c {
-	case 'a':
-		b.WriteString(t.Format("Mon"))
-	case 'A':
-		b.WriteString(t.Format("Monday"))
-	case 'b', 'h':
-		b.WriteString(t.Format("Jan"))
-	case 'B':
-		b.WriteString(t.Format("January"))
-	case 'c':
-		b.WriteString(Strftime("%a %b %e %H:%M:%S %Y", t))
-	case 'C':
-		pad2(t.Year() / 100)
-	case 'd':
-		pad2(t.Day())
-	case 'D', 'x':
-		b.WriteString(Strftime("%m/%d/%y", t))
-	case 'e':
-		fmt.Fprintf(b, "%2d", t.Day())
-	case 'F':
-		fmt.Fprintf(b, "%04d-%02d-%02d", t.Year(), t.Month(), t.Day())
-	case 'g':
-		y, _ := t.ISOWeek()
-		pad2(y % 100)
-	case 'G':
-		y, _ := t.ISOWeek()
-		fmt.Fprintf(b, "%d", y)
-	case 'H':
-		pad2(t.Hour())
-	case 'I':
-		pad2(hour12)
-	case 'j':
-		fmt.Fprintf(b, "%03d", t.YearDay())
-	case 'k':
-		fmt.Fprintf(b, "%2d", t.Hour())
-	case 'l':
-		fmt.Fprintf(b, "%2d", hour12)
-	case 'm':
-		pad2(int(t.Month()))
-	case 'M':
-		pad2(t.Minute())
-	case 'n':
-		b.WriteByte('\n')
-	case 'p':
+	if f, ok := strftimeConvs[c]; ok {
+		b.WriteString(f(t))
+		return true
+	}
+	return false
+}
+
+// strftimeComposite are the conversions that stand for a format of others.
+var strftimeComposite = map[byte]string{
+	'c': "%a %b %e %H:%M:%S %Y", 'D': "%m/%d/%y", 'x': "%m/%d/%y",
+	'r': "%I:%M:%S %p", 'R': "%H:%M", 'T': "%H:%M:%S", 'X': "%H:%M:%S",
+}
+
+// strftimeConvs are the other conversions, as the C locale writes them.
+var strftimeConvs = map[byte]func(t time.Time) string{
+	'a': layout("Mon"), 'A': layout("Monday"), 'b': layout("Jan"), 'h': layout("Jan"), 'B': layout("January"),
+	'z': layout("-0700"), 'Z': layout("MST"),
+	'C': func(t time.Time) string { return pad2(t.Year() / 100) },
+	'd': func(t time.Time) string { return pad2(t.Day()) },
+	'e': func(t time.Time) string { return fmt.Sprintf("%2d", t.Day()) },
+	'F': func(t time.Time) string { return fmt.Sprintf("%04d-%02d-%02d", t.Year(), t.Month(), t.Day()) },
+	'g': func(t time.Time) string { y, _ := t.ISOWeek(); return pad2(y % 100) },
+	'G': func(t time.Time) string { y, _ := t.ISOWeek(); return strconv.Itoa(y) },
+	'H': func(t time.Time) string { return pad2(t.Hour()) },
+	'I': func(t time.Time) string { return pad2(hour12(t)) },
+	'j': func(t time.Time) string { return fmt.Sprintf("%03d", t.YearDay()) },
+	'k': func(t time.Time) string { return fmt.Sprintf("%2d", t.Hour()) },
+	'l': func(t time.Time) string { return fmt.Sprintf("%2d", hour12(t)) },
+	'm': func(t time.Time) string { return pad2(int(t.Month())) },
+	'M': func(t time.Time) string { return pad2(t.Minute()) },
+	'n': func(time.Time) string { return "\n" },
+	'p': func(t time.Time) string {
 		if t.Hour() < 12 {
-			b.WriteString("AM")
-		} else {
-			b.WriteString("PM")
+			return "AM"
 		}
-	case 'r':
-		b.WriteString(Strftime("%I:%M:%S %p", t))
-	case 'R':
-		b.WriteString(Strftime("%H:%M", t))
-	case 's':
-		b.WriteString(strconv.FormatInt(t.Unix(), 10))
-	case 'S':
-		pad2(t.Second())
-	case 't':
-		b.WriteByte('\t')
-	case 'T', 'X':
-		b.WriteString(Strftime("%H:%M:%S", t))
-	case 'u':
-		wd := int(t.Weekday())
-		if wd == 0 {
-			wd = 7
+		return "PM"
+	},
+	's': func(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) },
+	'S': func(t time.Time) string { return pad2(t.Second()) },
+	't': func(time.Time) string { return "\t" },
+	'u': func(t time.Time) string {
+		if wd := int(t.Weekday()); wd != 0 {
+			return strconv.Itoa(wd)
 		}
-		fmt.Fprintf(b, "%d", wd)
-	case 'U':
-		pad2((t.YearDay() - 1 + 7 - int(t.Weekday())) / 7)
-	case 'V':
-		_, w := t.ISOWeek()
-		pad2(w)
-	case 'w':
-		fmt.Fprintf(b, "%d", int(t.Weekday()))
-	case 'W':
-		pad2((t.YearDay() - 1 + 7 - (int(t.Weekday())+6)%7) / 7)
-	case 'y':
-		pad2(t.Year() % 100)
-	case 'Y':
-		fmt.Fprintf(b, "%d", t.Year())
-	case 'z':
-		b.WriteString(t.Format("-0700"))
-	case 'Z':
-		b.WriteString(t.Format("MST"))
-	case '%':
-		b.WriteByte('%')
-	default:
-		return false
-	}
-	return true
+		return "7"
+	},
+	'U': func(t time.Time) string { return pad2((t.YearDay() - 1 + 7 - int(t.Weekday())) / 7) },
+	'V': func(t time.Time) string { _, w := t.ISOWeek(); return pad2(w) },
+	'w': func(t time.Time) string { return strconv.Itoa(int(t.Weekday())) },
+	'W': func(t time.Time) string { return pad2((t.YearDay() - 1 + 7 - (int(t.Weekday())+6)%7) / 7) },
+	'y': func(t time.Time) string { return pad2(t.Year() % 100) },
+	'Y': func(t time.Time) string { return strconv.Itoa(t.Year()) },
+	'%': func(time.Time) string { return "%" },
 }
 
-// JSONStream writes iperf3's --json-stream output (iperf3 3.17 and
-// later): one JSON object a line, {"event": NAME, "data": ...}, as the
-// test runs: "start" once the streams are connected, "interval" for each
-// interval, and at the end "error" (if the test failed),
-// "server_output_json" or "server_output_text" (if the client asked for
-// the server's output) and "end". Its methods may be called from several
-// goroutines.
-type JSONStream struct {
-	W  io.Writer
-	mu sync.Mutex
-}
+// layout is a conversion that is one of Go's layouts.
+func layout(l string) func(time.Time) string { return func(t time.Time) string { return t.Format(l) } }
 
-// Start writes the "start" event: the -J document's start object.
-func (s *JSONStream) Start(r *Result) error { return s.event("start", jsonStartOf(r)) }
+func pad2(n int) string { return fmt.Sprintf("%02d", n) }
 
-// Interval writes one "interval" event: an element of -J's intervals.
-func (s *JSONStream) Interval(r *Result, iv *Interval) error {
-	return s.event("interval", jsonIntervalOf(r, iv))
-}
-
-// End writes the events that close the stream: the error, the server's
-// output, and "end" with the -J document's end object (empty when the
-// test never connected, as iperf3's).
-func (s *JSONStream) End(r *Result) error {
-	if r.Err != nil {
-		if err := s.event("error", r.Err.Error()); err != nil {
-			return err
-		}
+// hour12 is t's hour on a 12-hour clock (12 for 0).
+func hour12(t time.Time) int {
+	if h := t.Hour() % 12; h != 0 {
+		return h
 	}
-	if r.Role == "client" && r.Params.GetServerOutput != 0 {
-		if len(r.ServerOutputJSON) > 0 {
-			if err := s.event("server_output_json", r.ServerOutputJSON); err != nil {
-				return err
-			}
-		}
-		if r.ServerOutputText != "" {
-			if err := s.event("server_output_text", r.ServerOutputText); err != nil {
-				return err
-			}
-		}
-	}
-	if !r.connected() {
-		return s.event("end", struct{}{})
-	}
-	return s.event("end", jsonEndOf(r))
-}
-
-func (s *JSONStream) event(name string, data any) error {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(struct {
-		Event string `json:"event"`
-		Data  any    `json:"data"`
-	}{name, data}); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, err := s.W.Write(b.Bytes())
-	return err
+	return 12
 }

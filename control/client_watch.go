@@ -36,13 +36,6 @@ type idleWatch struct {
 	recv, send stallTrack
 }
 
-// Stall is the longest time a direction of a test moved no byte between
-// its first and its last, as the client's watch saw it (a check every
-// 100 ms at most): Start seconds into the test, for Seconds (0: none).
-type Stall struct {
-	Start, Seconds float64
-}
-
 // stallTrack finds a count's longest stall: from the last check that saw
 // it grow to the next one that did, with at least one check between that
 // saw it stand still (a watch that itself ran late sees none).
@@ -94,7 +87,7 @@ func (cl *client) idleWatch() *idleWatch {
 	default:
 		stall = DefaultRcvTimeout
 	}
-	w.stall = stallLimit(stall, cl.res.Params.blockLen(), cl.cfg.Rate)
+	w.stall = stallLimit(stall, cl.res.Params.BlockLen(), cl.cfg.Rate)
 	period := w.stall
 	if w.timeout > 0 {
 		period = min(period, w.timeout)

@@ -6,16 +6,6 @@ import (
 	"github.com/blastnet/blast/engine"
 )
 
-// CPUUtil is the CPU the process used over a test, in percent of one CPU
-// of wall-clock time, as iperf3 computes it from getrusage: total, user
-// and system.
-type CPUUtil struct {
-	Total, User, System float64
-	// UserSeconds and SystemSeconds are the same CPU time in seconds
-	// (blast peers exchange them; from iperf3 they are 0).
-	UserSeconds, SystemSeconds float64
-}
-
 // cpuMeter measures CPUUtil from a starting point. The figure covers the
 // whole process: a server running several tests at once reports what all
 // of them used.

@@ -14,6 +14,8 @@
 // move exactly the bytes asked for, and every result names the backend
 // that moved the bytes on both ends.
 //
-// Run and Server.Serve produce Results; WriteText and EncodeJSON
-// render it the way iperf3 does (text) and in iperf3's -J schema.
+// Run and Server.Serve produce Results (package control/result);
+// control/render writes them the way iperf3 does (text) and in iperf3's
+// -J schema, from one summary. The wire format is control/wire; control
+// keeps those packages' names as aliases for its callers.
 package control

@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/blastnet/blast/control/wire"
 )
 
 // The fuzz targets of what a peer or a user hands the control protocol:
@@ -110,7 +112,7 @@ func FuzzReadFrame(f *testing.F) {
 
 // FuzzServerError: a state byte, and after SERVER_ERROR the two error
 // numbers, as the client reads them. Any bytes make a state and a
-// one-line error; writeServerError's bytes read back as they were
+// one-line error; wire.WriteServerError's bytes read back as they were
 // written.
 func FuzzServerError(f *testing.F) {
 	f.Add([]byte{0xfe, 0, 0, 0, 121, 0, 0, 0, 0})
@@ -139,16 +141,16 @@ func FuzzServerError(f *testing.F) {
 		if s != ServerError {
 			return
 		}
-		err = readServerError(r)
+		err = wire.ReadServerError(r)
 		if err == nil {
 			t.Fatal("SERVER_ERROR read as no error")
 		}
-		oneLine(t, "readServerError", err)
+		oneLine(t, "wire.ReadServerError", err)
 		var se ServerErrorCode
 		if len(in) < 9 {
 			// iperf3 before 3.17 sends IEAUTHTEST without an errno.
-			auth := len(in) >= 5 && binary.BigEndian.Uint32(in[1:]) == iperfAuthTest
-			if got := errors.As(err, &se); got != auth || (auth && se != ServerErrorCode{Ierrno: iperfAuthTest}) {
+			auth := len(in) >= 5 && binary.BigEndian.Uint32(in[1:]) == wire.IEAuthTest
+			if got := errors.As(err, &se); got != auth || (auth && se != ServerErrorCode{Ierrno: wire.IEAuthTest}) {
 				t.Errorf("%d bytes of error numbers read as %v", len(in)-1, err)
 			}
 			return
@@ -157,7 +159,7 @@ func FuzzServerError(f *testing.F) {
 			t.Fatalf("9 bytes read as %v, want a ServerErrorCode", err)
 		}
 		var w bytes.Buffer
-		if err := writeServerError(&w, se.Ierrno, se.Errno); err != nil {
+		if err := wire.WriteServerError(&w, se.Ierrno, se.Errno); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(w.Bytes(), in[:9]) {
@@ -180,7 +182,7 @@ func fuzzReadReason(t *testing.T, b []byte) string {
 		peer.Write(b)
 		peer.Close()
 	}()
-	r := readReason(c, time.Second)
+	r := wire.ReadReason(c, time.Second)
 	if strings.ContainsFunc(r, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) {
 		t.Errorf("reason %q holds control characters", r)
 	}
@@ -200,7 +202,7 @@ func FuzzReason(f *testing.F) {
 			return // error texts are UTF-8; JSON would replace the rest
 		}
 		var w bytes.Buffer
-		if err := writeReason(&w, why); err != nil {
+		if err := wire.WriteReason(&w, why); err != nil {
 			t.Fatal(err)
 		}
 		got := fuzzReadReason(t, w.Bytes())
@@ -257,11 +259,11 @@ func FuzzParams(f *testing.F) {
 			oneLine(t, "Validate", err)
 			return
 		}
-		if n := p.blockLen(); n < 1 || n > 1<<20 {
+		if n := p.BlockLen(); n < 1 || n > 1<<20 {
 			t.Errorf("accepted parameters with a %d-byte block", n)
 		}
-		if l := p.byteLimit(); l < 0 || (l == 0 && (p.Num > 0 || p.BlockCount > 0)) {
-			t.Errorf("num %d, blockcount %d of %d bytes: byte limit %d", p.Num, p.BlockCount, p.blockLen(), l)
+		if l := p.ByteLimit(); l < 0 || (l == 0 && (p.Num > 0 || p.BlockCount > 0)) {
+			t.Errorf("num %d, blockcount %d of %d bytes: byte limit %d", p.Num, p.BlockCount, p.BlockLen(), l)
 		}
 		enc, err := json.Marshal(&p)
 		if err != nil {
@@ -351,18 +353,25 @@ func FuzzResults(f *testing.F) {
 		f.Add([]byte(s), uint8(0))
 		f.Add([]byte(s), uint8(3))
 	}
-	tests := []func() *Result{clientP1, clientBidir, serverP2, udpClientP2Loss, udpClientBidir, udpServerP2}
+	tests := []func() *Result{
+		func() *Result { return fuzzResult("client", Params{TCP: true, Parallel: 1}) },
+		func() *Result { return fuzzResult("client", Params{TCP: true, Parallel: 2, Bidirectional: true}) },
+		func() *Result { return fuzzResult("server", Params{TCP: true, Parallel: 2}) },
+		func() *Result { return fuzzResult("client", Params{UDP: true, Parallel: 2}) },
+		func() *Result { return fuzzResult("client", Params{UDP: true, Parallel: 2, Bidirectional: true}) },
+		func() *Result { return fuzzResult("server", Params{UDP: true, Parallel: 2}) },
+	}
 	f.Fuzz(func(t *testing.T, b []byte, which uint8) {
-		pr, err := decodeResults(b)
+		pr, err := wire.DecodeResults(b)
 		if err != nil {
-			oneLine(t, "decodeResults", err)
+			oneLine(t, "wire.DecodeResults", err)
 			return
 		}
 		enc, err := json.Marshal(pr)
 		if err != nil {
 			t.Fatalf("encode decoded results: %v", err)
 		}
-		again, err := decodeResults(enc)
+		again, err := wire.DecodeResults(enc)
 		if err != nil {
 			t.Fatalf("results encoded as %s do not decode: %v", enc, err)
 		}
@@ -387,6 +396,28 @@ func FuzzResults(f *testing.F) {
 			t.Errorf("the JSON of a test merged with %s: %v", b, err)
 		}
 	})
+}
+
+// fuzzResult is a finished test of role with p's streams (ids from 1,
+// the client's senders first), 1 MB each over 1 s, for FuzzResults to
+// merge the peer's results into (the render package's goldens hold the
+// renderings themselves).
+func fuzzResult(role string, p Params) *Result {
+	p.Blast = &BlastParams{Version: Version}
+	r := &Result{Role: role, Version: Version, Time: time.Unix(1700000000, 0), Params: p}
+	n := int(p.Parallel)
+	if p.Bidirectional {
+		n *= 2
+	}
+	for i := range n {
+		sender := (i < int(p.Parallel)) == (role == "client")
+		st := &StreamResult{ID: StreamID(i), Socket: 5 + i, Sender: sender, Bytes: 1 << 20, Seconds: 1, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1}
+		if p.UDP {
+			st.UDP = &UDPStats{Packets: 700}
+		}
+		r.Streams = append(r.Streams, st)
+	}
+	return r
 }
 
 // FuzzUDPReceive: the datagram header of a UDP stream, as the receiver

@@ -326,7 +326,7 @@ func sumsOf(r *Result) sums {
 		} else if d := st.PeerDrained; st.Sender && d != nil {
 			dr = d.Bytes
 		}
-		if r.upstream(st.Sender) {
+		if r.Upstream(st.Sender) {
 			s.upSent += sb
 			s.upRecv += rb
 			s.upDrained += dr

@@ -27,7 +27,7 @@ func TestInvalidResult(t *testing.T) {
 		{&Result{NIC: flap}, "the result is not valid: D10 the link went down during the test: this result is not valid (Δcarrier_changes = 2), here"},
 		{&Result{NIC: healthy, RemoteNIC: flap}, "the result is not valid: D10 the link went down during the test: this result is not valid (Δcarrier_changes = 2), on the peer"},
 	} {
-		err := tc.r.invalid()
+		err := tc.r.Invalid()
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("a valid result: %v", err)

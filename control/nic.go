@@ -1,7 +1,6 @@
 package control
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 
@@ -65,19 +64,8 @@ func (n *nicWatch) close() {
 	}
 }
 
-// goodput is the rate of the bytes this side moved, in bits per second.
-func (r *Result) goodput() float64 {
-	var b int64
-	var secs float64
-	for _, st := range r.Streams {
-		b += st.Bytes
-		secs = max(secs, st.Seconds)
-	}
-	return 8 * rate(b, secs)
-}
-
 // stopNIC finishes the NIC watch and the path watch into the Result.
-func (r *Result) stopNIC(w *nicWatch) {
+func stopNIC(r *Result, w *nicWatch) {
 	if w == nil {
 		return
 	}
@@ -91,30 +79,10 @@ func (r *Result) stopNIC(w *nicWatch) {
 			r.Path, r.Sysctls = d, after.Sysctls
 		}
 	}
-	nr, err := w.stop(r.goodput())
+	nr, err := w.stop(r.Goodput())
 	if err != nil {
 		r.Notes = append(r.Notes, fmt.Sprintf("NIC %s: %v", w.iface, err))
 		return
 	}
 	r.NIC = nr
-}
-
-// ErrInvalid fails a test that ran to its end but whose measurement is not
-// valid: a finding on either end says so (the link went down during it).
-var ErrInvalid = errors.New("the result is not valid")
-
-// invalid is ErrInvalid with the finding that makes r invalid, or nil.
-func (r *Result) invalid() error {
-	if r == nil {
-		return nil
-	}
-	for _, side := range []struct {
-		where string
-		nic   *nicinfo.Result
-	}{{"here", r.NIC}, {"on the peer", r.RemoteNIC}} {
-		if f := side.nic.Invalid(); f != nil {
-			return fmt.Errorf("%w: %s, %s", ErrInvalid, f, side.where)
-		}
-	}
-	return nil
 }

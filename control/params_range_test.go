@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/blastnet/blast/control/wire"
 )
 
 // TestServerParamsRange: every field of the parameters a client sends is
@@ -66,7 +68,7 @@ func TestServerParamsRange(t *testing.T) {
 				t.Fatalf("%s: state %v, %v; want SERVER_ERROR", body, s, err)
 			}
 			var se ServerErrorCode
-			if err := readServerError(rc.ctrl); !errors.As(err, &se) || se.Ierrno != tc.ierrno {
+			if err := wire.ReadServerError(rc.ctrl); !errors.As(err, &se) || se.Ierrno != tc.ierrno {
 				t.Errorf("%s: server error %v, want i_errno %d", body, err, tc.ierrno)
 			}
 		})

@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/internal/fairpool"
@@ -468,64 +469,11 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 		c.Close()
 		return
 	}
-	if nonce, ok := proofRequest(cookie); ok {
-		if !pc.identified() {
-			c.Close()
-			return
-		}
-		s.answerProof(c, nonce)
-		return
-	}
-	if port, rate, ok := latency.ParseUDPGreeting(cookie); ok {
-		if !pc.identified() {
-			c.Close()
-			return
-		}
-		c.SetReadDeadline(time.Time{})
-		s.latSession(ctx, c, seq, port, rate, cookie)
-		return
-	}
-	if port, ok := pathmtu.ParseGreeting(cookie); ok {
-		// doctor's path-MTU probes, both ways (pathmtu.Serve).
-		if !pc.identified() {
-			c.Close()
-			return
-		}
-		if s.mtuSessions.Add(1) > maxMTUSessions {
-			s.mtuSessions.Add(-1)
-			s.shedf("%s: refused: %d path-MTU probe sessions running already", c.RemoteAddr(), maxMTUSessions)
-			c.Close()
-			return
-		}
-		defer s.mtuSessions.Add(-1)
-		c.SetReadDeadline(time.Time{})
-		pathmtu.Serve(ctx, c, port)
-		return
-	}
-	if cookie == latency.Hello {
-		if !pc.identified() {
-			c.Close()
-			return
-		}
-		c.SetReadDeadline(time.Time{})
-		s.echo(ctx, c, seq)
+	if s.greeting(ctx, c, seq, cookie, pc) {
 		return
 	}
 	s.mu.Lock()
-	if w, ok := s.waiting[cookie]; ok {
-		if w.host != host && !s.cfg.AnyStreamSource {
-			s.mu.Unlock()
-			s.logf("%s: refused: a data stream for the test of %v from another address (--any-stream-source accepts them, behind NAT)", c.RemoteAddr(), w.host)
-			c.Close()
-			return
-		}
-		// Sent under the lock, so nothing arrives after the test stops
-		// waiting; a stream beyond what the test asked for is closed.
-		select {
-		case w.ch <- dataConn{c, seq}:
-		default:
-			c.Close()
-		}
+	if s.toWaitingTestLocked(c, seq, cookie, host) {
 		s.mu.Unlock()
 		return
 	}
@@ -541,11 +489,77 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 	if errors.Is(res.Err, errNotAdmitted) || errors.Is(res.Err, errShed) {
 		return
 	}
-	res.diagnose()
+	res.Diagnose()
 	s.logResult(res)
 	if s.cfg.OnResult != nil {
 		s.cfg.OnResult(res)
 	}
+}
+
+// greeting serves a connection whose cookie is a greeting of another
+// kind than a test's (an agent's proof request, a latency session, path-MTU
+// probes, a latency echo); false if it is none.
+func (s *Server) greeting(ctx context.Context, c net.Conn, seq uint64, cookie [CookieSize]byte, pc *pendingConn) bool {
+	var serve func()
+	if nonce, ok := proofRequest(cookie); ok {
+		serve = func() { s.answerProof(c, nonce) }
+	} else if port, rate, ok := latency.ParseUDPGreeting(cookie); ok {
+		serve = func() {
+			c.SetReadDeadline(time.Time{})
+			s.latSession(ctx, c, seq, port, rate, cookie)
+		}
+	} else if port, ok := pathmtu.ParseGreeting(cookie); ok {
+		serve = func() { s.mtuSession(ctx, c, port) }
+	} else if cookie == latency.Hello {
+		serve = func() {
+			c.SetReadDeadline(time.Time{})
+			s.echo(ctx, c, seq)
+		}
+	} else {
+		return false
+	}
+	if !pc.identified() {
+		c.Close()
+		return true
+	}
+	serve()
+	return true
+}
+
+// mtuSession serves doctor's path-MTU probes, both ways (pathmtu.Serve),
+// unless maxMTUSessions run already.
+func (s *Server) mtuSession(ctx context.Context, c net.Conn, port uint16) {
+	if s.mtuSessions.Add(1) > maxMTUSessions {
+		s.mtuSessions.Add(-1)
+		s.shedf("%s: refused: %d path-MTU probe sessions running already", c.RemoteAddr(), maxMTUSessions)
+		c.Close()
+		return
+	}
+	defer s.mtuSessions.Add(-1)
+	c.SetReadDeadline(time.Time{})
+	pathmtu.Serve(ctx, c, port)
+}
+
+// toWaitingTestLocked hands a data stream to the test being set up that
+// its cookie names; false if no test waits for it. s.mu is held.
+func (s *Server) toWaitingTestLocked(c net.Conn, seq uint64, cookie [CookieSize]byte, host netip.Addr) bool {
+	w, ok := s.waiting[cookie]
+	if !ok {
+		return false
+	}
+	if w.host != host && !s.cfg.AnyStreamSource {
+		s.logf("%s: refused: a data stream for the test of %v from another address (--any-stream-source accepts them, behind NAT)", c.RemoteAddr(), w.host)
+		c.Close()
+		return true
+	}
+	// Sent under the lock, so nothing arrives after the test stops
+	// waiting; a stream beyond what the test asked for is closed.
+	select {
+	case w.ch <- dataConn{c, seq}:
+	default:
+		c.Close()
+	}
+	return true
 }
 
 func (s *Server) logf(format string, args ...any) {
@@ -564,7 +578,7 @@ func (s *Server) serveTest(ctx context.Context, ctrl net.Conn, cookie [CookieSiz
 		tc.SetKeepAliveConfig(ctrlKeepAlive)
 	}
 	res := &Result{Role: "server", Version: Version, SystemInfo: systemInfo(), Time: time.Now(),
-		Cookie: cookieString(cookie), Backend: s.backend.Name()}
+		Cookie: wire.CookieString(cookie), Backend: s.backend.Name()}
 	if a, ok := ctrl.RemoteAddr().(*net.TCPAddr); ok {
 		res.Peer = unmap(a.AddrPort())
 	}
@@ -594,6 +608,19 @@ type serverTest struct {
 	// deadline in the past (to wake a blocked read).
 	watchMu  sync.Mutex
 	watching bool
+	// stopWatch ends that, once the streams are connected.
+	stopWatch func() bool
+
+	cookie [CookieSize]byte
+	pc     *pendingConn
+	// backend sends and rxBackend receives (nil: the session's choice).
+	backend, rxBackend engine.Backend
+	cpu                cpuMeter
+	nic                *nicWatch // nil: not watched
+	// grace is how long the client has to end the test.
+	grace time.Duration
+	// cleanups release what the steps acquired (onEnd).
+	cleanups []func()
 }
 
 // unwatch stops shutting down from waking reads: from here every read
@@ -633,9 +660,9 @@ func (t *serverTest) refuse(code int32, err error) error {
 	t.set(ServerError)
 	t.tracef("error %d sent: %v", code, err)
 	t.ctrl.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	writeServerError(t.ctrl, code, errnoOf(code))
+	wire.WriteServerError(t.ctrl, code, errnoOf(code))
 	if t.p.Blast != nil {
-		writeReason(t.ctrl, err.Error())
+		wire.WriteReason(t.ctrl, err.Error())
 	}
 	return err
 }
@@ -658,349 +685,6 @@ func (t *serverTest) readDeadline(d time.Time) {
 	}
 }
 
-func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, res *Result, pc *pendingConn) (err error) {
-	t := &serverTest{s: s, ctx: ctx, ctrl: ctrl, res: res, state: IperfStart, watching: true}
-	// Shutting down wakes a blocked read; writes still reach the client,
-	// which is told SERVER_TERMINATE.
-	stopWatch := context.AfterFunc(ctx, func() {
-		t.watchMu.Lock()
-		defer t.watchMu.Unlock()
-		if t.watching {
-			ctrl.SetReadDeadline(time.Unix(1, 0))
-		}
-	})
-	defer stopWatch()
-	t.tracef("Accepted connection from %v, cookie %s", res.Peer, res.Cookie)
-	defer func() {
-		if err != nil && !t.told && !t.results && ctx.Err() != nil {
-			err = t.terminate()
-		}
-	}()
-	t.set(ParamExchange)
-	if err := WriteState(ctrl, ParamExchange); err != nil {
-		return fmt.Errorf("send PARAM_EXCHANGE: %w", err)
-	}
-	t.readDeadline(time.Now().Add(s.cfg.StreamTimeout))
-	pc.recheck()
-	b, err := ReadFrame(ctrl, MaxParamsJSON)
-	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		if !pc.identified() && pc.shed() {
-			return errShed
-		}
-		return t.refuse(114, fmt.Errorf("read parameters: %w", err))
-	}
-	t.tracef("get_parameters: %s", redactToken(b))
-	p := &t.p
-	if err := json.Unmarshal(b, p); err != nil {
-		return t.refuse(114, fmt.Errorf("parameters: %w", err))
-	}
-	if p.Parallel == 0 {
-		p.Parallel = 1
-	}
-	res.Params = *p
-	if code, err := p.validateFrame(b); err != nil {
-		return t.refuse(code, fmt.Errorf("parameters refused: %w", err))
-	}
-	if err := s.cfg.Auth.Check(p.AuthToken, s.clk.Now()); err != nil {
-		return t.refuse(iperfAuthTest, err)
-	}
-	if err := s.checkDuration(p); err != nil {
-		return t.refuse(iperfMaxDuration, err)
-	}
-	if s.meter != nil {
-		if t.mt, err = s.meter.admit(res, p); err != nil {
-			return t.refuse(iperfTotalRate, err)
-		}
-		defer s.meter.remove(t.mt)
-	}
-	backend, rxBackend := s.backend, s.rxBackend
-	if bool(p.UDP) && s.udpAuto && (p.Blast == nil || p.Blast.Backend == "") {
-		if b, _, err := engine.Open(udpDefaultBackend()); err == nil {
-			backend = b
-		}
-	}
-	if p.Blast != nil && p.Blast.Backend != "" && p.Blast.Backend != backend.Name() {
-		// The client's --backend names what sends; it applies here when
-		// this side sends (-R, --bidir).
-		if b, err := engine.Usable(p.Blast.Backend); err == nil {
-			backend = b
-		} else {
-			res.Notes = append(res.Notes, fmt.Sprintf("the server cannot send with %s (%v); it sent with %s", p.Blast.Backend, err, backend.Name()))
-		}
-	} else if p.ZeroCopy != 0 && p.Blast == nil {
-		if b, err := engine.Usable("sendfile"); err == nil {
-			backend = b
-		} else {
-			res.Notes = append(res.Notes, "iperf3 -Z asked for zero-copy sends; sendfile is not available here, so "+backend.Name()+" moved the bytes")
-		}
-	}
-	if p.Blast != nil && p.Blast.RxBackend != "" {
-		if b, err := engine.Usable(p.Blast.RxBackend); err == nil {
-			rxBackend = b
-		} else {
-			res.Notes = append(res.Notes, fmt.Sprintf("the server cannot receive with %s (%v)", p.Blast.RxBackend, err))
-		}
-	}
-	if p.Blast != nil {
-		backend, rxBackend = peerOptions(backend, rxBackend, p.Blast, res)
-	}
-	if p.Reverse || p.Bidirectional {
-		spec := &engine.Spec{Protocol: engine.TCP}
-		if p.UDP {
-			spec = &engine.Spec{Protocol: engine.UDP, Framing: newUDPFraming(p.UDPCounters64 != 0)}
-		}
-		if err := engine.Check(backend, spec, true); err != nil {
-			fallback, _, ferr := engine.Open(engine.DefaultBackend, "")
-			if p.UDP {
-				fallback, _, ferr = engine.Open(udpDefaultBackend())
-			}
-			if ferr == nil {
-				res.Notes = append(res.Notes, fmt.Sprintf("the server cannot send with %s (%v); it sent with %s", backend.Name(), err, fallback.Name()))
-				backend = fallback
-			}
-		}
-	}
-	// The client's senders come first (--bidir).
-	sends := func(i int) bool {
-		if p.Bidirectional {
-			return i >= int(p.Parallel)
-		}
-		return bool(p.Reverse)
-	}
-	n := int(p.Parallel)
-	if p.Bidirectional {
-		n *= 2
-	}
-	// The parameters are valid: the test may take a slot.
-	if !pc.identified() {
-		if pc.shed() {
-			return errShed
-		}
-		return t.refuse(114, fmt.Errorf("read parameters: not within %v (the server's handshake timeout)", s.cfg.HandshakeTimeout))
-	}
-	adm, code, err := s.admit(res.Peer.Addr(), p, footprint(p, backend, rxBackend, sends, n))
-	var busy busyError
-	switch {
-	case errors.As(err, &busy):
-		t.told = true
-		s.refused(ctrl, string(busy))
-		return fmt.Errorf("%w: %v", errNotAdmitted, err)
-	case err != nil:
-		return t.refuse(code, err)
-	}
-	defer adm.release()
-	t.adm = adm
-	res.Backend = backend.Name()
-	res.SockBufSize = int(p.Window)
-
-	sess := &session{res: res, backend: backend, rxBackend: rxBackend, rxAuto: rxBackend == nil, interval: s.cfg.Interval, omit: time.Duration(p.Omit) * time.Second,
-		udp: bool(p.UDP), udp64: p.UDPCounters64 != 0, rate: float64(p.Bandwidth), burst: int(p.Burst), onInterval: s.cfg.OnInterval}
-	if p.byteLimit() == 0 && p.Time > 0 {
-		sess.sendFor = time.Duration(p.Time+p.Omit) * time.Second
-	}
-	t.sess = sess
-	defer sess.closeAll()
-	var socks []*engine.Socket
-	t.set(CreateStreams)
-	if p.UDP {
-		socks, err = s.udpStreams(ctx, ctrl, p, res.Peer.Addr(), n, sends)
-	} else {
-		socks, err = s.tcpStreams(ctx, ctrl, cookie, n)
-	}
-	for i, sock := range socks {
-		sess.streams = append(sess.streams, newStream(StreamID(i), sock, sends(i)))
-		t.tracef("stream %d: local %v, remote %v, %s", StreamID(i), sock.LocalAddr(), sock.RemoteAddr(), map[bool]string{true: "sends", false: "receives"}[sends(i)])
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		code := int32(204) // IESTREAMCONNECT
-		var se setupError
-		if errors.As(err, &se) {
-			code = se.code
-		}
-		if code != 0 {
-			return t.refuse(code, err)
-		}
-		return err
-	}
-	s.applyPeerPayload(sess, p, res)
-	sess.announce()
-	if err := s.setOptions(sess, p, res); err != nil {
-		return t.refuse(124, err)
-	}
-	res.Backend = sess.backendWords()
-	t.tracef("backend: %s", res.Backend)
-	if s.cfg.OnStart != nil {
-		s.cfg.OnStart(res)
-	}
-	t.readDeadline(time.Time{})
-	stopWatch()
-
-	// Run.
-	sess.prepare(ctx, p.blockLen())
-	t.set(TestStart)
-	if err := WriteState(ctrl, TestStart); err != nil {
-		return fmt.Errorf("send TEST_START: %w", err)
-	}
-	return t.run()
-}
-
-// run drives a test from TEST_RUNNING to its end: the client's TEST_END,
-// then the exchange of results; or the client gone, or the server ending
-// it (--rcv-timeout, --server-bitrate-limit, shutting down).
-func (t *serverTest) run() error {
-	s, ctx, ctrl, sess, p, res := t.s, t.ctx, t.ctrl, t.sess, &t.p, t.res
-	cpu := startCPU()
-	var nic *nicWatch
-	if !s.cfg.NoNIC && len(sess.streams) > 0 {
-		var err error
-		if nic, err = watchNIC(sess.streams[0].remote.Addr()); err != nil {
-			res.Notes = append(res.Notes, "no NIC report: "+err.Error())
-		}
-		defer nic.close()
-		if nic != nil {
-			sess.iface = nic.iface
-		}
-	}
-	sess.sys = p.Blast != nil && p.Blast.Sys
-	dataCtx, cancelData := context.WithCancel(context.Background())
-	defer cancelData()
-	// The test's time starts before the client may send: a receiver
-	// whose start was taken after TEST_RUNNING, late on a busy host,
-	// counted what had waited in its socket in a second too short (34
-	// Mbit/s through a 20 Mbit/s shaper in make test).
-	sess.startAt = time.Now()
-	t.set(TestRunning)
-	if err := WriteState(ctrl, TestRunning); err != nil {
-		return fmt.Errorf("send TEST_RUNNING: %w", err)
-	}
-	sess.run(dataCtx, p.blockLen(), serverSendLimit(p))
-	countDone := make(chan struct{})
-	defer close(countDone)
-	sess.watchCount(p.byteLimit(), countDone)
-	grace := time.Duration(p.Time+p.Omit)*time.Second + testGrace
-	if p.Time > 0 {
-		// A client that vanishes without closing must not hold the slot
-		// for ever: iperf3 gives it 40 s of grace after the test time.
-		t.readDeadline(time.Now().Add(grace))
-	}
-	if t.mt != nil {
-		s.meter.running(t.mt, func() int64 { return sess.total(true) + sess.total(false) })
-	}
-	m, pending, abort := t.wait()
-	sess.sendEnd = time.Now()
-	sess.stopTicker()
-	testEnd := abort == nil && m.err == nil && m.s == TestEnd
-	shutdown := abort == nil && !testEnd && ctx.Err() != nil
-	// Tell the client first, and let it close the control connection
-	// (iperf3's client then prints what it measured) before its streams
-	// fail.
-	told := true
-	switch {
-	case abort != nil:
-		t.refuse(abort.code, abort.err)
-	case shutdown:
-		t.terminate()
-	case isTimeout(m.err) && p.Time > 0:
-		t.refuse(iperfDurationExpired, errors.New("server test duration expired"))
-	default:
-		told = false
-	}
-	if told && pending != nil {
-		t.unwatch()
-		ctrl.SetReadDeadline(time.Now().Add(clientGoneWait))
-		<-pending
-	}
-	sess.stop(true)
-	res.CPU = cpu.read()
-	if !testEnd {
-		sess.stop(false)
-		sess.finish(time.Now())
-		switch {
-		case abort != nil:
-			return abort.err
-		case shutdown:
-			return ErrShutdown
-		case m.err == nil && m.s == ClientTerminate:
-			t.received(ClientTerminate)
-			return errors.New("the client has terminated the test")
-		case m.err != nil && (errors.Is(m.err, io.EOF) || errors.Is(m.err, syscall.ECONNRESET)):
-			return errors.New("the client is gone (it closed the control connection mid-test)")
-		case isTimeout(m.err) && p.Time > 0:
-			return fmt.Errorf("the client did not end its %d s test within %v (iperf3's server test duration expired)", p.Time+p.Omit, grace)
-		case m.err != nil:
-			return fmt.Errorf("control connection: %w", m.err)
-		}
-		return fmt.Errorf("unexpected %v from the client", m.s)
-	}
-	t.received(TestEnd)
-	t.results = true
-	// From here the results reach the client even if the server is
-	// shutting down.
-	t.unwatch()
-	sess.finish(sess.drain(20*time.Millisecond, time.Second))
-	sess.closeAll()
-	res.stopNIC(nic)
-
-	// Results.
-	ctrl.SetDeadline(time.Now().Add(30 * time.Second))
-	t.set(ExchangeResults)
-	if err := WriteState(ctrl, ExchangeResults); err != nil {
-		return fmt.Errorf("send EXCHANGE_RESULTS: %w", err)
-	}
-	b, err := ReadFrame(ctrl, MaxPeerResultsJSON)
-	if err != nil {
-		return fmt.Errorf("read the client's results: %w", err)
-	}
-	t.tracef("get_results: %s", b)
-	pr, err := decodeResults(b)
-	if err != nil {
-		return fmt.Errorf("the client's results: %w", err)
-	}
-	if err := sess.merge(pr); err != nil {
-		return err
-	}
-	res.diagnose()
-	res.Backend = sess.backendWords()
-	mine := sess.results(res.CPU, res.Congestion, res.Backend)
-	if len(res.Notes) > 0 {
-		mine.Blast.Note = res.Notes[0]
-	}
-	if p.GetServerOutput != 0 {
-		if s.cfg.JSONOutput {
-			if j, err := JSONBytes(res); err == nil {
-				mine.ServerOutputJSON = j
-			}
-		} else {
-			mine.ServerOutputText = TextString(res)
-		}
-	}
-	if s.cfg.Trace != nil {
-		if j, err := json.Marshal(mine); err == nil {
-			t.tracef("send_results: %s", j)
-		}
-	}
-	if err := WriteJSON(ctrl, mine); err != nil {
-		return fmt.Errorf("send results: %w", err)
-	}
-	t.adm.release() // the data streams are closed and the results sent
-	t.set(DisplayResults)
-	if err := WriteState(ctrl, DisplayResults); err != nil {
-		return fmt.Errorf("send DISPLAY_RESULTS: %w", err)
-	}
-	// iperf3 clients answer IPERF_DONE; a missing answer is no failure.
-	ctrl.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if st, err := ReadState(ctrl); err == nil {
-		t.received(st)
-	}
-	return nil
-}
-
 // ctrlKeepAlive probes the control connection of a test (Go's default
 // would take 2.5 minutes to give up on a dead client).
 var ctrlKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 10 * time.Second, Interval: 5 * time.Second, Count: 4}
@@ -1015,7 +699,7 @@ func serverSendLimit(p *Params) int64 {
 	if p.UDP {
 		return 0
 	}
-	return p.byteLimit()
+	return p.ByteLimit()
 }
 
 // testGrace is how long after its time a client may take to end a test
@@ -1045,7 +729,7 @@ func (t *serverTest) wait() (m stateMsg, pending <-chan stateMsg, abort *testAbo
 	defer tk.Stop()
 	hasRecv := false
 	t.sess.each(false, func(*stream) { hasRecv = true })
-	stall := stallLimit(t.s.cfg.RcvTimeout, t.p.blockLen(), float64(t.p.Bandwidth))
+	stall := stallLimit(t.s.cfg.RcvTimeout, t.p.BlockLen(), float64(t.p.Bandwidth))
 	// A client whose streams are all done may take a moment to say
 	// TEST_END (it waits for its last bytes to be acknowledged).
 	const endWait = 5 * time.Second
@@ -1070,14 +754,14 @@ func (t *serverTest) wait() (m stateMsg, pending <-chan stateMsg, abort *testAbo
 			limit := t.s.cfg.RcvTimeout.Milliseconds()
 			switch {
 			case hasRecv && now.Sub(gotAt) >= t.s.cfg.RcvTimeout:
-				return stateMsg{}, ctrlMsg, &testAbort{iperfNoMsg, fmt.Errorf("%w: nothing from the client for %v (--rcv-timeout %d ms): its sender stalled, or it is gone",
+				return stateMsg{}, ctrlMsg, &testAbort{wire.IENoMsg, fmt.Errorf("%w: nothing from the client for %v (--rcv-timeout %d ms): its sender stalled, or it is gone",
 					ErrNoData, now.Sub(gotAt).Round(time.Millisecond), limit)}
 			case now.Sub(movedAt) >= stall && (now.Sub(movedAt) >= endWait || !t.sess.allDone()):
 				// No byte moved either way, and no word from the client:
 				// it stopped reading (a test without a time limit would
 				// hold its slot for ever), or it finished and never said
 				// TEST_END.
-				return stateMsg{}, ctrlMsg, &testAbort{iperfNoMsg, fmt.Errorf("%w: the client neither took data nor ended the test for %v (--rcv-timeout %d ms): it stalled, or it is gone",
+				return stateMsg{}, ctrlMsg, &testAbort{wire.IENoMsg, fmt.Errorf("%w: the client neither took data nor ended the test for %v (--rcv-timeout %d ms): it stalled, or it is gone",
 					ErrNoData, now.Sub(movedAt).Round(time.Millisecond), limit)}
 			}
 			tk.Reset(every)
@@ -1285,7 +969,7 @@ func (s *Server) logResult(r *Result) {
 		var secs float64
 		n := 0
 		for _, st := range r.Streams {
-			if r.upstream(st.Sender) != up {
+			if r.Upstream(st.Sender) != up {
 				continue
 			}
 			b, sec := st.ReceivedBytes()
@@ -1310,13 +994,13 @@ func (s *Server) logResult(r *Result) {
 		parts = append(parts, fmt.Sprintf("%s %ss %ss/sec", dir, units.IperfBytes(float64(bytes)), units.IperfBits(rate)))
 	}
 	outcome := "ok"
-	if err := r.invalid(); err != nil {
+	if err := r.Invalid(); err != nil {
 		outcome = "invalid: " + err.Error()
 	}
 	if r.Err != nil {
 		outcome = "failed: " + r.Err.Error()
 	}
-	if f := topFinding(r); f != nil && outcome == "ok" {
+	if f := result.TopFinding(r); f != nil && outcome == "ok" {
 		// Why it was slow, in the same line.
 		outcome += "; " + f.Severity.String() + " " + f.String()
 	}

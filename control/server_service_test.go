@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/internal/testkit"
 )
@@ -80,7 +81,7 @@ func TestServerMaxDuration(t *testing.T) {
 			tc.cfg.Port = port
 			_, err := runMay(t, tc.cfg)
 			switch {
-			case tc.refuse && ierrno(err) != iperfMaxDuration:
+			case tc.refuse && ierrno(err) != wire.IEMaxDuration:
 				t.Fatalf("client error %v, want iperf3's error 37 (IEMAXSERVERTESTDURATIONEXCEEDED)", err)
 			case tc.refuse && !strings.Contains(err.Error(), "maximum permitted limit"):
 				t.Errorf("client error %q does not say what iperf3 says", err)
@@ -110,7 +111,7 @@ func TestServerBitrateLimitAsked(t *testing.T) {
 	udp := func(rate float64, p int) Config {
 		return Config{Port: port, UDP: true, Rate: rate, RateSet: true, Parallel: p, Duration: time.Second}
 	}
-	if _, err := runMay(t, udp(20e6, 2)); ierrno(err) != iperfTotalRate {
+	if _, err := runMay(t, udp(20e6, 2)); ierrno(err) != wire.IETotalRate {
 		t.Errorf("-u -b 20M -P 2 against a 30M limit: %v, want iperf3's error 27 (IETOTALRATE)", err)
 	} else if !strings.Contains(err.Error(), "larger than server limit") {
 		t.Errorf("client error %q does not say what iperf3 says", err)
@@ -118,7 +119,7 @@ func TestServerBitrateLimitAsked(t *testing.T) {
 	if r := log.wait(t, 1)[0]; r.Err == nil || !strings.Contains(r.Err.Error(), "40.0 Mbits/sec in total") {
 		t.Errorf("server: %v", r.Err)
 	}
-	if _, err := runMay(t, Config{Port: port, FQRate: 40e6, Duration: time.Second}); ierrno(err) != iperfTotalRate {
+	if _, err := runMay(t, Config{Port: port, FQRate: 40e6, Duration: time.Second}); ierrno(err) != wire.IETotalRate {
 		t.Errorf("--fq-rate 40M against a 30M limit: %v, want error 27", err)
 	}
 	if _, err := runMay(t, udp(10e6, 2)); err != nil {
@@ -137,7 +138,7 @@ func TestServerBitrateLimitRunning(t *testing.T) {
 	// Ended by the server (error 27), not at its end: a test that ran
 	// its 8 s would have succeeded.
 	r, err := runMay(t, Config{Port: port, Duration: 8 * time.Second})
-	if ierrno(err) != iperfTotalRate {
+	if ierrno(err) != wire.IETotalRate {
 		t.Fatalf("an unpaced TCP test against a 200M limit: %v, want iperf3's error 27 (IETOTALRATE)", err)
 	}
 	if r == nil || len(r.Streams) == 0 || r.Streams[0].Bytes == 0 {
@@ -147,7 +148,7 @@ func TestServerBitrateLimitRunning(t *testing.T) {
 		t.Errorf("server: %v", sr.Err)
 	}
 	// -R: the server's own sending counts too.
-	if _, err := runMay(t, Config{Port: port, Reverse: true, Duration: 8 * time.Second}); ierrno(err) != iperfTotalRate {
+	if _, err := runMay(t, Config{Port: port, Reverse: true, Duration: 8 * time.Second}); ierrno(err) != wire.IETotalRate {
 		t.Errorf("-R against a 200M limit: %v, want error 27", err)
 	}
 	if _, err := runMay(t, Config{Port: port, Rate: 50e6, RateSet: true, Bidir: true, Duration: 2 * time.Second}); err != nil {
@@ -175,7 +176,7 @@ func TestServerBitrateLimitTogether(t *testing.T) {
 	case err := <-first:
 		t.Fatalf("first test: %v", err)
 	}
-	if _, err := runMay(t, Config{Port: port, UDP: true, Rate: 20e6, RateSet: true, Duration: time.Second}); ierrno(err) != iperfTotalRate {
+	if _, err := runMay(t, Config{Port: port, UDP: true, Rate: 20e6, RateSet: true, Duration: time.Second}); ierrno(err) != wire.IETotalRate {
 		t.Errorf("a second -b 20M test beside one of 20M, 30M limit: %v, want error 27", err)
 	} else if !strings.Contains(err.Error(), "larger than server limit") {
 		t.Errorf("client error %q", err)
@@ -205,7 +206,7 @@ func TestRateMeterCheck(t *testing.T) {
 	ended := func(f *fake) bool {
 		select {
 		case a := <-f.mt.abort:
-			if a.code != iperfTotalRate {
+			if a.code != wire.IETotalRate {
 				t.Errorf("abort code %d, want 27", a.code)
 			}
 			return true
@@ -335,7 +336,7 @@ func TestServerRcvTimeout(t *testing.T) {
 	if want := "idle timeout for receiving data: nothing from the client for 300ms (--rcv-timeout 300 ms): its sender stalled, or it is gone"; r.Err == nil || r.Err.Error() != want {
 		t.Errorf("server: %v\nwant %s", r.Err, want)
 	}
-	if err := <-ended; ierrno(err) != iperfNoMsg || !strings.Contains(err.Error(), "idle timeout for receiving data") {
+	if err := <-ended; ierrno(err) != wire.IENoMsg || !strings.Contains(err.Error(), "idle timeout for receiving data") {
 		t.Errorf("a stalled sender: %v, want iperf3's error 144 (IENOMSG)", err)
 	}
 
@@ -578,7 +579,7 @@ func TestServerShutdownResults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no results from a server shutting down: %v", err)
 	}
-	pr, err := decodeResults(b)
+	pr, err := wire.DecodeResults(b)
 	if err != nil || len(pr.Streams) != 1 || pr.Streams[0].Bytes != 64<<10 {
 		t.Errorf("server results %s (%v), want 64 KiB received", b, err)
 	}

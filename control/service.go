@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/blastnet/blast/control/render"
 )
 
 // What a server does as a service (iperf3's -D, --idle-timeout,
@@ -24,15 +26,6 @@ var (
 	ErrShutdown = errors.New("the server is shutting down")
 	// ErrIdle: a one-off server saw no client within its IdleTimeout.
 	ErrIdle = errors.New("idle timeout")
-)
-
-// iperf3's error numbers (i_errno, iperf_api.h) that a server sends with
-// SERVER_ERROR when it ends or refuses a test itself.
-const (
-	iperfTotalRate       = 27  // IETOTALRATE
-	iperfMaxDuration     = 37  // IEMAXSERVERTESTDURATIONEXCEEDED
-	iperfNoMsg           = 144 // IENOMSG
-	iperfDurationExpired = 160 // IESERVERTESTDURATIONEXPIRED
 )
 
 // checkDuration refuses a test longer than MaxDuration, or without a time
@@ -283,7 +276,7 @@ func (c *Console) result(r *Result) {
 	delete(c.tests, r)
 	var b bytes.Buffer
 	if c.opts.JSON {
-		if j, err := json.Marshal(jsonOf(r)); err == nil {
+		if j, err := json.Marshal(render.JSONDoc(r)); err == nil {
 			b.Write(j)
 			b.WriteByte('\n')
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/units"
 )
 
@@ -230,5 +231,5 @@ func (t *meteredTest) sum() int64 {
 
 func (t *meteredTest) end(err error) {
 	t.ended = true
-	t.abort <- testAbort{iperfTotalRate, err}
+	t.abort <- testAbort{wire.IETotalRate, err}
 }

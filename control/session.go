@@ -7,9 +7,11 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/hostload"
 	"github.com/blastnet/blast/internal/verify"
@@ -297,7 +299,7 @@ func (s *session) run(ctx context.Context, blockLen int, byteLimit int64) {
 			}
 			st.err = err
 			st.facts = f.Facts.Snapshot()
-			st.thread = threadTimes(f)
+			st.thread = wire.ThreadTimesOf(f)
 		}(st)
 	}
 
@@ -536,7 +538,7 @@ func (s *session) endOmitLocked(now time.Time) {
 			st.retransBase = ti.TotalRetrans
 			st.lastRetrans = ti.TotalRetrans
 			st.ackBase = ti.BytesAcked
-			st.limitBase = limitsOf(ti)
+			st.limitBase = wire.LimitsOf(ti)
 			st.limitLast = st.limitBase
 		}
 		st.ackCount = 0
@@ -590,7 +592,7 @@ func (s *session) sampleLocked(now time.Time, final bool) bool {
 				st.maxCwnd = max(st.maxCwnd, ti.SndCwnd)
 				st.maxWnd = max(st.maxWnd, ti.SndWnd)
 				st.pmtu, st.mss, st.acked = ti.PMTU, ti.SndMSS, ti.BytesAcked
-				st.limitLast = limitsOf(ti)
+				st.limitLast = wire.LimitsOf(ti)
 				st.maxRT = max(st.maxRT, ti.RTT)
 				if st.minRTT == 0 || ti.RTT < st.minRTT {
 					st.minRTT = ti.RTT
@@ -602,7 +604,7 @@ func (s *session) sampleLocked(now time.Time, final bool) bool {
 		st.last = cur
 		if st.udp != nil {
 			u := st.udpStats(s.finished)
-			d := u.sub(st.lastUDP)
+			d := u.Sub(st.lastUDP)
 			si.UDP = &d
 			st.lastUDP = u
 		}
@@ -827,58 +829,66 @@ func (s *session) finish(now time.Time) {
 	secs := now.Sub(s.start).Seconds()
 	s.res.Streams = nil
 	for _, st := range s.streams {
-		cur := st.stats.Snapshot()
-		end := cur
-		if s.ended {
-			end = st.endSnap
-		}
-		d := end.Sub(st.base)
-		if st.byAck {
-			d.Bytes = st.ackCount
-		}
-		ssecs := secs
-		if st.sender && !clamped && !s.ended && !s.sendEnd.IsZero() && s.sendEnd.After(s.start) {
-			ssecs = s.sendEnd.Sub(s.start).Seconds()
-		}
-		if re := s.recvEnd.load(); !st.sender && !clamped && !s.ended && !re.IsZero() && re.After(s.start) {
-			ssecs = re.Sub(s.start).Seconds()
-		}
-		sr := &StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender, Local: st.local, Remote: st.remote,
-			Bytes: d.Bytes, Seconds: ssecs, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1, IO: cur, Facts: st.facts, Thread: st.thread}
-		if s.ended && !st.sender && cur.Bytes > end.Bytes {
-			// What arrived after the test's end: a queue on the path
-			// draining. Reported apart, in none of the figures.
-			sr.Drained = &Drained{Bytes: cur.Bytes - end.Bytes, Seconds: max(lastByte.Sub(s.endTime).Seconds(), 0)}
-		}
-		if st.udp != nil {
-			u := st.udpStats(true)
-			if s.ended {
-				if !st.sender && sr.Drained != nil {
-					dr := u.sub(st.endUDP)
-					sr.Drained.Datagrams = dr.Packets
-				}
-				u = st.endUDP
-			}
-			u = u.sub(st.udpBase)
-			sr.UDP = &u
-		}
-		sr.Verify = st.verifyCounts()
-		if st.sender && st.haveTCP {
-			sr.Retransmits = st.lastRetrans - st.retransBase
-			sr.MaxSndCwnd, sr.MaxSndWnd, sr.MinRTT, sr.MaxRTT = st.maxCwnd, st.maxWnd, st.minRTT, st.maxRT
-			sr.PMTU, sr.MSS, sr.Acked = st.pmtu, st.mss, st.acked
-			sr.Limits = st.limitLast.sub(st.limitBase)
-			if st.nRTT > 0 {
-				sr.MeanRTT = st.sumRTT / st.nRTT
-			}
-		}
-		s.res.Streams = append(s.res.Streams, sr)
+		s.res.Streams = append(s.res.Streams, s.finishStreamLocked(st, secs, clamped, lastByte))
 	}
 	for _, st := range s.streams {
 		if st.sender && st.haveTCP {
 			s.res.HasRetransmits = true
 		}
 	}
+}
+
+// finishStreamLocked is one stream's totals at the test's end: secs is
+// the test's measured time, clamped whether it ended at the senders'
+// stop, lastByte when the last byte came (for what drained after the
+// end).
+func (s *session) finishStreamLocked(st *stream, secs float64, clamped bool, lastByte time.Time) *StreamResult {
+	cur := st.stats.Snapshot()
+	end := cur
+	if s.ended {
+		end = st.endSnap
+	}
+	d := end.Sub(st.base)
+	if st.byAck {
+		d.Bytes = st.ackCount
+	}
+	ssecs := secs
+	if st.sender && !clamped && !s.ended && !s.sendEnd.IsZero() && s.sendEnd.After(s.start) {
+		ssecs = s.sendEnd.Sub(s.start).Seconds()
+	}
+	if re := s.recvEnd.load(); !st.sender && !clamped && !s.ended && !re.IsZero() && re.After(s.start) {
+		ssecs = re.Sub(s.start).Seconds()
+	}
+	sr := &StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender, Local: st.local, Remote: st.remote,
+		Bytes: d.Bytes, Seconds: ssecs, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1, IO: cur, Facts: st.facts, Thread: st.thread}
+	if s.ended && !st.sender && cur.Bytes > end.Bytes {
+		// What arrived after the test's end: a queue on the path
+		// draining. Reported apart, in none of the figures.
+		sr.Drained = &Drained{Bytes: cur.Bytes - end.Bytes, Seconds: max(lastByte.Sub(s.endTime).Seconds(), 0)}
+	}
+	if st.udp != nil {
+		u := st.udpStats(true)
+		if s.ended {
+			if !st.sender && sr.Drained != nil {
+				dr := u.Sub(st.endUDP)
+				sr.Drained.Datagrams = dr.Packets
+			}
+			u = st.endUDP
+		}
+		u = u.Sub(st.udpBase)
+		sr.UDP = &u
+	}
+	sr.Verify = st.verifyCounts()
+	if st.sender && st.haveTCP {
+		sr.Retransmits = st.lastRetrans - st.retransBase
+		sr.MaxSndCwnd, sr.MaxSndWnd, sr.MinRTT, sr.MaxRTT = st.maxCwnd, st.maxWnd, st.minRTT, st.maxRT
+		sr.PMTU, sr.MSS, sr.Acked = st.pmtu, st.mss, st.acked
+		sr.Limits = st.limitLast.Sub(st.limitBase)
+		if st.nRTT > 0 {
+			sr.MeanRTT = st.sumRTT / st.nRTT
+		}
+	}
+	return sr
 }
 
 // firstErr returns the first error a stream ended with.
@@ -1040,7 +1050,7 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 			StartTime: 0, EndTime: sr.Seconds}
 		bs := BlastStream{ID: Int(sr.ID), IO: sr.IO, Verify: sr.Verify, Drained: sr.Drained, Thread: sr.Thread}
 		if sr.Sender && sr.MeanRTT > 0 {
-			bs.TCP = sr.tcpSummary()
+			bs.TCP = sr.TCPSummary()
 		}
 		if sr.UDP != nil {
 			u := *sr.UDP
@@ -1120,5 +1130,5 @@ func (s *session) merge(pr *Results) error {
 type errStreamID int
 
 func (e errStreamID) Error() string {
-	return "peer results name stream id " + itoa(int(e)) + ", which this test does not have"
+	return "peer results name stream id " + strconv.Itoa(int(e)) + ", which this test does not have"
 }

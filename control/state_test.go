@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blastnet/blast/control/wire"
 )
 
 // A raw client walks a blast server through iperf3's states.
@@ -90,7 +92,7 @@ func TestServerStateMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs, err := decodeResults(b)
+	theirs, err := wire.DecodeResults(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func TestServerRefusesBadParams(t *testing.T) {
 			if err != nil || s != ServerError {
 				t.Fatalf("state %v, %v; want SERVER_ERROR", s, err)
 			}
-			err = readServerError(rc.ctrl)
+			err = wire.ReadServerError(rc.ctrl)
 			var se ServerErrorCode
 			if !errors.As(err, &se) || se.Ierrno != tc.ierrno {
 				t.Errorf("server error %v, want i_errno %d", err, tc.ierrno)
@@ -194,7 +196,7 @@ func TestClientStateFailures(t *testing.T) {
 		{"server error", func(c net.Conn) {
 			WriteState(c, ParamExchange)
 			ReadFrame(c, MaxParamsJSON)
-			writeServerError(c, 6, 0)
+			wire.WriteServerError(c, 6, 0)
 		}, func(err error) bool {
 			var se ServerErrorCode
 			return errors.As(err, &se) && se.Ierrno == 6 && strings.Contains(err.Error(), "too many parallel streams")

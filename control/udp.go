@@ -17,15 +17,6 @@ import (
 const (
 	// DefaultUDPRate is iperf3's default UDP bitrate, bits per second.
 	DefaultUDPRate = 1 << 20
-	// MinUDPBlock is the smallest UDP datagram iperf3 sends: the 4-byte
-	// seconds, 4-byte microseconds and 8-byte (room for a 64-bit)
-	// sequence number.
-	MinUDPBlock = 16
-	// MaxUDPBlock is the largest UDP payload over IPv4.
-	MaxUDPBlock = 65507
-	// DefaultUDPBlock is iperf3's UDP datagram size when the control
-	// connection's MSS is not known.
-	DefaultUDPBlock = 1460
 )
 
 // udpDefaultBackend is what moves UDP when nobody chose: sendmmsg and
@@ -225,12 +216,6 @@ func (u *udpFraming) stats() UDPStats {
 // final are the receiver's exact counts. Call it only once the flow is
 // over (its Run has returned).
 func (u *udpFraming) final() UDPStats { return u.cur }
-
-// sub is u less the counts of base; the jitter stays u's.
-func (u UDPStats) sub(base UDPStats) UDPStats {
-	return UDPStats{Packets: u.Packets - base.Packets, Lost: u.Lost - base.Lost,
-		OutOfOrder: u.OutOfOrder - base.OutOfOrder, Duplicates: u.Duplicates - base.Duplicates, Jitter: u.Jitter}
-}
 
 // udpHandshake is the client's side of a UDP stream's connect: send the
 // hello until the server answers (every second, in case a datagram was

@@ -104,7 +104,7 @@ func TestTimingUDPRate(t *testing.T) {
 								var bytes int64
 								var secs float64
 								for _, st := range r.Streams {
-									if r.upstream(st.Sender) == up {
+									if r.Upstream(st.Sender) == up {
 										b, sec := st.ReceivedBytes()
 										bytes += b
 										secs = max(secs, sec)

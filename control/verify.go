@@ -3,8 +3,6 @@ package control
 import (
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/blastnet/blast/internal/verify"
 )
@@ -126,58 +124,4 @@ func (st *stream) verifyCounts() *verify.Counts {
 	st.check.Close()
 	c := st.check.Counts()
 	return &c
-}
-
-// verifyErr is the failure of a --verify test, in one line: the peer is
-// not blast, it did not check a stream, or blocks arrived corrupt or
-// missing (or, on TCP, out of place). nil when the test did not verify.
-func (r *Result) verifyErr() error {
-	if r.Params.Blast == nil || !r.Params.Blast.Verify || !r.peerResults() {
-		return nil
-	}
-	if r.RemoteVersion == "" {
-		return errors.New("--verify needs blast at both ends: the server is not blast (iperf3?), so it neither checked the blocks sent to it nor sent blocks to check")
-	}
-	var fails []string
-	for _, st := range r.Streams {
-		c, where := st.Verify, "here"
-		if st.Sender {
-			c, where = st.PeerVerify, "at the server"
-		}
-		if c == nil {
-			fails = append(fails, fmt.Sprintf("stream %d: not verified %s (see its notes)", st.ID, where))
-			continue
-		}
-		if err := c.Err(); err != nil {
-			fails = append(fails, fmt.Sprintf("stream %d, checked %s: %v", st.ID, where, err))
-		}
-	}
-	if len(fails) == 0 {
-		return nil
-	}
-	return errors.New(strings.Join(fails, "; "))
-}
-
-// writeVerify writes blast's verify line of each stream: what its
-// receiver found, here or at the peer.
-func writeVerify(w io.Writer, r *Result) {
-	if r.Params.Blast == nil || !r.Params.Blast.Verify {
-		return
-	}
-	for _, sender := range r.groups() {
-		for _, st := range r.Streams {
-			if st.Sender != sender {
-				continue
-			}
-			c, where := st.Verify, "local"
-			if st.Sender {
-				c, where = st.PeerVerify, "remote"
-			}
-			line := "not checked"
-			if c != nil {
-				line = c.String()
-			}
-			fmt.Fprintf(w, "Verify: [%3d]%s %s (%s receiver)\n", st.Socket, r.role(sender), line, where)
-		}
-	}
 }

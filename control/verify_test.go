@@ -136,7 +136,7 @@ func TestVerifyResultErr(t *testing.T) {
 		{"not asked", func() *Result { r := res(true, nil); r.Params.Blast.Verify = false; return r }(), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.r.verifyErr()
+			err := tc.r.VerifyErr()
 			if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 				t.Errorf("verifyErr = %v, want %q", err, tc.want)
 			}

@@ -1,10 +1,12 @@
-package control
+package render
 
 import (
 	"bytes"
 	"encoding/json"
 	"io"
 
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/hostload"
@@ -126,7 +128,7 @@ type jsonStreamBlast struct {
 	IO           *engine.Sample `json:"io,omitempty"`
 	// UDP is a receiving UDP stream's datagrams of the interval, with the
 	// duplicates iperf3 counts as out of order apart.
-	UDP *UDPStats `json:"udp,omitempty"`
+	UDP *wire.UDPStats `json:"udp,omitempty"`
 }
 
 type jsonSum struct {
@@ -253,24 +255,28 @@ type jsonEndStreamB struct {
 	PeerFacts *engine.FactSample `json:"peer_facts,omitempty"`
 	// UDP and PeerUDP are the datagram counts of a UDP stream here and
 	// at the peer (StreamResult.UDP, PeerUDP), duplicates apart.
-	UDP     *UDPStats `json:"udp,omitempty"`
-	PeerUDP *UDPStats `json:"peer_udp,omitempty"`
+	UDP     *wire.UDPStats `json:"udp,omitempty"`
+	PeerUDP *wire.UDPStats `json:"peer_udp,omitempty"`
 	// Verify and PeerVerify are what the receiver here and at the peer
 	// found with --verify (StreamResult.Verify, PeerVerify).
 	Verify     *verify.Counts `json:"verify,omitempty"`
 	PeerVerify *verify.Counts `json:"peer_verify,omitempty"`
 	// Drained and PeerDrained are what the receiver here and at the
 	// peer got after a time-limited test's end (StreamResult.Drained).
-	Drained     *Drained `json:"drained,omitempty"`
-	PeerDrained *Drained `json:"peer_drained,omitempty"`
+	Drained     *wire.Drained `json:"drained,omitempty"`
+	PeerDrained *wire.Drained `json:"peer_drained,omitempty"`
 }
 
 func i64(v int64) *int64 { return &v }
 
 func f64(v float64) *float64 { return &v }
 
+// JSONDoc is r's -J document, for a caller that encodes it itself (a
+// blast server's log line).
+func JSONDoc(r *result.Result) any { return jsonOf(r) }
+
 // jsonOf builds the -J document of r.
-func jsonOf(r *Result) *jsonDoc {
+func jsonOf(r *result.Result) *jsonDoc {
 	d := &jsonDoc{Title: r.Params.Title, ExtraData: r.Params.ExtraData}
 	if r.Role == "client" && r.Params.GetServerOutput != 0 {
 		// iperf3 shows the server's report only to a client that asked.
@@ -289,7 +295,7 @@ func jsonOf(r *Result) *jsonDoc {
 }
 
 // jsonStartOf is the "start" object of r's -J document.
-func jsonStartOf(r *Result) *jsonStart {
+func jsonStartOf(r *result.Result) *jsonStart {
 	s := &jsonStart{}
 	s.Connected = []jsonConnected{}
 	for _, st := range r.Streams {
@@ -314,7 +320,7 @@ func jsonStartOf(r *Result) *jsonStart {
 	}
 	s.TargetBitrate = int64(r.Params.Bandwidth)
 	s.SockBufSize, s.SndBufActual, s.RcvBufActual = r.SockBufSize, r.SndBufActual, r.RcvBufActual
-	s.TestStart = jsonTestStart{Protocol: "TCP", NumStreams: r.NumStreams(), BlkSize: r.Params.blockLen(),
+	s.TestStart = jsonTestStart{Protocol: "TCP", NumStreams: r.NumStreams(), BlkSize: r.Params.BlockLen(),
 		Omit: int(r.Params.Omit), Duration: int(r.Params.Time), Bytes: int64(r.Params.Num), Blocks: int64(r.Params.BlockCount),
 		TOS: int(r.Params.TOS), TargetBitrate: int64(r.Params.Bandwidth)}
 	if r.UDP() {
@@ -326,73 +332,32 @@ func jsonStartOf(r *Result) *jsonStart {
 	if r.Bidir() {
 		s.TestStart.Bidir = 1
 	}
-	s.Blast = jsonStartBlast{Version: Version, Backend: r.Backend, Role: r.Role}
+	s.Blast = jsonStartBlast{Version: result.Version, Backend: r.Backend, Role: r.Role}
 	return s
 }
 
 // jsonIntervalOf is one element of the "intervals" array.
-func jsonIntervalOf(r *Result, iv *Interval) jsonInterval {
+func jsonIntervalOf(r *result.Result, iv *result.Interval) jsonInterval {
 	ji := jsonInterval{Streams: []jsonIntervalStream{}}
 	if iv.Load != nil {
 		ji.Blast = &jsonIntervalBlast{Host: iv.Load}
 	}
-	for _, sender := range r.groups() {
-		var sum jsonSum
-		var retr, packets, lost int64
-		var jitter float64
-		n := 0
-		for _, si := range iv.Streams {
-			if si.Sender != sender {
-				continue
-			}
-			js := jsonIntervalStream{Socket: si.Socket, Start: si.Start, End: si.End, Seconds: si.Seconds(),
-				Bytes: si.Bytes, BitsPerSecond: 8 * rate(si.Bytes, si.Seconds()), Omitted: si.Omitted, Sender: si.Sender,
-				Blast: &jsonStreamBlast{ID: si.ID}}
-			io := si.IO
-			js.Blast.IO = &io
-			if si.TCP != nil {
-				t := si.TCP
-				js.Retransmits, js.SndCwnd, js.SndWnd = i64(si.Retransmits), i64(t.SndCwnd), i64(t.SndWnd)
-				js.RTT, js.RTTVar, js.PMTU = i64(t.RTT), i64(t.RTTVar), i64(t.PMTU)
-				js.Blast.MinRTT, js.Blast.PacingRate, js.Blast.DeliveryRate, js.Blast.Reordering = i64(t.MinRTT), i64(t.PacingRate), i64(t.DeliveryRate), i64(t.Reordering)
-				retr += si.Retransmits
-			}
-			if r.UDP() {
-				u := udpOf(si.UDP)
-				if si.Sender {
-					js.Packets = i64(u.Packets)
-				} else {
-					js.JitterMS, js.LostPackets, js.Packets, js.LostPercent = f64(1000*u.Jitter), i64(u.Lost), i64(u.Packets), f64(lostPercent(u.Lost, u.Packets))
-					js.Blast.UDP = &u
-				}
-				packets += u.Packets
-				lost += u.Lost
-				jitter += u.Jitter
-			}
-			ji.Streams = append(ji.Streams, js)
-			if n == 0 {
-				sum.Start, sum.End, sum.Seconds = si.Start, si.End, si.Seconds()
-			}
-			n++
-			sum.Bytes += si.Bytes
+	for _, d := range result.SummarizeInterval(r, iv).Dirs {
+		for _, si := range d.Streams {
+			ji.Streams = append(ji.Streams, jsonIntervalStreamOf(r, si))
 		}
-		if n == 0 {
-			continue
-		}
-		sum.BitsPerSecond = 8 * rate(sum.Bytes, sum.Seconds)
-		sum.Sender = sender
 		om := iv.Omitted
-		sum.Omitted = &om
-		switch {
-		case r.UDP() && sender:
-			sum.Packets = i64(packets)
+		sum := jsonSum{Start: d.Start, End: d.End, Seconds: d.Seconds(), Bytes: d.Bytes, BitsPerSecond: 8 * result.Rate(d.Bytes, d.Seconds()),
+			Sender: d.Sender, Omitted: &om}
+		switch u := d.UDP; {
+		case r.UDP() && d.Sender:
+			sum.Packets = i64(u.Packets)
 		case r.UDP():
-			// iperf3 averages the jitter over -P.
-			sum.JitterMS, sum.LostPackets, sum.Packets, sum.LostPercent = f64(1000*jitter/float64(r.NumStreams())), i64(lost), i64(packets), f64(lostPercent(lost, packets))
-		case sender && r.HasRetransmits:
-			sum.Retransmits = i64(retr)
+			sum.JitterMS, sum.LostPackets, sum.Packets, sum.LostPercent = f64(1000*u.Jitter), i64(u.Lost), i64(u.Packets), f64(lostPercent(u.Lost, u.Packets))
+		case d.Sender && r.HasRetransmits:
+			sum.Retransmits = i64(d.Retransmits)
 		}
-		if r.Bidir() && !r.upstream(sender) {
+		if d.Reverse {
 			ji.SumBidirReverse = &sum
 		} else {
 			ji.Sum = &sum
@@ -401,8 +366,32 @@ func jsonIntervalOf(r *Result, iv *Interval) jsonInterval {
 	return ji
 }
 
+// jsonIntervalStreamOf is one stream of an interval.
+func jsonIntervalStreamOf(r *result.Result, si *result.StreamInterval) jsonIntervalStream {
+	js := jsonIntervalStream{Socket: si.Socket, Start: si.Start, End: si.End, Seconds: si.Seconds(),
+		Bytes: si.Bytes, BitsPerSecond: 8 * result.Rate(si.Bytes, si.Seconds()), Omitted: si.Omitted, Sender: si.Sender,
+		Blast: &jsonStreamBlast{ID: si.ID}}
+	io := si.IO
+	js.Blast.IO = &io
+	if t := si.TCP; t != nil {
+		js.Retransmits, js.SndCwnd, js.SndWnd = i64(si.Retransmits), i64(t.SndCwnd), i64(t.SndWnd)
+		js.RTT, js.RTTVar, js.PMTU = i64(t.RTT), i64(t.RTTVar), i64(t.PMTU)
+		js.Blast.MinRTT, js.Blast.PacingRate, js.Blast.DeliveryRate, js.Blast.Reordering = i64(t.MinRTT), i64(t.PacingRate), i64(t.DeliveryRate), i64(t.Reordering)
+	}
+	if r.UDP() {
+		u := result.UDPOf(si.UDP)
+		if si.Sender {
+			js.Packets = i64(u.Packets)
+		} else {
+			js.JitterMS, js.LostPackets, js.Packets, js.LostPercent = f64(1000*u.Jitter), i64(u.Lost), i64(u.Packets), f64(lostPercent(u.Lost, u.Packets))
+			js.Blast.UDP = &u
+		}
+	}
+	return js
+}
+
 // jsonEndOf is the "end" object of r's -J document.
-func jsonEndOf(r *Result) *jsonEnd {
+func jsonEndOf(r *result.Result) *jsonEnd {
 	e := &jsonEnd{}
 	e.Streams = []jsonEndStream{}
 	if r.UDP() {
@@ -412,7 +401,7 @@ func jsonEndOf(r *Result) *jsonEnd {
 	}
 	e.CPU = jsonCPU{r.CPU.Total, r.CPU.User, r.CPU.System, r.RemoteCPU.Total, r.RemoteCPU.User, r.RemoteCPU.System}
 	snd, rcv := r.Congestion, r.RemoteCongestion
-	if !r.localSends() {
+	if !r.LocalSends() {
 		snd, rcv = rcv, snd
 	}
 	if !r.UDP() {
@@ -434,60 +423,20 @@ func jsonEndOf(r *Result) *jsonEnd {
 }
 
 // jsonEndTCPOf fills the streams and sums of a TCP test's summary.
-func jsonEndTCPOf(r *Result, e *jsonEnd) {
-	for _, sender := range r.groups() {
-		retrOK := r.groupHasRetransmits(sender)
-		var sent, recv jsonSum
-		var retr int64
-		n := 0
-		for _, st := range r.Streams {
-			if st.Sender != sender {
-				continue
-			}
-			n++
-			sb, ss := st.SentBytes()
-			rb, rs := st.ReceivedBytes()
-			sb, rb = max(sb, 0), max(rb, 0)
-			ss, rs = max(ss, 0), max(rs, 0)
-			es := jsonEndStream{
-				Sender:   &jsonEndSide{Socket: st.Socket, End: ss, Seconds: ss, Bytes: sb, BitsPerSecond: 8 * rate(sb, ss), Sender: sender},
-				Receiver: &jsonEndSide{Socket: st.Socket, End: rs, Seconds: rs, Bytes: rb, BitsPerSecond: 8 * rate(rb, rs), Sender: sender},
-			}
-			if retrOK {
-				es.Sender.Retransmits = i64(max(st.Retransmits, 0))
-				retr += max(st.Retransmits, 0)
-				// A client's -R (or --bidir) sender is the server, which
-				// keeps its TCP_INFO to itself: iperf3's client writes the
-				// keys with zeros.
-				if st.Sender || r.Role == "client" {
-					var cwnd, wnd, maxRTT, minRTT, meanRTT int64
-					if st.Sender {
-						cwnd, wnd, maxRTT, minRTT, meanRTT = st.MaxSndCwnd, st.MaxSndWnd, st.MaxRTT, st.MinRTT, st.MeanRTT
-					}
-					es.Sender.MaxSndCwnd, es.Sender.MaxSndWnd = i64(cwnd), i64(wnd)
-					es.Sender.MaxRTT, es.Sender.MinRTT, es.Sender.MeanRTT = i64(maxRTT), i64(minRTT), i64(meanRTT)
-				}
-			}
-			if r.File != nil {
-				es.DiskFile = jsonDiskFileOf(r.File, sb, rb)
-			}
-			e.Streams = append(e.Streams, es)
-			sent.Bytes += sb
-			recv.Bytes += rb
-			sent.Seconds = max(sent.Seconds, ss)
-			recv.Seconds = max(recv.Seconds, rs)
-		}
-		if n == 0 {
+func jsonEndTCPOf(r *result.Result, e *jsonEnd) {
+	for _, d := range result.Summarize(r).Dirs {
+		if d.Empty() {
 			continue
 		}
-		sent.End, recv.End = sent.Seconds, recv.Seconds
-		sent.BitsPerSecond = 8 * rate(sent.Bytes, sent.Seconds)
-		recv.BitsPerSecond = 8 * rate(recv.Bytes, recv.Seconds)
-		sent.Sender, recv.Sender = sender, sender
-		if retrOK {
-			sent.Retransmits = i64(retr)
+		for _, ss := range d.Streams {
+			e.Streams = append(e.Streams, jsonEndTCPStream(r, &d, &ss))
 		}
-		if r.Bidir() && !r.upstream(sender) {
+		sent := jsonSum{End: d.Sent.Seconds, Seconds: d.Sent.Seconds, Bytes: d.Sent.Bytes, BitsPerSecond: 8 * result.Rate(d.Sent.Bytes, d.Sent.Seconds), Sender: d.Sender}
+		recv := jsonSum{End: d.Received.Seconds, Seconds: d.Received.Seconds, Bytes: d.Received.Bytes, BitsPerSecond: 8 * result.Rate(d.Received.Bytes, d.Received.Seconds), Sender: d.Sender}
+		if d.Retransmits {
+			sent.Retransmits = i64(d.Sent.Retransmits)
+		}
+		if d.Reverse {
 			e.SumSentBidirReverse, e.SumReceivedBidirReverse = &sent, &recv
 		} else {
 			e.SumSent, e.SumReceived = &sent, &recv
@@ -495,9 +444,38 @@ func jsonEndTCPOf(r *Result, e *jsonEnd) {
 	}
 }
 
+// jsonEndTCPStream is one stream of a TCP test's summary: its sender's
+// and its receiver's view (a view not known reads 0 bytes).
+func jsonEndTCPStream(r *result.Result, d *result.DirSummary, ss *result.StreamSummary) jsonEndStream {
+	sb, secs := max(ss.Sent.Bytes, 0), max(ss.Sent.Seconds, 0)
+	rb, rs := max(ss.Received.Bytes, 0), max(ss.Received.Seconds, 0)
+	es := jsonEndStream{
+		Sender:   &jsonEndSide{Socket: ss.Socket, End: secs, Seconds: secs, Bytes: sb, BitsPerSecond: 8 * result.Rate(sb, secs), Sender: d.Sender},
+		Receiver: &jsonEndSide{Socket: ss.Socket, End: rs, Seconds: rs, Bytes: rb, BitsPerSecond: 8 * result.Rate(rb, rs), Sender: d.Sender},
+	}
+	if d.Retransmits {
+		es.Sender.Retransmits = i64(max(ss.Retransmits, 0))
+		// A client's -R (or --bidir) sender is the server, which keeps
+		// its TCP_INFO to itself: iperf3's client writes the keys with
+		// zeros.
+		if ss.StreamResult.Sender || r.Role == "client" {
+			var cwnd, wnd, maxRTT, minRTT, meanRTT int64
+			if ss.StreamResult.Sender {
+				cwnd, wnd, maxRTT, minRTT, meanRTT = ss.MaxSndCwnd, ss.MaxSndWnd, ss.MaxRTT, ss.MinRTT, ss.MeanRTT
+			}
+			es.Sender.MaxSndCwnd, es.Sender.MaxSndWnd = i64(cwnd), i64(wnd)
+			es.Sender.MaxRTT, es.Sender.MinRTT, es.Sender.MeanRTT = i64(maxRTT), i64(minRTT), i64(meanRTT)
+		}
+	}
+	if r.File != nil {
+		es.DiskFile = jsonDiskFileOf(r.File, sb, rb)
+	}
+	return es
+}
+
 // jsonDiskFileOf is iperf3's diskfile object: the bytes sent and
 // received as shares of the file's size (100 for an empty file).
-func jsonDiskFileOf(f *DiskFile, sent, received int64) *jsonDiskFile {
+func jsonDiskFileOf(f *result.DiskFile, sent, received int64) *jsonDiskFile {
 	d := &jsonDiskFile{Sent: sent, Received: received, Size: f.Size, PercentSent: 100, PercentReceived: 100, Filename: f.Name}
 	if f.Size > 0 {
 		d.PercentSent = int64(float64(sent) / float64(f.Size) * 100)
@@ -511,60 +489,32 @@ func jsonDiskFileOf(f *DiskFile, sent, received int64) *jsonDiskFile {
 // "sum" (the receiver's time and loss over the sender's bytes, rate and
 // datagrams), a "sum_sent" and a "sum_received", the last two always
 // marked sender true and false. Where the peer's figures are not known
-// the sender's time falls back to the receiver's, as in iperf3, and
-// counts to 0.
-func jsonEndUDPOf(r *Result, e *jsonEnd) {
-	for _, sender := range r.groups() {
-		var sentBytes, recvBytes, sentPkts, recvPkts, totalPkts, lost int64
-		var sentSecs, recvSecs, jitter float64
-		n := 0
-		for _, st := range r.Streams {
-			if st.Sender != sender {
-				continue
-			}
-			n++
-			sb, ss := st.SentBytes()
-			rb, rs := st.ReceivedBytes()
-			sb, rb = max(sb, 0), max(rb, 0)
-			if ss < 0 {
-				ss = st.Seconds
-			}
-			if rs < 0 {
-				rs = st.Seconds
-			}
-			snd, rcv := st.udpSides()
-			su, ru := udpOf(snd), udpOf(rcv)
-			// iperf3 reports the sender's count where it has it, the
-			// receiver's otherwise, and the loss over the sender's.
-			packets := su.Packets
-			if packets == 0 {
-				packets = ru.Packets
-			}
-			e.Streams = append(e.Streams, jsonEndStream{UDP: &jsonEndUDP{
-				Socket: st.Socket, End: ss, Seconds: ss, Bytes: sb, BitsPerSecond: 8 * rate(sb, ss),
-				JitterMS: 1000 * ru.Jitter, LostPackets: ru.Lost, Packets: packets, LostPercent: lostPercent(ru.Lost, su.Packets),
-				OutOfOrder: outOfOrder(rcv), Sender: sender}})
-			sentBytes += sb
-			recvBytes += rb
-			sentSecs = max(sentSecs, ss)
-			recvSecs = max(recvSecs, rs)
-			sentPkts += su.Packets
-			recvPkts += ru.Packets
-			totalPkts += packets
-			lost += ru.Lost
-			jitter += ru.Jitter
-		}
-		if n == 0 {
+// the sender's time falls back to the receiver's, as in iperf3 (View),
+// and counts to 0.
+func jsonEndUDPOf(r *result.Result, e *jsonEnd) {
+	for _, d := range result.Summarize(r).Dirs {
+		if d.Empty() {
 			continue
 		}
-		avgJitter := 1000 * jitter / float64(r.NumStreams())
-		sum := &jsonSum{End: recvSecs, Seconds: recvSecs, Bytes: sentBytes, BitsPerSecond: 8 * rate(sentBytes, sentSecs),
-			JitterMS: f64(avgJitter), LostPackets: i64(lost), Packets: i64(totalPkts), LostPercent: f64(lostPercent(lost, totalPkts)), Sender: sender}
-		sent := &jsonSum{End: sentSecs, Seconds: sentSecs, Bytes: sentBytes, BitsPerSecond: 8 * rate(sentBytes, sentSecs),
-			JitterMS: f64(0), LostPackets: i64(0), Packets: i64(sentPkts), LostPercent: f64(0), Sender: true}
-		recv := &jsonSum{End: recvSecs, Seconds: recvSecs, Bytes: recvBytes, BitsPerSecond: 8 * rate(recvBytes, recvSecs),
-			JitterMS: f64(avgJitter), LostPackets: i64(lost), Packets: i64(recvPkts), LostPercent: f64(lostPercent(lost, totalPkts)), Sender: false}
-		if r.Bidir() && !r.upstream(sender) {
+		for _, ss := range d.Streams {
+			sb, secs := max(ss.Sent.Bytes, 0), ss.Sent.Seconds
+			ru := result.UDPOf(ss.RcvUDP)
+			// iperf3 reports the sender's count where it has it, the
+			// receiver's otherwise, and the loss over the sender's.
+			e.Streams = append(e.Streams, jsonEndStream{UDP: &jsonEndUDP{
+				Socket: ss.Socket, End: secs, Seconds: secs, Bytes: sb, BitsPerSecond: 8 * result.Rate(sb, secs),
+				JitterMS: 1000 * ru.Jitter, LostPackets: ru.Lost, Packets: ss.Packets, LostPercent: lostPercent(ru.Lost, result.UDPOf(ss.SndUDP).Packets),
+				OutOfOrder: outOfOrder(ss.RcvUDP), Sender: d.Sender}})
+		}
+		snt, rcv := &d.Sent, &d.Received
+		jitter, lost := 1000*rcv.UDP.Jitter, rcv.UDP.Lost
+		sum := &jsonSum{End: rcv.Seconds, Seconds: rcv.Seconds, Bytes: snt.Bytes, BitsPerSecond: 8 * result.Rate(snt.Bytes, snt.Seconds),
+			JitterMS: f64(jitter), LostPackets: i64(lost), Packets: i64(d.Packets), LostPercent: f64(lostPercent(lost, d.Packets)), Sender: d.Sender}
+		sent := &jsonSum{End: snt.Seconds, Seconds: snt.Seconds, Bytes: snt.Bytes, BitsPerSecond: 8 * result.Rate(snt.Bytes, snt.Seconds),
+			JitterMS: f64(0), LostPackets: i64(0), Packets: i64(snt.UDP.Packets), LostPercent: f64(0), Sender: true}
+		recv := &jsonSum{End: rcv.Seconds, Seconds: rcv.Seconds, Bytes: rcv.Bytes, BitsPerSecond: 8 * result.Rate(rcv.Bytes, rcv.Seconds),
+			JitterMS: f64(jitter), LostPackets: i64(lost), Packets: i64(rcv.UDP.Packets), LostPercent: f64(lostPercent(lost, d.Packets)), Sender: false}
+		if d.Reverse {
 			e.SumBidirReverse, e.SumSentBidirReverse, e.SumReceivedBidirReverse = sum, sent, recv
 		} else {
 			e.Sum, e.SumSent, e.SumReceived = sum, sent, recv
@@ -587,7 +537,7 @@ type jsonFailed struct {
 	Error     string         `json:"error,omitempty"`
 }
 
-func jsonFailedOf(r *Result) *jsonFailed {
+func jsonFailedOf(r *result.Result) *jsonFailed {
 	d := &jsonFailed{Intervals: []jsonInterval{}, Title: r.Params.Title, ExtraData: r.Params.ExtraData}
 	d.Start.Connected = []jsonConnected{}
 	d.Start.Version, d.Start.SystemInfo = r.Version, r.SystemInfo
@@ -600,15 +550,15 @@ func jsonFailedOf(r *Result) *jsonFailed {
 // JSONBytes renders r as iperf3's -J output. A Result that never
 // connected (ErrorResult) renders as iperf3's does: the version and
 // system, empty intervals and end, and the error.
-func JSONBytes(r *Result) ([]byte, error) {
-	if !r.connected() {
+func JSONBytes(r *result.Result) ([]byte, error) {
+	if !r.Connected() {
 		return json.MarshalIndent(jsonFailedOf(r), "", "\t")
 	}
 	return json.MarshalIndent(jsonOf(r), "", "\t")
 }
 
 // EncodeJSON writes r as iperf3's -J output, with a newline.
-func EncodeJSON(w io.Writer, r *Result) error {
+func EncodeJSON(w io.Writer, r *result.Result) error {
 	b, err := JSONBytes(r)
 	if err != nil {
 		return err

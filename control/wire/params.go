@@ -1,4 +1,4 @@
-package control
+package wire
 
 import (
 	"bytes"
@@ -138,13 +138,6 @@ type BlastParams struct {
 	Verify bool `json:"verify,omitempty"`
 }
 
-// The iperf3 error numbers the parameter checks send (iperf_api.h).
-const (
-	iperfRecvParams = 114 // IERECVPARAMS: a value iperf3 refuses without a number of its own
-	iperfSetFlow    = 127 // IESETFLOW
-	iperfAffinity   = 132 // IEAFFINITY
-)
-
 // Validate checks every field of p the way iperf3's server does
 // (get_parameters, 3.17 and later; 3.12 checks none) or stricter, and
 // returns the iperf3 error number to send back with SERVER_ERROR, or 0.
@@ -160,7 +153,7 @@ func (p *Params) Validate() (ierrno int32, err error) {
 	case bool(p.UDP) && p.Len != 0 && (p.Len < MinUDPBlock || p.Len > MaxUDPBlock):
 		return 20, fmt.Errorf("UDP block size %d: must be %d to %d", p.Len, MinUDPBlock, MaxUDPBlock)
 	case p.Bandwidth < 0 || p.FQRate < 0:
-		return iperfRecvParams, fmt.Errorf("bitrate %d or fq-rate %d: must not be negative", p.Bandwidth, p.FQRate)
+		return IERecvParams, fmt.Errorf("bitrate %d or fq-rate %d: must not be negative", p.Bandwidth, p.FQRate)
 	case float64(p.Bandwidth) > units.MaxRate || float64(p.FQRate) > units.MaxRate:
 		return 27, fmt.Errorf("bitrate %d or fq-rate %d: must be 0 to 10T", p.Bandwidth, p.FQRate)
 	case p.Burst < 0 || p.Burst > units.MaxBurst:
@@ -178,23 +171,23 @@ func (p *Params) Validate() (ierrno int32, err error) {
 	case p.Window < 0 || p.Window > 512<<20:
 		return 8, fmt.Errorf("window %d: must be at most 512 MiB", p.Window)
 	case p.Num < 0 || p.BlockCount < 0:
-		return iperfRecvParams, fmt.Errorf("byte count %d or block count %d: must not be negative", p.Num, p.BlockCount)
-	case p.BlockCount > 0 && int64(p.BlockCount) > math.MaxInt64/int64(p.blockLen()):
-		return 16, fmt.Errorf("block count %d of %d bytes: the byte count overflows (at most %d blocks)", p.BlockCount, p.blockLen(), math.MaxInt64/int64(p.blockLen()))
+		return IERecvParams, fmt.Errorf("byte count %d or block count %d: must not be negative", p.Num, p.BlockCount)
+	case p.BlockCount > 0 && int64(p.BlockCount) > math.MaxInt64/int64(p.BlockLen()):
+		return 16, fmt.Errorf("block count %d of %d bytes: the byte count overflows (at most %d blocks)", p.BlockCount, p.BlockLen(), math.MaxInt64/int64(p.BlockLen()))
 	case bool(p.Reverse && p.Bidirectional):
 		return 25, fmt.Errorf("a test cannot be both reverse and bidirectional")
 	case p.TOS < 0 || p.TOS > 255:
 		return 21, fmt.Errorf("TOS %d: must be 0 to 255", p.TOS)
 	case p.FlowLabel < 0 || p.FlowLabel > engine.MaxFlowLabel:
-		return iperfSetFlow, fmt.Errorf("flow label %d: must be 1 to %#x (20 bits)", p.FlowLabel, engine.MaxFlowLabel)
+		return IESetFlow, fmt.Errorf("flow label %d: must be 1 to %#x (20 bits)", p.FlowLabel, engine.MaxFlowLabel)
 	case p.ServerAffinity != nil && (*p.ServerAffinity < 0 || *p.ServerAffinity > MaxServerAffinity):
-		return iperfAffinity, fmt.Errorf("server affinity %d: the CPU must be 0 to %d", *p.ServerAffinity, MaxServerAffinity)
+		return IEAffinity, fmt.Errorf("server affinity %d: the CPU must be 0 to %d", *p.ServerAffinity, MaxServerAffinity)
 	case p.PacingTimer < 0 || p.PacingTimer > math.MaxInt32:
-		return iperfRecvParams, fmt.Errorf("pacing timer %d us: must be 0 to %d", p.PacingTimer, math.MaxInt32)
+		return IERecvParams, fmt.Errorf("pacing timer %d us: must be 0 to %d", p.PacingTimer, math.MaxInt32)
 	case p.GSO < 0 || p.GSO > 1 || p.GRO < 0 || p.GRO > 1:
-		return iperfRecvParams, fmt.Errorf("gso %d or gro %d: must be 0 or 1", p.GSO, p.GRO)
+		return IERecvParams, fmt.Errorf("gso %d or gro %d: must be 0 or 1", p.GSO, p.GRO)
 	case p.GSODgSize < 0 || p.GSODgSize > MaxUDPBlock || p.GSOBfSize < 0 || p.GSOBfSize > MaxUDPBlock || p.GROBfSize < 0 || p.GROBfSize > MaxUDPBlock:
-		return iperfRecvParams, fmt.Errorf("gso_dg_size %d, gso_bf_size %d or gro_bf_size %d: must be 0 to %d", p.GSODgSize, p.GSOBfSize, p.GROBfSize, MaxUDPBlock)
+		return IERecvParams, fmt.Errorf("gso_dg_size %d, gso_bf_size %d or gro_bf_size %d: must be 0 to %d", p.GSODgSize, p.GSOBfSize, p.GROBfSize, MaxUDPBlock)
 	}
 	return 0, nil
 }
@@ -202,7 +195,7 @@ func (p *Params) Validate() (ierrno int32, err error) {
 // validateFrame checks what Validate cannot see in p: a key iperf3
 // refuses when it is there with a value blast's zero value would read as
 // absent (burst, flowlabel and parallel of 0), then p itself.
-func (p *Params) validateFrame(b []byte) (ierrno int32, err error) {
+func (p *Params) ValidateFrame(b []byte) (ierrno int32, err error) {
 	var present struct {
 		Parallel  *Int `json:"parallel"`
 		Burst     *Int `json:"burst"`
@@ -215,14 +208,14 @@ func (p *Params) validateFrame(b []byte) (ierrno int32, err error) {
 		case present.Burst != nil && *present.Burst < 1:
 			return 15, fmt.Errorf("burst %d: must be 1 to %d", *present.Burst, units.MaxBurst)
 		case present.FlowLabel != nil && *present.FlowLabel < 1:
-			return iperfSetFlow, fmt.Errorf("flow label %d: must be 1 to %#x (20 bits)", *present.FlowLabel, engine.MaxFlowLabel)
+			return IESetFlow, fmt.Errorf("flow label %d: must be 1 to %#x (20 bits)", *present.FlowLabel, engine.MaxFlowLabel)
 		}
 	}
 	return p.Validate()
 }
 
 // blockLen is the block size the parameters ask for.
-func (p *Params) blockLen() int {
+func (p *Params) BlockLen() int {
 	switch {
 	case p.Len > 0:
 		return int(p.Len)
@@ -233,13 +226,13 @@ func (p *Params) blockLen() int {
 }
 
 // byteLimit is the total the test ends at (0: time-limited).
-func (p *Params) byteLimit() int64 {
+func (p *Params) ByteLimit() int64 {
 	if p.Num > 0 {
 		return int64(p.Num)
 	}
 	if p.BlockCount > 0 {
 		// Saturated: blocks past 8 EiB are a test without a count's end.
-		return int64(min(p.BlockCount, Int(math.MaxInt64/p.blockLen()))) * int64(p.blockLen())
+		return int64(min(p.BlockCount, Int(math.MaxInt64/p.BlockLen()))) * int64(p.BlockLen())
 	}
 	return 0
 }
@@ -349,8 +342,8 @@ type ThreadTimes struct {
 	InvolSwitches int64 `json:"involuntary_switches"`
 }
 
-// threadTimes is what f's thread spent, nil when Run measured nothing.
-func threadTimes(f *engine.Flow) *ThreadTimes {
+// ThreadTimesOf is what f's thread spent, nil when Run measured nothing.
+func ThreadTimesOf(f *engine.Flow) *ThreadTimes {
 	if f.Wall <= 0 {
 		return nil
 	}
@@ -393,30 +386,30 @@ type TCPLimits struct {
 	RTOTimeMs int64 `json:"rto_time_ms,omitempty"`
 }
 
-// limitsOf is TCP_INFO's times since the connection began.
-func limitsOf(ti TCPInfo) TCPLimits {
+// LimitsOf is TCP_INFO's times since the connection began.
+func LimitsOf(ti engine.TCPInfo) TCPLimits {
 	return TCPLimits{PathRTTUs: ti.MinRTT, BusyUs: ti.BusyTime, RwndLimitedUs: ti.RwndLimited, SndbufLimitedUs: ti.SndbufLimited,
 		RTOs: ti.TotalRTO, RTOTimeMs: ti.RTOTimeMs}
 }
 
 // sub is l less an earlier reading (the RTT is l's).
-func (l TCPLimits) sub(b TCPLimits) TCPLimits {
+func (l TCPLimits) Sub(b TCPLimits) TCPLimits {
 	return TCPLimits{PathRTTUs: l.PathRTTUs, BusyUs: l.BusyUs - b.BusyUs, RwndLimitedUs: l.RwndLimitedUs - b.RwndLimitedUs,
 		SndbufLimitedUs: l.SndbufLimitedUs - b.SndbufLimitedUs, RTOs: l.RTOs - b.RTOs, RTOTimeMs: l.RTOTimeMs - b.RTOTimeMs}
 }
 
 // check reports what is missing from results a peer sent, as iperf3's
 // get_results does.
-func (r *Results) check() error {
+func (r *Results) Check() error {
 	if r.Streams == nil {
 		return fmt.Errorf("results without streams")
 	}
 	return nil
 }
 
-// decodeResults parses results and makes sure the keys iperf3 insists on
+// DecodeResults parses results and makes sure the keys iperf3 insists on
 // are there.
-func decodeResults(b []byte) (*Results, error) {
+func DecodeResults(b []byte) (*Results, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return nil, err
@@ -430,5 +423,5 @@ func decodeResults(b []byte) (*Results, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, err
 	}
-	return &r, r.check()
+	return &r, r.Check()
 }

@@ -1,10 +1,13 @@
-package control
+package render
 
 import (
 	"bytes"
 	"fmt"
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/safetext"
+	"github.com/blastnet/blast/units"
 	"io"
 	"strings"
 	"time"
@@ -12,7 +15,6 @@ import (
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/hostload"
 	"github.com/blastnet/blast/nicinfo"
-	"github.com/blastnet/blast/units"
 )
 
 // The line formats of iperf3's text output (iperf_locale.c).
@@ -86,69 +88,21 @@ func (t Text) bits(bytesPerSec float64) string {
 	return units.Iperf(bytesPerSec, t.Format)
 }
 
-func rate(bytes int64, secs float64) float64 {
-	if secs <= 0 {
-		return 0
-	}
-	return float64(bytes) / secs
-}
-
-// role is the [TX-C] tag of bidirectional output.
-func (r *Result) role(sender bool) string {
-	if !r.Bidir() {
-		return ""
-	}
-	d, side := "RX", "S"
-	if sender {
-		d = "TX"
-	}
-	if r.Role == "client" {
-		side = "C"
-	}
-	return "[" + d + "-" + side + "]"
-}
-
-// groups are the stream directions in the order iperf3 prints them: the
-// client's senders first, the server's receivers first.
-func (r *Result) groups() []bool {
-	if !r.Bidir() {
-		for _, st := range r.Streams {
-			return []bool{st.Sender}
-		}
-		if len(r.Intervals) > 0 && len(r.Intervals[0].Streams) > 0 {
-			return []bool{r.Intervals[0].Streams[0].Sender}
-		}
-		return []bool{!r.Reverse() == (r.Role == "client")}
-	}
-	if r.Role == "client" {
-		return []bool{true, false}
-	}
-	return []bool{false, true}
-}
-
-// localSends reports whether this side sends on some stream.
-func (r *Result) localSends() bool {
-	if r.Bidir() {
-		return true
-	}
-	return r.Reverse() != (r.Role == "client")
-}
-
 // WriteStart writes what iperf3 prints before the first interval, as the
 // blast server reports it (see Text for the client's options).
-func WriteStart(w io.Writer, r *Result) { serverText.WriteStart(w, r) }
+func WriteStart(w io.Writer, r *result.Result) { serverText.WriteStart(w, r) }
 
 // WriteStart writes what iperf3 prints before the first interval: who
 // connected to whom and the streams; with Verbose also the version, the
 // system, the control connection's MSS, the time, the cookie, the MSS and
 // target bitrate, and the "Starting Test" line.
-func (t Text) WriteStart(w io.Writer, r *Result) {
+func (t Text) WriteStart(w io.Writer, r *result.Result) {
 	client := r.Role == "client"
 	if t.Verbose && client {
 		fmt.Fprintf(w, "%s\n%s\n", r.Version, r.SystemInfo)
 		fmt.Fprintf(w, "Control connection MSS %d\n", r.TCPMSSDefault)
 		if r.UDP() && r.BlockLenAuto {
-			fmt.Fprintf(w, "Setting UDP block size to %d\n", r.Params.blockLen())
+			fmt.Fprintf(w, "Setting UDP block size to %d\n", r.Params.BlockLen())
 		}
 	}
 	if t.Verbose {
@@ -179,7 +133,7 @@ func (t Text) WriteStart(w io.Writer, r *Result) {
 			fmt.Fprintf(w, "      Target Bitrate: %d\n", r.Params.Bandwidth)
 		}
 	}
-	for _, st := range r.streamsConnected() {
+	for _, st := range r.Streams {
 		fmt.Fprintf(w, "[%3d] local %s port %d connected to %s port %d\n", st.Socket, st.Local.Addr(), st.Local.Port(), st.Remote.Addr(), st.Remote.Port())
 	}
 	if t.Verbose {
@@ -187,7 +141,7 @@ func (t Text) WriteStart(w io.Writer, r *Result) {
 		if r.UDP() {
 			proto = "UDP"
 		}
-		fmt.Fprintf(w, "Starting Test: protocol: %s, %d streams, %d byte blocks, omitting %d seconds, ", proto, r.NumStreams(), r.Params.blockLen(), r.Params.Omit)
+		fmt.Fprintf(w, "Starting Test: protocol: %s, %d streams, %d byte blocks, omitting %d seconds, ", proto, r.NumStreams(), r.Params.BlockLen(), r.Params.Omit)
 		switch {
 		case r.Params.Num > 0:
 			fmt.Fprintf(w, "%d bytes to send", r.Params.Num)
@@ -203,22 +157,15 @@ func (t Text) WriteStart(w io.Writer, r *Result) {
 // rfc1123GMT is iperf3's strftime("%a, %d %b %Y %H:%M:%S %Z") of gmtime.
 const rfc1123GMT = "Mon, 02 Jan 2006 15:04:05 GMT"
 
-// streamsConnected are the streams known when the test starts (the
-// Result's Streams are filled only at the end; the session's are copied
-// here by OnStart callers through connected).
-func (r *Result) streamsConnected() []*StreamResult {
-	return r.Streams
-}
-
 // WriteInterval writes one interval as iperf3 does (first: the test's
 // first, which gets the column titles).
-func WriteInterval(w io.Writer, r *Result, iv *Interval, first bool) {
+func WriteInterval(w io.Writer, r *result.Result, iv *result.Interval, first bool) {
 	serverText.WriteInterval(w, r, iv, first)
 }
 
 // WriteInterval writes one interval as iperf3 does (first: the test's
 // first, which gets the column titles).
-func (t Text) WriteInterval(w io.Writer, r *Result, iv *Interval, first bool) {
+func (t Text) WriteInterval(w io.Writer, r *result.Result, iv *result.Interval, first bool) {
 	if r.UDP() {
 		t.writeIntervalUDP(w, r, iv, first)
 	} else {
@@ -230,8 +177,8 @@ func (t Text) WriteInterval(w io.Writer, r *Result, iv *Interval, first bool) {
 }
 
 // writeIntervalTCP writes a TCP test's interval lines.
-func (t Text) writeIntervalTCP(w io.Writer, r *Result, iv *Interval, first bool) {
-	cwnd := r.HasRetransmits || r.localSendsTCP(iv)
+func (t Text) writeIntervalTCP(w io.Writer, r *result.Result, iv *result.Interval, first bool) {
+	cwnd := r.HasRetransmits || localSendsTCP(iv)
 	if first {
 		switch {
 		case cwnd && r.Bidir():
@@ -251,56 +198,31 @@ func (t Text) writeIntervalTCP(w io.Writer, r *Result, iv *Interval, first bool)
 	if iv.Omitted {
 		omitted = "(omitted)"
 	}
-	for _, sender := range r.groups() {
-		var sum int64
-		var retr int64
-		var st0 *StreamInterval
-		for i := range iv.Streams {
-			si := &iv.Streams[i]
-			if si.Sender != sender {
-				continue
-			}
-			if st0 == nil {
-				st0 = si
-			}
-			sum += si.Bytes
+	for _, d := range result.SummarizeInterval(r, iv).Dirs {
+		role := r.RoleTag(d.Sender)
+		for _, si := range d.Streams {
 			tr := units.IperfBytes(float64(si.Bytes))
-			bw := t.bits(rate(si.Bytes, si.Seconds()))
+			bw := t.bits(result.Rate(si.Bytes, si.Seconds()))
 			if si.Sender && si.TCP != nil {
-				retr += si.Retransmits
-				fmt.Fprintf(w, fmtBWRetransCwnd, si.Socket, r.role(si.Sender), si.Start, si.End, tr, bw, si.Retransmits, units.IperfBytes(float64(si.TCP.SndCwnd)), omitted)
+				fmt.Fprintf(w, fmtBWRetransCwnd, si.Socket, role, si.Start, si.End, tr, bw, si.Retransmits, units.IperfBytes(float64(si.TCP.SndCwnd)), omitted)
 			} else {
-				fmt.Fprintf(w, fmtBW, si.Socket, r.role(si.Sender), si.Start, si.End, tr, bw, omitted)
+				fmt.Fprintf(w, fmtBW, si.Socket, role, si.Start, si.End, tr, bw, omitted)
 			}
 		}
-		if st0 == nil || r.NumStreams() < 2 {
+		if r.NumStreams() < 2 {
 			continue
 		}
-		tr := units.IperfBytes(float64(sum))
-		bw := t.bits(rate(sum, st0.Seconds()))
-		if sender && st0.TCP != nil {
-			fmt.Fprintf(w, fmtSumBWRetrans, r.role(sender), st0.Start, st0.End, tr, bw, retr, omitted)
+		tr := units.IperfBytes(float64(d.Bytes))
+		bw := t.bits(result.Rate(d.Bytes, d.Seconds()))
+		if d.Sender && d.TCP {
+			fmt.Fprintf(w, fmtSumBWRetrans, role, d.Start, d.End, tr, bw, d.Retransmits, omitted)
 		} else {
-			fmt.Fprintf(w, fmtSumBW, r.role(sender), st0.Start, st0.End, tr, bw, omitted)
+			fmt.Fprintf(w, fmtSumBW, role, d.Start, d.End, tr, bw, omitted)
 		}
 	}
 }
 
-// peerResults reports whether the peer's results arrived: a test that
-// failed may end before they do, and then nothing is known of the peer.
-func (r *Result) peerResults() bool {
-	if r.RemoteBackend != "" || len(r.Streams) == 0 {
-		return true
-	}
-	for _, st := range r.Streams {
-		if st.PeerBytes >= 0 {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *Result) localSendsTCP(iv *Interval) bool {
+func localSendsTCP(iv *result.Interval) bool {
 	for _, si := range iv.Streams {
 		if si.Sender && si.TCP != nil {
 			return true
@@ -309,21 +231,12 @@ func (r *Result) localSendsTCP(iv *Interval) bool {
 	return false
 }
 
-// groupHasRetransmits: the sending side of a direction reported
-// retransmits (this side for its senders, the peer for its).
-func (r *Result) groupHasRetransmits(sender bool) bool {
-	if sender {
-		return r.HasRetransmits
-	}
-	return r.RemoteHasRetransmits
-}
-
 // WriteSummary writes iperf3's closing summary, then the CPU, congestion
 // and blast's lines, as the blast server reports it.
-func WriteSummary(w io.Writer, r *Result) { serverText.WriteSummary(w, r) }
+func WriteSummary(w io.Writer, r *result.Result) { serverText.WriteSummary(w, r) }
 
 // WriteSummary writes iperf3's closing summary, then blast's lines.
-func (t Text) WriteSummary(w io.Writer, r *Result) {
+func (t Text) WriteSummary(w io.Writer, r *result.Result) {
 	io.WriteString(w, separator)
 	if t.Verbose {
 		io.WriteString(w, "Test Complete. Summary Results:\n")
@@ -344,7 +257,7 @@ func (t Text) WriteSummary(w io.Writer, r *Result) {
 // client asked for it. (iperf3 leaves the CPU line out of a -R client's
 // report; so does this.) The package-level functions write all of it
 // after the summary instead (writeSummaryTail).
-func (t Text) groupTail(w io.Writer, r *Result, sender, first bool) {
+func (t Text) groupTail(w io.Writer, r *result.Result, sender, first bool) {
 	if t.tail {
 		return
 	}
@@ -375,8 +288,8 @@ func (t Text) groupTail(w io.Writer, r *Result, sender, first bool) {
 
 // writeCPU writes iperf3's CPU utilization line, or blast's when the
 // peer's results never came.
-func (t Text) writeCPU(w io.Writer, r *Result, local, remote string) {
-	if r.peerResults() {
+func (t Text) writeCPU(w io.Writer, r *result.Result, local, remote string) {
+	if r.PeerResults() {
 		fmt.Fprintf(w, fmtCPU, "local", local, r.CPU.Total, r.CPU.User, r.CPU.System, "remote", remote, r.RemoteCPU.Total, r.RemoteCPU.User, r.RemoteCPU.System)
 		return
 	}
@@ -386,7 +299,7 @@ func (t Text) writeCPU(w io.Writer, r *Result, local, remote string) {
 // writeServerOutput writes the server's report a client asked for with
 // --get-server-output, JSON first, as iperf3 does; nothing if it did not
 // ask.
-func writeServerOutput(w io.Writer, r *Result) {
+func writeServerOutput(w io.Writer, r *result.Result) {
 	if r.Role != "client" || r.Params.GetServerOutput == 0 {
 		return
 	}
@@ -403,7 +316,7 @@ func writeServerOutput(w io.Writer, r *Result) {
 
 // writeSummaryTCP writes the header and the stream lines of a TCP test's
 // summary.
-func (t Text) writeSummaryTCP(w io.Writer, r *Result) {
+func (t Text) writeSummaryTCP(w io.Writer, r *result.Result) {
 	client := r.Role == "client"
 	// Retr heads a column only where a sender line fills it: the server
 	// shows only its own senders (iperf3's server prints its summary
@@ -419,84 +332,67 @@ func (t Text) writeSummaryTCP(w io.Writer, r *Result) {
 	default:
 		io.WriteString(w, hdrBW)
 	}
-	for gi, sender := range r.groups() {
-		retrOK := r.groupHasRetransmits(sender)
-		role := r.role(sender)
-		var sent, recv, retr int64
-		var sentSecs, recvSecs float64
-		sentOK, recvOK := true, true
-		n := 0
-		for _, st := range r.Streams {
-			if st.Sender != sender {
-				continue
-			}
-			n++
-			sb, ss := st.SentBytes()
-			rb, rs := st.ReceivedBytes()
-			if sb < 0 {
-				sentOK = false
-			}
-			if rb < 0 {
-				recvOK = false
-			}
-			sent += sb
-			recv += rb
-			sentSecs = max(sentSecs, ss)
-			recvSecs = max(recvSecs, rs)
-			if st.Retransmits > 0 {
-				retr += st.Retransmits
-			}
-			showSent := client || st.Sender
-			showRecv := client || !st.Sender
-			if showSent {
-				if sb < 0 {
-					fmt.Fprintf(w, "[%3d]%s (sender statistics not available)\n", st.Socket, role)
-				} else if retrOK {
-					fmt.Fprintf(w, fmtBWRetrans, st.Socket, role, 0.0, ss, units.IperfBytes(float64(sb)), t.bits(rate(sb, ss)), max(st.Retransmits, 0), "sender")
+	for gi, d := range result.Summarize(r).Dirs {
+		role := r.RoleTag(d.Sender)
+		for _, ss := range d.Streams {
+			t.writeStreamTCP(w, r, &d, &ss)
+		}
+		if !d.Empty() && r.NumStreams() > 1 {
+			snt, rcv := &d.Sent, &d.Received
+			if (client || d.Sender) && snt.Known {
+				if d.Retransmits {
+					fmt.Fprintf(w, fmtSumBWRetrans, role, 0.0, snt.Seconds, units.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), snt.Retransmits, "sender")
 				} else {
-					fmt.Fprintf(w, fmtBW, st.Socket, role, 0.0, ss, units.IperfBytes(float64(sb)), t.bits(rate(sb, ss)), "sender")
+					fmt.Fprintf(w, fmtSumBW, role, 0.0, snt.Seconds, units.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), "sender")
 				}
 			}
-			if r.File != nil {
-				moved := sb
-				if !sender {
-					moved = rb
-				}
-				writeDiskFile(w, r.File, moved)
-			}
-			if showRecv {
-				if rb < 0 {
-					fmt.Fprintf(w, "[%3d]%s (receiver statistics not available)\n", st.Socket, role)
-				} else {
-					fmt.Fprintf(w, fmtBW, st.Socket, role, 0.0, rs, units.IperfBytes(float64(rb)), t.bits(rate(rb, rs)), "receiver")
-				}
+			if (client || !d.Sender) && rcv.Known {
+				fmt.Fprintf(w, fmtSumBW, role, 0.0, rcv.Seconds, units.IperfBytes(float64(rcv.Bytes)), t.bits(result.Rate(rcv.Bytes, rcv.Seconds)), "receiver")
 			}
 		}
-		if n > 0 && r.NumStreams() > 1 {
-			if (client || sender) && sentOK {
-				if retrOK {
-					fmt.Fprintf(w, fmtSumBWRetrans, role, 0.0, sentSecs, units.IperfBytes(float64(sent)), t.bits(rate(sent, sentSecs)), retr, "sender")
-				} else {
-					fmt.Fprintf(w, fmtSumBW, role, 0.0, sentSecs, units.IperfBytes(float64(sent)), t.bits(rate(sent, sentSecs)), "sender")
-				}
-			}
-			if (client || !sender) && recvOK {
-				fmt.Fprintf(w, fmtSumBW, role, 0.0, recvSecs, units.IperfBytes(float64(recv)), t.bits(rate(recv, recvSecs)), "receiver")
-			}
+		if dr := d.Drained; dr != nil && (client || !d.Sender) {
+			fmt.Fprintf(w, "[SUM]%s drained after the end: %ss in %.0f ms, counted in no figure above\n", role, units.IperfBytes(float64(dr.Bytes)), 1000*dr.Seconds)
 		}
-		if client || !sender {
-			if d := r.drained(sender); d != nil {
-				fmt.Fprintf(w, "[SUM]%s drained after the end: %ss in %.0f ms, counted in no figure above\n", role, units.IperfBytes(float64(d.Bytes)), 1000*d.Seconds)
-			}
+		t.groupTail(w, r, d.Sender, gi == 0)
+	}
+}
+
+// writeStreamTCP writes a TCP stream's summary lines: its sender's view
+// and its receiver's (the server only its own), and the -F file's line.
+func (t Text) writeStreamTCP(w io.Writer, r *result.Result, d *result.DirSummary, ss *result.StreamSummary) {
+	client := r.Role == "client"
+	role := r.RoleTag(d.Sender)
+	snt, rcv := ss.Sent, ss.Received
+	if client || ss.StreamResult.Sender {
+		switch {
+		case !snt.Known():
+			fmt.Fprintf(w, "[%3d]%s (sender statistics not available)\n", ss.Socket, role)
+		case d.Retransmits:
+			fmt.Fprintf(w, fmtBWRetrans, ss.Socket, role, 0.0, snt.Seconds, units.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), max(ss.Retransmits, 0), "sender")
+		default:
+			fmt.Fprintf(w, fmtBW, ss.Socket, role, 0.0, snt.Seconds, units.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), "sender")
 		}
-		t.groupTail(w, r, sender, gi == 0)
+	}
+	if r.File != nil {
+		moved := snt.Bytes
+		if !d.Sender {
+			moved = rcv.Bytes
+		}
+		writeDiskFile(w, r.File, moved)
+	}
+	if client || !ss.StreamResult.Sender {
+		if !rcv.Known() {
+			fmt.Fprintf(w, "[%3d]%s (receiver statistics not available)\n", ss.Socket, role)
+		} else {
+			fmt.Fprintf(w, fmtBW, ss.Socket, role, 0.0, rcv.Seconds, units.IperfBytes(float64(rcv.Bytes)), t.bits(result.Rate(rcv.Bytes, rcv.Seconds)), "receiver")
+		}
 	}
 }
 
 // writeDiskFile writes iperf3's line for the -F file under a stream's
 // summary: the bytes the stream moved out of the file's size (what was
 // sent of it, or what was written to it), in percent.
-func writeDiskFile(w io.Writer, f *DiskFile, moved int64) {
+func writeDiskFile(w io.Writer, f *result.DiskFile, moved int64) {
 	pct := 100
 	if f.Size > 0 {
 		pct = int(float64(max(moved, 0)) / float64(f.Size) * 100)
@@ -509,7 +405,7 @@ func writeDiskFile(w io.Writer, f *DiskFile, moved int64) {
 // local 4 free flows (unlocked goroutines in raw calls), CPU 38% of a
 // core each on average, 12 voluntary and 3 involuntary context switches
 // per 10 ms". Nothing when no stream's thread was measured.
-func writeThreads(w io.Writer, side string, r *Result, get func(*StreamResult) *ThreadTimes) {
+func writeThreads(w io.Writer, side string, r *result.Result, get func(*result.StreamResult) *wire.ThreadTimes) {
 	var n, free int
 	var wall, cpu, vol, invol int64
 	for i := range r.Streams {
@@ -546,10 +442,10 @@ func writeThreads(w io.Writer, side string, r *Result, get func(*StreamResult) *
 // package-level functions write the CPU line and the congestion controls
 // here, then blast's lines and the server's output; a Text writes blast's
 // lines with Verbose only, notes always.
-func (t Text) writeSummaryTail(w io.Writer, r *Result) {
+func (t Text) writeSummaryTail(w io.Writer, r *result.Result) {
 	if t.tail {
 		local, remote := "receiver", "sender"
-		if r.localSends() {
+		if r.LocalSends() {
 			local, remote = "sender", "receiver"
 		}
 		if r.Bidir() {
@@ -559,7 +455,7 @@ func (t Text) writeSummaryTail(w io.Writer, r *Result) {
 		// iperf3 prints the congestion control of TCP tests only.
 		if !r.UDP() && (r.Congestion != "" || r.RemoteCongestion != "") {
 			snd, rcv := r.Congestion, r.RemoteCongestion
-			if !r.localSends() {
+			if !r.LocalSends() {
 				snd, rcv = rcv, snd
 			}
 			if snd != "" {
@@ -574,13 +470,13 @@ func (t Text) writeSummaryTail(w io.Writer, r *Result) {
 		remoteBackend := r.RemoteBackend
 		if remoteBackend == "" {
 			remoteBackend = "not blast (iperf3?)"
-			if !r.peerResults() {
+			if !r.PeerResults() {
 				remoteBackend = "unknown (no results from the peer)"
 			}
 		}
 		fmt.Fprintf(w, "Backend: local %s, remote %s\n", r.Backend, remoteBackend)
-		writeThreads(w, "local", r, func(sr *StreamResult) *ThreadTimes { return sr.Thread })
-		writeThreads(w, "remote", r, func(sr *StreamResult) *ThreadTimes { return sr.PeerThread })
+		writeThreads(w, "local", r, func(sr *result.StreamResult) *wire.ThreadTimes { return sr.Thread })
+		writeThreads(w, "remote", r, func(sr *result.StreamResult) *wire.ThreadTimes { return sr.PeerThread })
 		if r.SockBufSize > 0 {
 			what := "TCP window"
 			if r.UDP() {
@@ -621,11 +517,11 @@ func (t Text) writeSummaryTail(w io.Writer, r *Result) {
 
 // WriteText writes a whole test as iperf3's text output, as the blast
 // server reports it.
-func WriteText(w io.Writer, r *Result) { serverText.WriteText(w, r) }
+func WriteText(w io.Writer, r *result.Result) { serverText.WriteText(w, r) }
 
 // WriteText writes a whole test as iperf3's text output: start, every
 // interval, summary, and the error that ended it, if one did.
-func (t Text) WriteText(w io.Writer, r *Result) {
+func (t Text) WriteText(w io.Writer, r *result.Result) {
 	t.WriteStart(w, r)
 	for i, iv := range r.Intervals {
 		t.WriteInterval(w, r, iv, i == 0)
@@ -637,21 +533,13 @@ func (t Text) WriteText(w io.Writer, r *Result) {
 }
 
 // TextString is WriteText into a string.
-func TextString(r *Result) string { return serverText.String(r) }
+func TextString(r *result.Result) string { return serverText.String(r) }
 
 // String is WriteText into a string.
-func (t Text) String(r *Result) string {
+func (t Text) String(r *result.Result) string {
 	var b strings.Builder
 	t.WriteText(&b, r)
 	return b.String()
-}
-
-// udpOf is a copy of u, zero when u is nil.
-func udpOf(u *UDPStats) UDPStats {
-	if u == nil {
-		return UDPStats{}
-	}
-	return *u
 }
 
 // lostPercent is iperf3's loss figure, 100*lost/packets (0 without
@@ -665,32 +553,23 @@ func lostPercent(lost, packets int64) float64 {
 
 // outOfOrder is the out-of-order count iperf3 would show for u: iperf3
 // counts a duplicate as a datagram out of order (iperf_udp_recv).
-func outOfOrder(u *UDPStats) int64 {
+func outOfOrder(u *wire.UDPStats) int64 {
 	if u == nil {
 		return 0
 	}
 	return u.OutOfOrder + u.Duplicates
 }
 
-// udpSides gives the sending and the receiving side's datagram counts of
-// a UDP stream, whichever side this is (nil: not known).
-func (s *StreamResult) udpSides() (snd, rcv *UDPStats) {
-	if s.Sender {
-		return s.UDP, s.PeerUDP
-	}
-	return s.PeerUDP, s.UDP
-}
-
 // writeIntervalUDP is WriteInterval for UDP tests (iperf_print_intermediate
 // and print_interval_results in iperf_api.c): the sender's header on a
 // side that only sends, the receiver's otherwise, even in bidirectional
 // tests where the sending streams' lines leave Jitter and Lost blank.
-func (t Text) writeIntervalUDP(w io.Writer, r *Result, iv *Interval, first bool) {
+func (t Text) writeIntervalUDP(w io.Writer, r *result.Result, iv *result.Interval, first bool) {
 	if first {
 		switch {
 		case r.Bidir():
 			io.WriteString(w, hdrUDPBidir)
-		case r.localSends():
+		case r.LocalSends():
 			io.WriteString(w, hdrUDPSender)
 		default:
 			io.WriteString(w, hdrUDP)
@@ -706,44 +585,29 @@ func (t Text) writeIntervalUDP(w io.Writer, r *Result, iv *Interval, first bool)
 	if r.Bidir() {
 		zbuf = udpZbuf
 	}
-	for _, sender := range r.groups() {
-		role := r.role(sender)
-		var bytes, packets, lost int64
-		var jitter float64
-		var st0 *StreamInterval
-		for i := range iv.Streams {
-			si := &iv.Streams[i]
-			if si.Sender != sender {
-				continue
-			}
-			if st0 == nil {
-				st0 = si
-			}
-			u := udpOf(si.UDP)
-			bytes += si.Bytes
-			packets += u.Packets
-			lost += u.Lost
-			jitter += u.Jitter
+	for _, d := range result.SummarizeInterval(r, iv).Dirs {
+		role := r.RoleTag(d.Sender)
+		for _, si := range d.Streams {
+			u := result.UDPOf(si.UDP)
 			tr := units.IperfBytes(float64(si.Bytes))
-			bw := t.bits(rate(si.Bytes, si.Seconds()))
+			bw := t.bits(result.Rate(si.Bytes, si.Seconds()))
 			if si.Sender {
 				fmt.Fprintf(w, fmtBWUDPSender, si.Socket, role, si.Start, si.End, tr, bw, zbuf, u.Packets, omitted)
 			} else {
 				fmt.Fprintf(w, fmtBWUDP, si.Socket, role, si.Start, si.End, tr, bw, 1000*u.Jitter, u.Lost, u.Packets, lostPercent(u.Lost, u.Packets), omitted)
 			}
 		}
-		if st0 == nil || r.NumStreams() < 2 {
+		if r.NumStreams() < 2 {
 			continue
 		}
-		tr := units.IperfBytes(float64(bytes))
-		bw := t.bits(rate(bytes, st0.Seconds()))
-		if sender {
-			fmt.Fprintf(w, fmtSumBWUDPSender, role, st0.Start, st0.End, tr, bw, zbuf, packets, omitted)
+		tr := units.IperfBytes(float64(d.Bytes))
+		bw := t.bits(result.Rate(d.Bytes, d.Seconds()))
+		if u := d.UDP; d.Sender {
+			fmt.Fprintf(w, fmtSumBWUDPSender, role, d.Start, d.End, tr, bw, zbuf, u.Packets, omitted)
 		} else {
 			// iperf3 averages the jitter over -P, and counts the loss
 			// over the datagrams the receivers saw.
-			jitter /= float64(r.NumStreams())
-			fmt.Fprintf(w, fmtSumBWUDP, role, st0.Start, st0.End, tr, bw, 1000*jitter, lost, packets, lostPercent(lost, packets), omitted)
+			fmt.Fprintf(w, fmtSumBWUDP, role, d.Start, d.End, tr, bw, 1000*u.Jitter, u.Lost, u.Packets, lostPercent(u.Lost, u.Packets), omitted)
 		}
 	}
 }
@@ -755,107 +619,82 @@ func (t Text) writeIntervalUDP(w io.Writer, r *Result, iv *Interval, first bool)
 // one stream, comes between them, from this side's own count only (iperf3
 // does not exchange it). The server shows only its own side: iperf3's
 // server prints its summary before the client's results arrive.
-func (t Text) writeSummaryUDP(w io.Writer, r *Result) {
+func (t Text) writeSummaryUDP(w io.Writer, r *result.Result) {
 	client := r.Role == "client"
 	if r.Bidir() {
 		io.WriteString(w, hdrUDPBidir)
 	} else {
 		io.WriteString(w, hdrUDP)
 	}
-	for gi, sender := range r.groups() {
-		role := r.role(sender)
-		var sent, recv int64
-		var sentSecs, recvSecs float64
-		sentOK, recvOK := true, true
-		var sentPkts, recvPkts, totalPkts, lost int64
-		var jitter float64
-		n := 0
-		for _, st := range r.Streams {
-			if st.Sender != sender {
-				continue
-			}
-			n++
-			sb, ss := st.SentBytes()
-			rb, rs := st.ReceivedBytes()
-			snd, rcv := st.udpSides()
-			if !client {
-				if st.Sender {
-					rcv = nil
-				} else {
-					snd = nil
-				}
-			}
-			su, ru := udpOf(snd), udpOf(rcv)
-			if sb < 0 {
-				sentOK = false
-			}
-			if rb < 0 {
-				recvOK = false
-			}
-			sent += sb
-			recv += rb
-			sentSecs = max(sentSecs, ss)
-			recvSecs = max(recvSecs, rs)
-			sentPkts += su.Packets
-			recvPkts += ru.Packets
-			// iperf3's total is the sender's count where it has it.
-			if su.Packets != 0 {
-				totalPkts += su.Packets
-			} else {
-				totalPkts += ru.Packets
-			}
-			lost += ru.Lost
-			jitter += ru.Jitter
-			if client || st.Sender {
-				if sb < 0 {
-					fmt.Fprintf(w, "[%3d]%s (sender statistics not available)\n", st.Socket, role)
-				} else {
-					fmt.Fprintf(w, fmtBWUDP, st.Socket, role, 0.0, ss, units.IperfBytes(float64(sb)), t.bits(rate(sb, ss)), 0.0, int64(0), su.Packets, 0.0, "sender")
-				}
-			}
-			if ooo := outOfOrder(st.UDP); !st.Sender && ooo > 0 {
-				// iperf3 ends it at the sender's time, which it knows
-				// only from the peer's results.
-				end := ss
-				if !client || sb < 0 {
-					end = st.Seconds
-				}
-				fmt.Fprintf(w, fmtSumOutOfOrder, role, 0.0, end, ooo)
-			}
-			if client || !st.Sender {
-				if rb < 0 {
-					fmt.Fprintf(w, "[%3d]%s (receiver statistics not available)\n", st.Socket, role)
-				} else {
-					fmt.Fprintf(w, fmtBWUDP, st.Socket, role, 0.0, rs, units.IperfBytes(float64(rb)), t.bits(rate(rb, rs)), 1000*ru.Jitter, ru.Lost, ru.Packets, lostPercent(ru.Lost, ru.Packets), "receiver")
-				}
-			}
+	for gi, d := range result.Summarize(r).Dirs {
+		role := r.RoleTag(d.Sender)
+		for _, ss := range d.Streams {
+			t.writeStreamUDP(w, r, &d, &ss)
 		}
-		if n > 0 && r.NumStreams() > 1 {
-			if (client || sender) && sentOK {
-				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, sentSecs, units.IperfBytes(float64(sent)), t.bits(rate(sent, sentSecs)), 0.0, int64(0), sentPkts, 0.0, "sender")
+		if !d.Empty() && r.NumStreams() > 1 {
+			snt, rcv := &d.Sent, &d.Received
+			if (client || d.Sender) && snt.Known {
+				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, snt.Seconds, units.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), 0.0, int64(0), snt.UDP.Packets, 0.0, "sender")
 			}
-			if (client || !sender) && recvOK {
+			if (client || !d.Sender) && rcv.Known {
 				// As iperf3: the jitter averaged over -P, the loss as a
-				// share of the datagrams sent, printed over those received.
-				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, recvSecs, units.IperfBytes(float64(recv)), t.bits(rate(recv, recvSecs)),
-					1000*jitter/float64(r.NumStreams()), lost, recvPkts, lostPercent(lost, totalPkts), "receiver")
+				// share of the datagrams sent, printed over those
+				// received. iperf3's server has no sender's counts.
+				total := d.Packets
+				if !client {
+					total = rcv.UDP.Packets
+				}
+				fmt.Fprintf(w, fmtSumBWUDP, role, 0.0, rcv.Seconds, units.IperfBytes(float64(rcv.Bytes)), t.bits(result.Rate(rcv.Bytes, rcv.Seconds)),
+					1000*rcv.UDP.Jitter, rcv.UDP.Lost, rcv.UDP.Packets, lostPercent(rcv.UDP.Lost, total), "receiver")
 			}
 		}
-		if d := r.drained(sender); d != nil && (client || !sender) {
-			fmt.Fprintf(w, "[SUM]%s drained after the end: %d datagrams (%ss) in %.0f ms, counted in no figure above\n", role, d.Datagrams, units.IperfBytes(float64(d.Bytes)), 1000*d.Seconds)
+		if dr := d.Drained; dr != nil && (client || !d.Sender) {
+			fmt.Fprintf(w, "[SUM]%s drained after the end: %d datagrams (%ss) in %.0f ms, counted in no figure above\n", role, dr.Datagrams, units.IperfBytes(float64(dr.Bytes)), 1000*dr.Seconds)
 		}
-		if n := r.sentAfterCount(sender); n > 0 {
+		if n := r.SentAfterCount(d.Sender); n > 0 {
 			fmt.Fprintf(w, "[SUM]%s sent after the receiver had the count, until TEST_END: %d datagrams, no part of the test and no loss\n", role, n)
 		}
-		t.groupTail(w, r, sender, gi == 0)
+		t.groupTail(w, r, d.Sender, gi == 0)
+	}
+}
+
+// writeStreamUDP writes a UDP stream's summary lines: its sender's view,
+// the out-of-order line, its receiver's view (the server only its own).
+func (t Text) writeStreamUDP(w io.Writer, r *result.Result, d *result.DirSummary, ss *result.StreamSummary) {
+	client := r.Role == "client"
+	role := r.RoleTag(d.Sender)
+	snt, rcv := ss.Sent, ss.Received
+	if client || ss.StreamResult.Sender {
+		if !snt.Known() {
+			fmt.Fprintf(w, "[%3d]%s (sender statistics not available)\n", ss.Socket, role)
+		} else {
+			fmt.Fprintf(w, fmtBWUDP, ss.Socket, role, 0.0, snt.Seconds, units.IperfBytes(float64(snt.Bytes)), t.bits(result.Rate(snt.Bytes, snt.Seconds)), 0.0, int64(0), result.UDPOf(ss.SndUDP).Packets, 0.0, "sender")
+		}
+	}
+	if ooo := outOfOrder(ss.UDP); !ss.StreamResult.Sender && ooo > 0 {
+		// iperf3 ends it at the sender's time, which it knows only from
+		// the peer's results.
+		end := snt.Seconds
+		if !client || !snt.Known() {
+			end = ss.Seconds
+		}
+		fmt.Fprintf(w, fmtSumOutOfOrder, role, 0.0, end, ooo)
+	}
+	if client || !ss.StreamResult.Sender {
+		if !rcv.Known() {
+			fmt.Fprintf(w, "[%3d]%s (receiver statistics not available)\n", ss.Socket, role)
+		} else {
+			ru := result.UDPOf(ss.RcvUDP)
+			fmt.Fprintf(w, fmtBWUDP, ss.Socket, role, 0.0, rcv.Seconds, units.IperfBytes(float64(rcv.Bytes)), t.bits(result.Rate(rcv.Bytes, rcv.Seconds)), 1000*ru.Jitter, ru.Lost, ru.Packets, lostPercent(ru.Lost, ru.Packets), "receiver")
+		}
 	}
 }
 
 // writeDuplicates writes blast's line for each UDP stream whose receiver
 // saw datagrams twice, which iperf3 cannot tell from datagrams out of
 // order.
-func writeDuplicates(w io.Writer, r *Result) {
-	for _, sender := range r.groups() {
+func writeDuplicates(w io.Writer, r *result.Result) {
+	for _, sender := range r.Groups() {
 		for _, st := range r.Streams {
 			if st.Sender != sender {
 				continue
@@ -868,7 +707,7 @@ func writeDuplicates(w io.Writer, r *Result) {
 				continue
 			}
 			fmt.Fprintf(w, "Duplicates: [%3d]%s %d datagrams arrived twice at the %s receiver, %d out of order (iperf3 counts both as out-of-order)\n",
-				st.Socket, r.role(sender), rcv.Duplicates, where, rcv.OutOfOrder)
+				st.Socket, r.RoleTag(sender), rcv.Duplicates, where, rcv.OutOfOrder)
 		}
 	}
 }
@@ -876,8 +715,8 @@ func writeDuplicates(w io.Writer, r *Result) {
 // senderFacts calls fn, group by group, with each stream whose sender's
 // facts hold a count called name above 0: this side's facts or the
 // peer's, and which it is ("local" or "remote").
-func senderFacts(r *Result, name string, fn func(st *StreamResult, sender bool, f *engine.FactSample, where string)) {
-	for _, sender := range r.groups() {
+func senderFacts(r *result.Result, name string, fn func(st *result.StreamResult, sender bool, f *engine.FactSample, where string)) {
+	for _, sender := range r.Groups() {
 		for _, st := range r.Streams {
 			if st.Sender != sender {
 				continue
@@ -896,10 +735,10 @@ func senderFacts(r *Result, name string, fn func(st *StreamResult, sender bool, 
 // writeSendWaits writes blast's line for each UDP stream whose sender
 // found its own host's queue full (ENOBUFS): how often, and how long it
 // waited for room before it sent those datagrams again. They are no loss.
-func writeSendWaits(w io.Writer, r *Result) {
-	senderFacts(r, engine.FactNoBufs, func(st *StreamResult, sender bool, f *engine.FactSample, where string) {
+func writeSendWaits(w io.Writer, r *result.Result) {
+	senderFacts(r, engine.FactNoBufs, func(st *result.StreamResult, sender bool, f *engine.FactSample, where string) {
 		fmt.Fprintf(w, "Send waits: [%3d]%s the %s sender waited %.1f ms for its host's full queue, %d times, and sent those datagrams again (no loss)\n",
-			st.Socket, r.role(sender), where, float64(f.Counts[engine.FactNoBufsWait])/1e6, f.Counts[engine.FactNoBufs])
+			st.Socket, r.RoleTag(sender), where, float64(f.Counts[engine.FactNoBufsWait])/1e6, f.Counts[engine.FactNoBufs])
 	})
 }
 
@@ -907,11 +746,11 @@ func writeSendWaits(w io.Writer, r *Result) {
 // sender fell behind its rate and did not make it up (a thread the host
 // held up for longer than the pacer catches up): how long, and the bytes
 // that time is at the rate. Its figures are then short of -b by that.
-func writePaceBehind(w io.Writer, r *Result) {
-	senderFacts(r, engine.FactPaceBehind, func(st *StreamResult, sender bool, f *engine.FactSample, where string) {
+func writePaceBehind(w io.Writer, r *result.Result) {
+	senderFacts(r, engine.FactPaceBehind, func(st *result.StreamResult, sender bool, f *engine.FactSample, where string) {
 		behind := time.Duration(f.Counts[engine.FactPaceBehind])
 		fmt.Fprintf(w, "Pace: [%3d]%s the %s sender fell %.1f ms behind its -b rate (its thread was held up) and did not make it up: %ss short\n",
-			st.Socket, r.role(sender), where, float64(behind)/1e6, units.IperfBytes(behind.Seconds()*float64(r.Params.Bandwidth)/8))
+			st.Socket, r.RoleTag(sender), where, float64(behind)/1e6, units.IperfBytes(behind.Seconds()*float64(r.Params.Bandwidth)/8))
 	})
 }
 
@@ -932,7 +771,7 @@ func writeLoad(w io.Writer, start, end float64, l *hostload.Load, who string) {
 
 // writeLoads writes the host load over the test here and at the peer, and
 // the peer's per interval (its own lines were on its console).
-func writeLoads(w io.Writer, r *Result) {
+func writeLoads(w io.Writer, r *result.Result) {
 	if r.Load == nil && r.RemoteLoad == nil {
 		return
 	}

@@ -1,8 +1,9 @@
-package control
+package result
 
 import (
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/nicinfo"
@@ -13,8 +14,8 @@ import (
 // what both ends reported, into r.Findings; and, for --bidir, the two
 // directions against each other (D7). It runs on failed tests too: what
 // was measured up to the failure is evidence (a black hole ends in one).
-func (r *Result) diagnose() {
-	if r == nil || !r.connected() {
+func (r *Result) Diagnose() {
+	if r == nil || !r.Connected() {
 		return
 	}
 	var lists [][]finding.Finding
@@ -74,12 +75,12 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 	localSends := up == (r.Role == "client")
 	local := &pathdiag.End{Name: "local", NIC: r.NIC, Path: r.Path, Sysctls: r.Sysctls,
 		CPUPct: -1, SndBuf: r.SndBufActual, RcvBuf: r.RcvBufActual, BufAsked: r.SockBufSize,
-		BufLen: int(r.Params.blockLen())}
+		BufLen: int(r.Params.BlockLen())}
 	var remote *pathdiag.End
-	if r.peerResults() {
+	if r.PeerResults() {
 		remote = &pathdiag.End{Name: "remote", NIC: r.RemoteNIC, Path: r.RemotePath, Sysctls: r.RemoteSysctls,
 			CPUPct: -1, SndBuf: r.RemoteSndBuf, RcvBuf: r.RemoteRcvBuf, BufAsked: r.SockBufSize,
-			BufLen: int(r.Params.blockLen())}
+			BufLen: int(r.Params.BlockLen())}
 	}
 	d := &pathdiag.Direction{UDP: r.UDP(), Sender: local, Receiver: remote, Retransmits: -1, Rate: float64(r.Params.Bandwidth)}
 	d.Stall = pathdiag.Stall(r.SendStall)
@@ -87,112 +88,140 @@ func (r *Result) Direction(up bool) *pathdiag.Direction {
 		d.Sender, d.Receiver = remote, local
 		d.Stall = pathdiag.Stall(r.RecvStall)
 	}
-	var n int
-	var rtt float64
-	var nRTT int
-	var recvIO engine.Sample
-	var recvIOKnown bool
+	a := &dirFacts{r: r, d: d, localSends: localSends, local: local, remote: remote}
 	for _, sr := range r.Streams {
-		if sr.Sender != localSends {
-			continue
+		if sr.Sender == localSends {
+			a.add(sr)
 		}
-		n++
-		sent, secs := sr.SentBytes()
-		got, rsecs := sr.ReceivedBytes()
-		d.SentBytes += max(sent, 0)
-		if got < 0 && sr.Sender && sr.Acked > 0 {
-			// The peer's count never came: what it acknowledged
-			// is what it got.
-			got, rsecs = sr.Acked, secs
-		}
-		d.ReceivedBytes += max(got, 0)
-		d.Seconds = max(d.Seconds, secs, rsecs)
-		tcp := sr.PeerTCP
-		if localSends {
-			tcp = nil
-			tcp = sr.tcpSummary()
-		}
-		if tcp != nil {
-			d.MaxCwnd = max(d.MaxCwnd, tcp.MaxSndCwnd)
-			d.MaxWnd = max(d.MaxWnd, tcp.MaxSndWnd)
-			rtt += float64(tcp.MeanRTT)
-			nRTT++
-			if p := float64(tcp.PathRTTUs); p > 0 && (d.MinRTTus == 0 || p < d.MinRTTus) {
-				d.MinRTTus = p
-			}
-			d.PMTU, d.MSS = int(tcp.PMTU), int(tcp.MSS)
-			d.BusyUs += tcp.BusyUs
-			d.RwndLimitedUs += tcp.RwndLimitedUs
-			d.SndbufLimitedUs += tcp.SndbufLimitedUs
-			d.RTOs += tcp.RTOs
-			d.RTOTimeMs = max(d.RTOTimeMs, tcp.RTOTimeMs)
-		}
-		if sr.Retransmits >= 0 {
-			d.Retransmits = max(d.Retransmits, 0) + sr.Retransmits
-		}
-		// The receiver's reads: this side's counters when it receives.
-		io := sr.PeerIO
-		if !localSends {
-			io = &sr.IO
-		}
-		if io != nil {
-			recvIO.Bytes += io.Bytes
-			recvIO.Calls += io.Calls
-			recvIO.Errors += io.Errors
-			recvIO.Idle += io.Idle
-			recvIOKnown = true
-		}
-		// What each end's data thread of the stream spent.
-		addThread(local, sr.Thread)
-		addThread(remote, sr.PeerThread)
-		facts := &sr.Facts
-		if !localSends {
-			facts = sr.PeerFacts
-		}
-		if facts != nil {
-			d.Resent += facts.Counts[engine.FactNoBufs]
-			d.ResentWait += time.Duration(facts.Counts[engine.FactNoBufsWait])
-		}
-		sent, lost := r.UDPLoss(sr)
-		d.Sent += sent
-		d.Lost += lost
 	}
-	if n == 0 {
+	if a.n == 0 {
 		return nil
 	}
-	if nRTT > 0 {
-		d.RTTus = rtt / float64(nRTT)
+	a.finish()
+	return d
+}
+
+// dirFacts adds up the streams of one direction into d: their counts, the
+// sender's TCP figures, the receiver's reads, each end's threads.
+type dirFacts struct {
+	r             *Result
+	d             *pathdiag.Direction
+	localSends    bool
+	local, remote *pathdiag.End
+
+	n           int
+	rtt         float64
+	nRTT        int
+	recvIO      engine.Sample
+	recvIOKnown bool
+}
+
+// add adds one stream of the direction.
+func (a *dirFacts) add(sr *StreamResult) {
+	d := a.d
+	a.n++
+	sent, secs := sr.SentBytes()
+	got, rsecs := sr.ReceivedBytes()
+	d.SentBytes += max(sent, 0)
+	if got < 0 && sr.Sender && sr.Acked > 0 {
+		// The peer's count never came: what it acknowledged is what
+		// it got.
+		got, rsecs = sr.Acked, secs
+	}
+	d.ReceivedBytes += max(got, 0)
+	d.Seconds = max(d.Seconds, secs, rsecs)
+	tcp := sr.PeerTCP
+	if a.localSends {
+		tcp = sr.TCPSummary()
+	}
+	if tcp != nil {
+		a.addTCP(tcp)
+	}
+	if sr.Retransmits >= 0 {
+		d.Retransmits = max(d.Retransmits, 0) + sr.Retransmits
+	}
+	// The receiver's reads: this side's counters when it receives.
+	io := sr.PeerIO
+	if !a.localSends {
+		io = &sr.IO
+	}
+	if io != nil {
+		a.recvIO.Bytes += io.Bytes
+		a.recvIO.Calls += io.Calls
+		a.recvIO.Errors += io.Errors
+		a.recvIO.Idle += io.Idle
+		a.recvIOKnown = true
+	}
+	// What each end's data thread of the stream spent.
+	addThread(a.local, sr.Thread)
+	addThread(a.remote, sr.PeerThread)
+	facts := &sr.Facts
+	if !a.localSends {
+		facts = sr.PeerFacts
+	}
+	if facts != nil {
+		d.Resent += facts.Counts[engine.FactNoBufs]
+		d.ResentWait += time.Duration(facts.Counts[engine.FactNoBufsWait])
+	}
+	sent, lost := a.r.UDPLoss(sr)
+	d.Sent += sent
+	d.Lost += lost
+}
+
+// addTCP adds a sending stream's TCP figures.
+func (a *dirFacts) addTCP(tcp *wire.TCPSummary) {
+	d := a.d
+	d.MaxCwnd = max(d.MaxCwnd, tcp.MaxSndCwnd)
+	d.MaxWnd = max(d.MaxWnd, tcp.MaxSndWnd)
+	a.rtt += float64(tcp.MeanRTT)
+	a.nRTT++
+	if p := float64(tcp.PathRTTUs); p > 0 && (d.MinRTTus == 0 || p < d.MinRTTus) {
+		d.MinRTTus = p
+	}
+	d.PMTU, d.MSS = int(tcp.PMTU), int(tcp.MSS)
+	d.BusyUs += tcp.BusyUs
+	d.RwndLimitedUs += tcp.RwndLimitedUs
+	d.SndbufLimitedUs += tcp.SndbufLimitedUs
+	d.RTOs += tcp.RTOs
+	d.RTOTimeMs = max(d.RTOTimeMs, tcp.RTOTimeMs)
+}
+
+// finish derives what the sums give: the mean RTT, the goodput, each
+// end's streams and CPU.
+func (a *dirFacts) finish() {
+	r, d := a.r, a.d
+	if a.nRTT > 0 {
+		d.RTTus = a.rtt / float64(a.nRTT)
 	}
 	if d.UDP {
-		d.Datagram = int(r.Params.blockLen())
+		d.Datagram = int(r.Params.BlockLen())
 	}
 	if d.Seconds > 0 {
 		d.Goodput = 8 * float64(d.ReceivedBytes) / d.Seconds
 	}
-	for _, e := range []*pathdiag.End{local, remote} {
+	for _, e := range []*pathdiag.End{a.local, a.remote} {
 		if e != nil {
-			e.Streams = n
+			e.Streams = a.n
 		}
 	}
 	// CPU in percent of one core: iperf3's figures are of the whole
 	// machine, so the rules take blast's seconds.
 	if secs := r.CPU.UserSeconds + r.CPU.SystemSeconds; secs > 0 && d.Seconds > 0 {
-		local.CPUPct = 100 * secs / d.Seconds
+		a.local.CPUPct = 100 * secs / d.Seconds
 	}
-	if secs := r.RemoteCPU.UserSeconds + r.RemoteCPU.SystemSeconds; remote != nil && secs > 0 && d.Seconds > 0 {
-		remote.CPUPct = 100 * secs / d.Seconds
+	if secs := r.RemoteCPU.UserSeconds + r.RemoteCPU.SystemSeconds; a.remote != nil && secs > 0 && d.Seconds > 0 {
+		a.remote.CPUPct = 100 * secs / d.Seconds
 	}
-	if d.Receiver != nil && recvIOKnown {
-		d.Receiver.IO = recvIO
+	if d.Receiver != nil && a.recvIOKnown {
+		d.Receiver.IO = a.recvIO
 	}
 	d.Failed = r.Err != nil
-	return d
 }
 
 // addThread takes in what one of e's data threads spent: e.Thread holds
 // the most CPU and the longest run wait of its threads, in percent of
 // their time.
-func addThread(e *pathdiag.End, t *ThreadTimes) {
+func addThread(e *pathdiag.End, t *wire.ThreadTimes) {
 	if e == nil || t == nil || t.WallNs <= 0 {
 		return
 	}
@@ -205,17 +234,17 @@ func addThread(e *pathdiag.End, t *ThreadTimes) {
 
 // tcpSummary is the TCP_INFO summary of a stream this side sent on, nil
 // when none was read.
-func (sr *StreamResult) tcpSummary() *TCPSummary {
+func (sr *StreamResult) TCPSummary() *wire.TCPSummary {
 	if !sr.Sender || sr.MeanRTT <= 0 {
 		return nil
 	}
-	return &TCPSummary{MaxSndCwnd: sr.MaxSndCwnd, MaxSndWnd: sr.MaxSndWnd, MeanRTT: sr.MeanRTT, MinRTT: sr.MinRTT,
+	return &wire.TCPSummary{MaxSndCwnd: sr.MaxSndCwnd, MaxSndWnd: sr.MaxSndWnd, MeanRTT: sr.MeanRTT, MinRTT: sr.MinRTT,
 		PMTU: sr.PMTU, MSS: sr.MSS, Acked: sr.Acked, TCPLimits: sr.Limits}
 }
 
-// topFinding is the most serious finding of the test at WARN or above,
+// TopFinding is the most serious finding of the test at WARN or above,
 // the interfaces' and the path's together; nil when there is none.
-func topFinding(r *Result) *finding.Finding {
+func TopFinding(r *Result) *finding.Finding {
 	var all [][]finding.Finding
 	for _, n := range []*nicinfo.Result{r.NIC, r.RemoteNIC} {
 		if n != nil {
@@ -233,10 +262,10 @@ func topFinding(r *Result) *finding.Finding {
 // side sends on (sender) or receives on sent after their receivers had a
 // UDP count: the server sends until TEST_END (UDPLoss), and those are no
 // part of the test. 0 on any other stream, or when a count is unknown.
-func (r *Result) sentAfterCount(sender bool) int64 {
+func (r *Result) SentAfterCount(sender bool) int64 {
 	var n int64
 	for _, sr := range r.Streams {
-		if sr.Sender != sender || !bool(r.Params.UDP) || r.Params.byteLimit() <= 0 || r.upstream(sr.Sender) {
+		if sr.Sender != sender || !bool(r.Params.UDP) || r.Params.ByteLimit() <= 0 || r.Upstream(sr.Sender) {
 			continue
 		}
 		snd, rcv := sr.UDP, sr.PeerUDP
@@ -264,7 +293,7 @@ func (r *Result) UDPLoss(sr *StreamResult) (sent, lost int64) {
 	if !sr.Sender {
 		snd, rcv = sr.PeerUDP, sr.UDP
 	}
-	if bool(r.Params.UDP) && r.Params.byteLimit() > 0 && !r.upstream(sr.Sender) && rcv != nil {
+	if bool(r.Params.UDP) && r.Params.ByteLimit() > 0 && !r.Upstream(sr.Sender) && rcv != nil {
 		return rcv.Packets, rcv.Lost
 	}
 	if snd != nil {

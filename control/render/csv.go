@@ -1,9 +1,12 @@
-package control
+package render
 
 import (
 	"encoding/csv"
 	"io"
 	"strconv"
+
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 )
 
 // csvHeader is the one header line of WriteCSV. The unit of each
@@ -71,12 +74,12 @@ const (
 //
 // Seconds have 6 decimals, bits per second none, the jitter 6 (to the
 // nanosecond); counts are integers.
-func WriteCSV(w io.Writer, r *Result) error {
+func WriteCSV(w io.Writer, r *result.Result) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(csvHeader); err != nil {
 		return err
 	}
-	if r.connected() {
+	if r.Connected() {
 		for _, iv := range r.Intervals {
 			for _, row := range csvInterval(r, iv) {
 				if err := cw.Write(row); err != nil {
@@ -109,12 +112,12 @@ func csvFloat(v float64, prec int) string { return strconv.FormatFloat(v, 'f', p
 func csvSpan(row []string, start, end float64, bytes int64) {
 	row[csvStart], row[csvEnd] = csvFloat(start, 6), csvFloat(end, 6)
 	row[csvBytes] = csvInt(bytes)
-	row[csvBitsPerSec] = csvFloat(8*rate(bytes, end-start), 0)
+	row[csvBitsPerSec] = csvFloat(8*result.Rate(bytes, end-start), 0)
 }
 
 // csvUDP fills a UDP count: the packets alone for a sender, the
 // receiver's figures otherwise.
-func csvUDP(row []string, u UDPStats, sender bool) {
+func csvUDP(row []string, u wire.UDPStats, sender bool) {
 	row[csvPackets] = csvInt(u.Packets)
 	if sender {
 		return
@@ -127,23 +130,10 @@ func csvUDP(row []string, u UDPStats, sender bool) {
 
 // csvInterval is one interval's rows: each direction's streams, then its
 // sum.
-func csvInterval(r *Result, iv *Interval) [][]string {
+func csvInterval(r *result.Result, iv *result.Interval) [][]string {
 	var rows [][]string
-	for _, sender := range r.groups() {
-		var sum UDPStats
-		var bytes, retr int64
-		var st0 *StreamInterval
-		hasTCP := false
-		n := 0
-		for i := range iv.Streams {
-			si := &iv.Streams[i]
-			if si.Sender != sender {
-				continue
-			}
-			if st0 == nil {
-				st0 = si
-			}
-			n++
+	for _, d := range result.SummarizeInterval(r, iv).Dirs {
+		for _, si := range d.Streams {
 			row := csvRow("interval")
 			row[csvStream] = strconv.Itoa(si.ID)
 			row[csvSender] = strconv.FormatBool(si.Sender)
@@ -153,34 +143,21 @@ func csvInterval(r *Result, iv *Interval) [][]string {
 				row[csvRetransmits] = csvInt(si.Retransmits)
 				row[csvCwnd] = csvInt(t.SndCwnd)
 				row[csvRTT] = csvInt(t.RTT)
-				retr += si.Retransmits
-				hasTCP = true
 			}
 			if si.UDP != nil {
-				u := *si.UDP
-				csvUDP(row, u, si.Sender)
-				sum.Packets += u.Packets
-				sum.Lost += u.Lost
-				sum.OutOfOrder += u.OutOfOrder
-				sum.Duplicates += u.Duplicates
-				sum.Jitter += u.Jitter
+				csvUDP(row, *si.UDP, si.Sender)
 			}
-			bytes += si.Bytes
 			rows = append(rows, row)
 		}
-		if st0 == nil {
-			continue
-		}
 		row := csvRow("interval_sum")
-		row[csvSender] = strconv.FormatBool(sender)
+		row[csvSender] = strconv.FormatBool(d.Sender)
 		row[csvOmitted] = strconv.FormatBool(iv.Omitted)
-		csvSpan(row, st0.Start, st0.End, bytes)
-		if hasTCP {
-			row[csvRetransmits] = csvInt(retr)
+		csvSpan(row, d.Start, d.End, d.Bytes)
+		if d.TCP {
+			row[csvRetransmits] = csvInt(d.Retransmits)
 		}
 		if r.UDP() {
-			sum.Jitter /= float64(n)
-			csvUDP(row, sum, sender)
+			csvUDP(row, d.UDP, d.Sender)
 		}
 		rows = append(rows, row)
 	}
@@ -189,70 +166,35 @@ func csvInterval(r *Result, iv *Interval) [][]string {
 
 // csvSummary is the rows after the intervals: per direction, each
 // stream's sent and received views, then the direction's sums.
-func csvSummary(r *Result) [][]string {
+func csvSummary(r *result.Result) [][]string {
 	var rows [][]string
-	for _, sender := range r.groups() {
-		retrOK := !r.UDP() && r.groupHasRetransmits(sender)
-		sent, recv := newCSVTotal(), newCSVTotal()
-		n := 0
-		for _, st := range r.Streams {
-			if st.Sender != sender {
-				continue
-			}
-			n++
-			snd, rcv := st.udpSides()
-			sb, ss := st.SentBytes()
-			if sb >= 0 {
-				row := csvRow("stream_sent")
-				row[csvStream] = strconv.Itoa(st.ID)
-				row[csvSender] = strconv.FormatBool(sender)
-				csvSpan(row, 0, ss, sb)
-				if retrOK && st.Retransmits >= 0 {
-					row[csvRetransmits] = csvInt(st.Retransmits)
-				}
-				csvSenderTCP(row, r, st)
-				if snd != nil {
-					csvUDP(row, *snd, true)
-				}
-				rows = append(rows, row)
-			}
-			sent.add(sb, ss, st.Retransmits, snd)
-			rb, rs := st.ReceivedBytes()
-			if rb >= 0 {
-				row := csvRow("stream_received")
-				row[csvStream] = strconv.Itoa(st.ID)
-				row[csvSender] = strconv.FormatBool(sender)
-				csvSpan(row, 0, rs, rb)
-				if rcv != nil {
-					csvUDP(row, *rcv, false)
-				}
-				rows = append(rows, row)
-			}
-			recv.add(rb, rs, 0, rcv)
-		}
-		if n == 0 {
+	for _, d := range result.Summarize(r).Dirs {
+		if d.Empty() {
 			continue
 		}
-		if sent.known {
+		retrOK := !r.UDP() && d.Retransmits
+		for _, ss := range d.Streams {
+			rows = append(rows, csvStreamRows(r, &d, &ss, retrOK)...)
+		}
+		if snt := &d.Sent; snt.Known {
 			row := csvRow("sum_sent")
-			row[csvSender] = strconv.FormatBool(sender)
-			csvSpan(row, 0, sent.secs, sent.bytes)
-			if retrOK && sent.retrOK {
-				row[csvRetransmits] = csvInt(sent.retr)
+			row[csvSender] = strconv.FormatBool(d.Sender)
+			csvSpan(row, 0, snt.Seconds, snt.Bytes)
+			if retrOK && snt.RetrKnown {
+				row[csvRetransmits] = csvInt(snt.Retransmits)
 			}
-			if sent.udpOK {
-				csvUDP(row, sent.udp, true)
+			if snt.UDPKnown {
+				csvUDP(row, snt.UDP, true)
 			}
 			rows = append(rows, row)
 		}
-		if recv.known {
+		if rcv := &d.Received; rcv.Known {
 			row := csvRow("sum_received")
-			row[csvSender] = strconv.FormatBool(sender)
-			csvSpan(row, 0, recv.secs, recv.bytes)
-			if recv.udpOK {
+			row[csvSender] = strconv.FormatBool(d.Sender)
+			csvSpan(row, 0, rcv.Seconds, rcv.Bytes)
+			if rcv.UDPKnown {
 				// As iperf3: the jitter averaged over the streams.
-				recv.udp.Jitter /= float64(n)
-				csvUDP(row, recv.udp, false)
+				csvUDP(row, rcv.UDP, false)
 			}
 			rows = append(rows, row)
 		}
@@ -260,10 +202,41 @@ func csvSummary(r *Result) [][]string {
 	return rows
 }
 
+// csvStreamRows is a stream's stream_sent and stream_received rows, those
+// whose view is known.
+func csvStreamRows(r *result.Result, d *result.DirSummary, ss *result.StreamSummary, retrOK bool) [][]string {
+	var rows [][]string
+	if snt := ss.Sent; snt.Known() {
+		row := csvRow("stream_sent")
+		row[csvStream] = strconv.Itoa(ss.ID)
+		row[csvSender] = strconv.FormatBool(d.Sender)
+		csvSpan(row, 0, snt.Seconds, snt.Bytes)
+		if retrOK && ss.Retransmits >= 0 {
+			row[csvRetransmits] = csvInt(ss.Retransmits)
+		}
+		csvSenderTCP(row, r, ss.StreamResult)
+		if ss.SndUDP != nil {
+			csvUDP(row, *ss.SndUDP, true)
+		}
+		rows = append(rows, row)
+	}
+	if rcv := ss.Received; rcv.Known() {
+		row := csvRow("stream_received")
+		row[csvStream] = strconv.Itoa(ss.ID)
+		row[csvSender] = strconv.FormatBool(d.Sender)
+		csvSpan(row, 0, rcv.Seconds, rcv.Bytes)
+		if ss.RcvUDP != nil {
+			csvUDP(row, *ss.RcvUDP, false)
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
 // csvSenderTCP fills the whole-test TCP_INFO figures of a stream's
 // sender: this side's when it sends, the peer's when it does and is
 // blast (which reports no maximum RTT).
-func csvSenderTCP(row []string, r *Result, st *StreamResult) {
+func csvSenderTCP(row []string, r *result.Result, st *result.StreamResult) {
 	if r.UDP() {
 		return
 	}
@@ -277,33 +250,5 @@ func csvSenderTCP(row []string, r *Result, st *StreamResult) {
 		row[csvMaxCwnd] = csvInt(st.PeerTCP.MaxSndCwnd)
 		row[csvMinRTT] = csvInt(st.PeerTCP.MinRTT)
 		row[csvMeanRTT] = csvInt(st.PeerTCP.MeanRTT)
-	}
-}
-
-// csvTotal adds up one view (sent or received) of a direction's streams:
-// known, retrOK and udpOK stay true while every stream's bytes,
-// retransmits and datagram counts are known.
-type csvTotal struct {
-	known, retrOK, udpOK bool
-	bytes, retr          int64
-	secs                 float64
-	udp                  UDPStats
-}
-
-func newCSVTotal() *csvTotal { return &csvTotal{known: true, retrOK: true, udpOK: true} }
-
-func (t *csvTotal) add(bytes int64, secs float64, retr int64, u *UDPStats) {
-	t.known = t.known && bytes >= 0
-	t.bytes += bytes
-	t.secs = max(t.secs, secs)
-	t.retrOK = t.retrOK && retr >= 0
-	t.retr += retr
-	t.udpOK = t.udpOK && u != nil
-	if u != nil {
-		t.udp.Packets += u.Packets
-		t.udp.Lost += u.Lost
-		t.udp.OutOfOrder += u.OutOfOrder
-		t.udp.Duplicates += u.Duplicates
-		t.udp.Jitter += u.Jitter
 	}
 }

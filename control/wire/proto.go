@@ -1,4 +1,4 @@
-package control
+package wire
 
 import (
 	"crypto/rand"
@@ -93,8 +93,8 @@ func NewCookie() [CookieSize]byte {
 	return c
 }
 
-// cookieString is the printable part of a cookie (up to the NUL).
-func cookieString(c [CookieSize]byte) string {
+// CookieString is the printable part of a cookie (up to the NUL).
+func CookieString(c [CookieSize]byte) string {
 	for i, b := range c {
 		if b == 0 {
 			return string(c[:i])
@@ -207,14 +207,14 @@ var ierrnoText = map[int32]string{
 	10: "MSS too large", 12: "bogus --omit value", 21: "bad TOS value",
 	13: "an option you are trying to set is not implemented yet", 15: "invalid burst count (maximum = 1000)",
 	20: "block size invalid (minimum = 16 bytes, maximum = 65507 bytes)", 131: "protocol does not exist",
-	iperfNewTest: "unable to create a new test", 102: "unable to start listener for connections", 114: "unable to receive parameters from client",
+	IENewTest: "unable to create a new test", 102: "unable to start listener for connections", 114: "unable to receive parameters from client",
 	119: "the client has terminated", 120: "the server has terminated",
 	121: "the server is busy running a test", 123: "unable to set TCP MSS",
 	124: "unable to set socket buffer size", 125: "unable to set IP TOS",
 	134: "unable to set TCP congestion control", 142: "test authorization failed",
-	iperfTotalRate:   "total required bandwidth is larger than server limit",
-	iperfMaxDuration: "client's requested duration exceeds the server's maximum permitted limit",
-	iperfNoMsg:       "idle timeout for receiving data", iperfDurationExpired: "server test duration expired",
+	IETotalRate:   "total required bandwidth is larger than server limit",
+	IEMaxDuration: "client's requested duration exceeds the server's maximum permitted limit",
+	IENoMsg:       "idle timeout for receiving data", IEDurationExpired: "server test duration expired",
 	201: "unable to initialize stream", 202: "unable to start stream listener",
 	204: "unable to accept stream connection",
 }
@@ -240,12 +240,12 @@ type serverReason struct {
 	Reason string `json:"reason"`
 }
 
-// writeReason follows SERVER_ERROR with why, for a blast client: without
+// WriteReason follows SERVER_ERROR with why, for a blast client: without
 // the control characters the client would drop, cut short (at a
 // character) until its JSON fits maxReasonJSON, which escaping can make
 // six times longer than the text.
-func writeReason(w io.Writer, why string) error {
-	why = reasonText(why)
+func WriteReason(w io.Writer, why string) error {
+	why = ReasonText(why)
 	n := len(why)
 	for {
 		for n > 0 && n < len(why) && !utf8.RuneStart(why[n]) {
@@ -262,20 +262,20 @@ func writeReason(w io.Writer, why string) error {
 	}
 }
 
-// readReason reads the reason a blast server sends after SERVER_ERROR,
+// ReadReason reads the reason a blast server sends after SERVER_ERROR,
 // waiting at most wait; "" when none comes (iperf3 sends none, and
 // closes). Control characters are dropped: it goes to a terminal.
-func readReason(c net.Conn, wait time.Duration) string {
+func ReadReason(c net.Conn, wait time.Duration) string {
 	c.SetReadDeadline(time.Now().Add(wait))
 	var r serverReason
 	if err := ReadJSON(c, maxReasonJSON, &r); err != nil {
 		return ""
 	}
-	return reasonText(r.Reason)
+	return ReasonText(r.Reason)
 }
 
-// reasonText is s without control characters (C0, DEL, C1).
-func reasonText(s string) string {
+// ReasonText is s without control characters (C0, DEL, C1).
+func ReasonText(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
 			return -1
@@ -284,20 +284,20 @@ func reasonText(s string) string {
 	}, s)
 }
 
-func readServerError(r io.Reader) error {
+func ReadServerError(r io.Reader) error {
 	var b [8]byte
 	if n, err := io.ReadFull(r, b[:]); err != nil {
-		if n >= 4 && errors.Is(err, io.ErrUnexpectedEOF) && binary.BigEndian.Uint32(b[:4]) == iperfAuthTest {
+		if n >= 4 && errors.Is(err, io.ErrUnexpectedEOF) && binary.BigEndian.Uint32(b[:4]) == IEAuthTest {
 			// iperf3 before 3.17 sends IEAUTHTEST without an errno,
 			// and closes.
-			return ServerErrorCode{Ierrno: iperfAuthTest}
+			return ServerErrorCode{Ierrno: IEAuthTest}
 		}
 		return fmt.Errorf("server error (details unreadable: %v)", err)
 	}
 	return ServerErrorCode{Ierrno: int32(binary.BigEndian.Uint32(b[:4])), Errno: int32(binary.BigEndian.Uint32(b[4:]))}
 }
 
-func writeServerError(w io.Writer, ierrno, errno int32) error {
+func WriteServerError(w io.Writer, ierrno, errno int32) error {
 	var b [9]byte
 	st := ServerError
 	b[0] = byte(st)

@@ -1,7 +1,6 @@
-package control
+package render
 
 import (
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/golden"
 	"github.com/blastnet/blast/internal/testkit"
@@ -17,7 +18,7 @@ import (
 // csvClientP2 is blast client -P 2 -t 3: two streams over three intervals,
 // with retransmits and a congestion window on both, against a blast
 // server.
-func csvClientP2() *Result {
+func csvClientP2() *result.Result {
 	ivs := intervals(
 		[]goldenIv{
 			{socket: 5, id: 1, sender: true, start: 0, end: 1.000117, calls: 4410, retr: 12, cwnd: 1048576, rtt: 512, minRTT: 64},
@@ -32,20 +33,20 @@ func csvClientP2() *Result {
 			{socket: 7, id: 2, sender: true, start: 2.000204, end: 3.000093, calls: 4467, retr: 0, cwnd: 1245184, rtt: 480, minRTT: 66},
 		},
 	)
-	r := &Result{
-		Role: "client", Version: Version, SystemInfo: "Linux lab-a 6.12.0 #1 SMP x86_64", Time: goldenTime,
+	r := &result.Result{
+		Role: "client", Version: result.Version, SystemInfo: "Linux lab-a 6.12.0 #1 SMP x86_64", Time: goldenTime,
 		Peer: addrPort(goldenServer, 5201), Host: "198.18.0.2", Cookie: "p2p2p2p2p2p2p2p2p2p2p2p2p2p2p2p2p2p2",
-		Params:         Params{TCP: true, Time: 3, Parallel: 2, Len: goldenBlock, Blast: &BlastParams{Version: Version}},
+		Params:         wire.Params{TCP: true, Time: 3, Parallel: 2, Len: goldenBlock, Blast: &wire.BlastParams{Version: result.Version}},
 		TCPMSSDefault:  1448,
 		Intervals:      ivs,
-		CPU:            CPUUtil{Total: 51.2, User: 1.6, System: 49.6, UserSeconds: 0.05, SystemSeconds: 1.49},
-		RemoteCPU:      CPUUtil{Total: 63.0, User: 2.2, System: 60.8, UserSeconds: 0.07, SystemSeconds: 1.82},
+		CPU:            result.CPUUtil{Total: 51.2, User: 1.6, System: 49.6, UserSeconds: 0.05, SystemSeconds: 1.49},
+		RemoteCPU:      result.CPUUtil{Total: 63.0, User: 2.2, System: 60.8, UserSeconds: 0.07, SystemSeconds: 1.82},
 		HasRetransmits: true, Congestion: "cubic", RemoteCongestion: "cubic",
-		Backend: "readwrite", RemoteBackend: "readwrite", RemoteVersion: Version,
+		Backend: "readwrite", RemoteBackend: "readwrite", RemoteVersion: result.Version,
 	}
 	peerBytes := []int64{1751121920, 1734606848}
 	for i, cwnd := range []int64{1376256, 1245184} {
-		sr := streamFromIntervals(&StreamResult{ID: i + 1, Socket: 5 + 2*i, Sender: true,
+		sr := streamFromIntervals(&result.StreamResult{ID: i + 1, Socket: 5 + 2*i, Sender: true,
 			Local: addrPort(goldenClient, uint16(50480+i)), Remote: addrPort(goldenServer, 5201),
 			PeerBytes: peerBytes[i], PeerSeconds: 3.040117,
 			MaxSndCwnd: cwnd, MaxSndWnd: 3 << 20, MinRTT: 63 + int64(3*i), MaxRTT: 512 + int64(18*i), MeanRTT: 490 + int64(12*i)}, ivs)
@@ -59,11 +60,11 @@ func csvClientP2() *Result {
 // those only the CSV has.
 func csvResults() []struct {
 	name string
-	r    func() *Result
+	r    func() *result.Result
 } {
 	return append(slices.Clone(goldenResults), struct {
 		name string
-		r    func() *Result
+		r    func() *result.Result
 	}{"client-p2", csvClientP2})
 }
 
@@ -155,7 +156,7 @@ func TestCSVParses(t *testing.T) {
 func TestCSVRows(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		r     *Result
+		r     *result.Result
 		kinds map[string]int
 	}{
 		{"two TCP streams, three intervals", csvClientP2(),
@@ -237,7 +238,7 @@ func csvAtoi(t *testing.T, s string) int64 {
 // TestCSVNotConnected: a test that never connected has the header alone.
 func TestCSVNotConnected(t *testing.T) {
 	var b strings.Builder
-	if err := WriteCSV(&b, ErrorResult("198.18.0.2", errors.New("connection refused"))); err != nil {
+	if err := WriteCSV(&b, connectRefused()); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := b.String(), strings.Join(csvHeader, ",")+"\n"; got != want {

@@ -1,4 +1,4 @@
-package control
+package render
 
 import (
 	"errors"
@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/golden"
 )
@@ -18,20 +17,20 @@ import (
 // render_golden_test.go's.
 
 // withFile is r with the -F file of its streams.
-func withFile(r *Result, name string, size int64) *Result {
-	r.File = &DiskFile{Name: name, Size: size}
+func withFile(r *result.Result, name string, size int64) *result.Result {
+	r.File = &result.DiskFile{Name: name, Size: size}
 	return r
 }
 
 // connectRefused is a client test whose server refused the connection.
-func connectRefused() *Result {
-	r := ErrorResult("198.18.0.2", errors.New("connect to 198.18.0.2:5201: connection refused"))
-	r.SystemInfo = "Linux lab-a 6.12.0 #1 SMP x86_64"
-	return r
+func connectRefused() *result.Result {
+	// As control.ErrorResult makes it, on a fixed system.
+	return &result.Result{Role: "client", Version: result.Version, SystemInfo: "Linux lab-a 6.12.0 #1 SMP x86_64",
+		Host: "198.18.0.2", Err: errors.New("connect to 198.18.0.2:5201: connection refused")}
 }
 
 // withServerOutput is r with a server report it did not ask for.
-func withServerOutput(r *Result) *Result {
+func withServerOutput(r *result.Result) *result.Result {
 	r.ServerOutputText = "Accepted connection from 198.18.0.1, port 50430\n"
 	return r
 }
@@ -39,7 +38,7 @@ func withServerOutput(r *Result) *Result {
 var clientTextGoldens = []struct {
 	name string
 	text Text
-	r    func() *Result
+	r    func() *result.Result
 }{
 	{"client-p1-default", Text{}, clientP1},
 	{"client-p1-verbose", Text{Verbose: true}, clientP1},
@@ -49,18 +48,18 @@ var clientTextGoldens = []struct {
 	{"client-bidir-verbose", Text{Verbose: true}, clientBidir},
 	{"client-failed-verbose", Text{Verbose: true}, clientFailed},
 	{"client-bytes-verbose", Text{Verbose: true}, clientNoIntervals},
-	{"client-server-output-unasked", Text{}, func() *Result { return withServerOutput(clientP1()) }},
-	{"udp-client-p1-verbose", Text{Verbose: true}, func() *Result { r := udpClientP1(); r.BlockLenAuto = true; return r }},
+	{"client-server-output-unasked", Text{}, func() *result.Result { return withServerOutput(clientP1()) }},
+	{"udp-client-p1-verbose", Text{Verbose: true}, func() *result.Result { r := udpClientP1(); r.BlockLenAuto = true; return r }},
 	{"udp-client-p2-format-g", Text{Format: 'g'}, udpClientP2Loss},
-	{"udp-client-p2-pace-behind", Text{}, func() *Result {
+	{"udp-client-p2-pace-behind", Text{}, func() *result.Result {
 		// The first stream's thread was held up for longer than its
 		// pacer made up: 136 ms at 400 Mbit/s are 6.8 MB short.
 		r := udpClientP2Loss()
 		r.Streams[0].Facts.Counts = map[string]int64{engine.FactPaceBehind: int64(136 * time.Millisecond)}
 		return r
 	}},
-	{"client-file-send", Text{}, func() *Result { return withFile(clientNoIntervals(), "/srv/big.iso", 1<<30) }},
-	{"client-file-receive", Text{}, func() *Result { return withFile(clientReverse(), "copy.bin", 2357444608) }},
+	{"client-file-send", Text{}, func() *result.Result { return withFile(clientNoIntervals(), "/srv/big.iso", 1<<30) }},
+	{"client-file-receive", Text{}, func() *result.Result { return withFile(clientReverse(), "copy.bin", 2357444608) }},
 }
 
 func TestClientTextGolden(t *testing.T) {
@@ -74,11 +73,11 @@ func TestClientTextGolden(t *testing.T) {
 func TestClientJSONGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		r    func() *Result
+		r    func() *result.Result
 	}{
-		{"client-file-send", func() *Result { return withFile(clientNoIntervals(), "/srv/big.iso", 1<<30) }},
-		{"client-server-output-unasked", func() *Result { return withServerOutput(clientP1()) }},
-		{"client-extra-data", func() *Result {
+		{"client-file-send", func() *result.Result { return withFile(clientNoIntervals(), "/srv/big.iso", 1<<30) }},
+		{"client-server-output-unasked", func() *result.Result { return withServerOutput(clientP1()) }},
+		{"client-extra-data", func() *result.Result {
 			r := clientP1()
 			r.Params.ExtraData = "run 7, rack b"
 			return r
@@ -99,7 +98,7 @@ func TestClientJSONGolden(t *testing.T) {
 func TestJSONStreamGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		r    func() *Result
+		r    func() *result.Result
 	}{
 		{"client-p1", clientP1},
 		{"udp-client-reverse-iperf3", udpClientReverse},
@@ -110,7 +109,7 @@ func TestJSONStreamGolden(t *testing.T) {
 			var b strings.Builder
 			s := &JSONStream{W: &b}
 			r := tc.r()
-			if r.connected() {
+			if r.Connected() {
 				if err := s.Start(r); err != nil {
 					t.Fatal(err)
 				}
@@ -136,48 +135,5 @@ func TestUnitFormat(t *testing.T) {
 	}
 	if got, want := (Text{}).bits(1234567890.0), "9.88 Gbit"; got != want {
 		t.Errorf("adaptive: %q, want %q", got, want)
-	}
-}
-
-// TestStrftime checks --timestamps' formats against C's strftime in the C
-// locale, conversion by conversion, on a date that exercises padding,
-// the week numbers and the 12-hour clock.
-func TestStrftime(t *testing.T) {
-	at := time.Date(2026, 1, 4, 7, 5, 9, 0, time.UTC) // a Sunday
-	for _, tc := range []struct{ f, want string }{
-		{"%c ", "Sun Jan  4 07:05:09 2026 "},
-		{"%a %A %b %B %h", "Sun Sunday Jan January Jan"},
-		{"%C %d %D %e %F", "20 04 01/04/26  4 2026-01-04"},
-		{"%g %G %V", "26 2026 01"},
-		{"%H %I %j %k %l %m %M", "07 07 004  7  7 01 05"},
-		{"%p %r %R %s %S %T", "AM 07:05:09 AM 07:05 1767510309 09 07:05:09"},
-		{"%u %U %w %W", "7 01 0 00"},
-		{"%x %X %y %Y %z %Z", "01/04/26 07:05:09 26 2026 +0000 UTC"},
-		{"%Ey %Od %%|%n|%t|%J|%", "26 04 %|\n|\t|%J|%"},
-	} {
-		if got := Strftime(tc.f, at); got != tc.want {
-			t.Errorf("Strftime(%q) = %q, want %q", tc.f, got, tc.want)
-		}
-	}
-	pm := time.Date(2025, 12, 29, 23, 0, 0, 0, time.UTC) // ISO week 1 of 2026
-	if got, want := Strftime("%I%p %G-W%V %U %W", pm), "11PM 2026-W01 52 52"; got != want {
-		t.Errorf("%q, want %q", got, want)
-	}
-}
-
-// TestLineWriter: the time, then the title, at the start of every line,
-// across writes that split lines.
-func TestLineWriter(t *testing.T) {
-	var b strings.Builder
-	at := time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC)
-	w := &LineWriter{W: &b, Title: "lab", Timestamps: "%H:%M:%S ", Now: func() time.Time { return at }}
-	for _, s := range []string{"one\ntw", "o\n", "\nthree\n"} {
-		if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
-			t.Fatalf("Write(%q) = %d, %v", s, n, err)
-		}
-	}
-	want := "09:26:53 lab:  one\n09:26:53 lab:  two\n09:26:53 lab:  \n09:26:53 lab:  three\n"
-	if diff := cmp.Diff(want, b.String()); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
