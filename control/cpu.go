@@ -10,12 +10,13 @@ import (
 // whole process: a server running several tests at once reports what all
 // of them used.
 type cpuMeter struct {
-	wall time.Time
-	cpu  engine.CPUTimes
+	wall   time.Time
+	cpu    engine.CPUTimes
+	pauses engine.PauseHist
 }
 
 func startCPU() cpuMeter {
-	return cpuMeter{wall: time.Now(), cpu: engine.ProcessCPU()}
+	return cpuMeter{wall: time.Now(), cpu: engine.ProcessCPU(), pauses: engine.ReadPauses()}
 }
 
 func (m cpuMeter) read() CPUUtil {
@@ -25,5 +26,6 @@ func (m cpuMeter) read() CPUUtil {
 		return CPUUtil{}
 	}
 	pct := func(d time.Duration) float64 { return 100 * float64(d) / float64(wall) }
-	return CPUUtil{Total: pct(d.Total()), User: pct(d.User), System: pct(d.System), UserSeconds: d.User.Seconds(), SystemSeconds: d.System.Seconds()}
+	p := engine.ReadPauses().Since(m.pauses)
+	return CPUUtil{Total: pct(d.Total()), User: pct(d.User), System: pct(d.System), UserSeconds: d.User.Seconds(), SystemSeconds: d.System.Seconds(), Pauses: &p}
 }

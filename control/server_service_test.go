@@ -745,6 +745,10 @@ func TestConsoleVerboseDebug(t *testing.T) {
 		// and the client's results carry the peer's thread.
 		`(?m)^Threads: local 1 free flow\(s\) \(unlocked goroutines in raw calls\), CPU \d+% of a core each on average, [\d.]+ voluntary and [\d.]+ involuntary context switches per 10 ms$`,
 		`(?m)^Threads: remote 1 free flow\(s\) `,
+		// Each side's stop-the-world pauses over the test (a test of 2 s
+		// may have none: the count is what is asserted to be there).
+		`(?m)^Pauses: local \d+ stop-the-world pauses, [\d.]+ ms in all, p99 at most [\d.]+ ms, the longest at most [\d.]+ ms$`,
+		`(?m)^Pauses: remote \d+ stop-the-world pauses`,
 		`(?m)^State change: State set to 9-PARAM_EXCHANGE \(from 15-IPERF_START\)$`,
 		`(?m)^get_parameters: \{.*"time":2`,
 		`(?m)^State change: server received and changed State to 4-TEST_END$`,

@@ -1016,7 +1016,7 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 		CongestionUsed: congestion,
 		Streams:        []StreamResults{},
 		Blast: &BlastResults{Version: Version, Backend: backend, NIC: s.res.NIC,
-			CPU: &CPUSeconds{User: cpu.UserSeconds, System: cpu.SystemSeconds}, Host: s.res.Load,
+			CPU: &CPUSeconds{User: cpu.UserSeconds, System: cpu.SystemSeconds}, Pauses: cpu.Pauses, Host: s.res.Load,
 			Path: s.res.Path, Sysctls: s.res.Sysctls, SndBuf: s.res.SndBufActual, RcvBuf: s.res.RcvBufActual},
 	}
 	for _, iv := range s.res.Intervals {
@@ -1077,6 +1077,9 @@ func (s *session) merge(pr *Results) error {
 	r.RemoteCPU = CPUUtil{Total: pr.CPUUtilTotal, User: pr.CPUUtilUser, System: pr.CPUUtilSystem}
 	if pr.Blast != nil && pr.Blast.CPU != nil {
 		r.RemoteCPU.UserSeconds, r.RemoteCPU.SystemSeconds = pr.Blast.CPU.User, pr.Blast.CPU.System
+	}
+	if pr.Blast != nil {
+		r.RemoteCPU.Pauses = pr.Blast.Pauses
 	}
 	r.RemoteHasRetransmits = pr.SenderHasRetransmits == 1
 	r.RemoteCongestion = pr.CongestionUsed

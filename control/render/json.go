@@ -243,6 +243,10 @@ type jsonEndBlast struct {
 	Findings   []finding.Finding `json:"findings,omitempty"`
 	Path       *pathinfo.Delta   `json:"path,omitempty"`
 	RemotePath *pathinfo.Delta   `json:"remote_path,omitempty"`
+	// Pauses and RemotePauses are each side's stop-the-world pauses
+	// over the test.
+	Pauses       *engine.Pauses `json:"stw_pauses,omitempty"`
+	RemotePauses *engine.Pauses `json:"remote_stw_pauses,omitempty"`
 }
 
 type jsonEndStreamB struct {
@@ -265,6 +269,10 @@ type jsonEndStreamB struct {
 	// peer got after a time-limited test's end (StreamResult.Drained).
 	Drained     *wire.Drained `json:"drained,omitempty"`
 	PeerDrained *wire.Drained `json:"peer_drained,omitempty"`
+	// Thread and PeerThread are how the stream's data ran here and at
+	// the peer: free or locked, CPU, run-queue wait, context switches.
+	Thread     *wire.ThreadTimes `json:"thread,omitempty"`
+	PeerThread *wire.ThreadTimes `json:"peer_thread,omitempty"`
 }
 
 func i64(v int64) *int64 { return &v }
@@ -409,10 +417,10 @@ func jsonEndOf(r *result.Result) *jsonEnd {
 	}
 	e.Blast = jsonEndBlast{Backend: r.Backend, RemoteBackend: r.RemoteBackend, RemoteVersion: r.RemoteVersion, RemoteErrors: r.RemoteErrors, Notes: r.Notes, NIC: r.NIC, RemoteNIC: r.RemoteNIC, Streams: []jsonEndStreamB{},
 		Host: r.Load, RemoteHost: r.RemoteLoad, RemoteHostIntervals: r.RemoteLoadIntervals,
-		Findings: r.Findings, Path: r.Path, RemotePath: r.RemotePath}
+		Findings: r.Findings, Path: r.Path, RemotePath: r.RemotePath, Pauses: r.CPU.Pauses, RemotePauses: r.RemoteCPU.Pauses}
 	for _, st := range r.Streams {
 		jb := jsonEndStreamB{ID: st.ID, Socket: st.Socket, Sender: st.Sender, IO: st.IO, PeerIO: st.PeerIO, PeerFacts: st.PeerFacts, UDP: st.UDP, PeerUDP: st.PeerUDP,
-			Verify: st.Verify, PeerVerify: st.PeerVerify, Drained: st.Drained, PeerDrained: st.PeerDrained}
+			Verify: st.Verify, PeerVerify: st.PeerVerify, Drained: st.Drained, PeerDrained: st.PeerDrained, Thread: st.Thread, PeerThread: st.PeerThread}
 		if len(st.Facts.Counts) > 0 || len(st.Facts.Notes) > 0 {
 			f := st.Facts
 			jb.Facts = &f

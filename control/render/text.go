@@ -3,14 +3,15 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"strings"
+	"time"
+
 	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/units"
-	"io"
-	"strings"
-	"time"
 
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/hostload"
@@ -400,6 +401,18 @@ func writeDiskFile(w io.Writer, f *result.DiskFile, moved int64) {
 	fmt.Fprintf(w, "        Sent %s / %s (%d%%) of %s\n", units.IperfBytes(float64(max(moved, 0))), units.IperfBytes(float64(f.Size)), pct, f.Name)
 }
 
+// writePauses writes one side's stop-the-world pauses over the test:
+// "Pauses: local 12 stop-the-world pauses, 1.23 ms in all, p99 at most
+// 0.26 ms, the longest at most 0.26 ms". Nothing when unknown.
+func writePauses(w io.Writer, side string, p *engine.Pauses) {
+	if p == nil {
+		return
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	fmt.Fprintf(w, "Pauses: %s %d stop-the-world pauses, %.2f ms in all, p99 at most %.2f ms, the longest at most %.2f ms\n",
+		side, p.Count, ms(p.Total), ms(p.P99), ms(p.Max))
+}
+
 // writeThreads writes how one side's streams ran (engine.Free or locked
 // threads), what CPU they used and how often they left it: "Threads:
 // local 4 free flows (unlocked goroutines in raw calls), CPU 38% of a
@@ -476,6 +489,8 @@ func (t Text) writeSummaryTail(w io.Writer, r *result.Result) {
 		}
 		fmt.Fprintf(w, "Backend: local %s, remote %s\n", r.Backend, remoteBackend)
 		writeThreads(w, "local", r, func(sr *result.StreamResult) *wire.ThreadTimes { return sr.Thread })
+		writePauses(w, "local", r.CPU.Pauses)
+		writePauses(w, "remote", r.RemoteCPU.Pauses)
 		writeThreads(w, "remote", r, func(sr *result.StreamResult) *wire.ThreadTimes { return sr.PeerThread })
 		if r.SockBufSize > 0 {
 			what := "TCP window"

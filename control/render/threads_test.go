@@ -7,6 +7,7 @@ import (
 
 	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/control/wire"
+	"github.com/blastnet/blast/engine"
 )
 
 // The -V "Threads:" line sums one side's streams: how they ran, their CPU
@@ -37,6 +38,39 @@ func TestWriteThreads(t *testing.T) {
 		writeThreads(&b, "local", r, func(sr *result.StreamResult) *wire.ThreadTimes { return sr.Thread })
 		if b.String() != c.want {
 			t.Errorf("%s: got %q, want %q", c.name, b.String(), c.want)
+		}
+	}
+}
+
+// The -V "Pauses:" line, and nothing for a side that sent none.
+func TestWritePauses(t *testing.T) {
+	var b strings.Builder
+	writePauses(&b, "local", &engine.Pauses{Count: 12, Total: 1230 * time.Microsecond, P99: 256 * time.Microsecond, Max: 512 * time.Microsecond})
+	writePauses(&b, "remote", nil)
+	want := "Pauses: local 12 stop-the-world pauses, 1.23 ms in all, p99 at most 0.26 ms, the longest at most 0.51 ms\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
+
+// -J carries each stream's thread (here and at the peer) and each side's
+// pauses under end.blast.
+func TestJSONThreadsAndPauses(t *testing.T) {
+	th := &wire.ThreadTimes{WallNs: 1e9, CPUNs: 4e8, Free: true, VolSwitches: 7, InvolSwitches: 2}
+	r := clientP1()
+	r.Streams[0].Thread, r.Streams[0].PeerThread = th, th
+	r.CPU.Pauses = &engine.Pauses{Count: 3, Total: time.Millisecond, P99: time.Millisecond, Max: time.Millisecond}
+	r.RemoteCPU.Pauses = &engine.Pauses{Count: 1}
+	b, err := JSONBytes(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"thread": {`, `"peer_thread": {`, `"free": true`, `"voluntary_switches": 7`, `"involuntary_switches": 2`,
+		`"stw_pauses": {`, `"count": 3`, `"max_ns": 1000000`, `"remote_stw_pauses": {`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("-J has no %s:\n%s", want, b)
 		}
 	}
 }

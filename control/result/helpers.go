@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/blastnet/blast/control/wire"
+	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/nicinfo"
 )
 
@@ -17,6 +18,9 @@ type CPUUtil struct {
 	// UserSeconds and SystemSeconds are the same CPU time in seconds
 	// (blast peers exchange them; from iperf3 they are 0).
 	UserSeconds, SystemSeconds float64
+	// Pauses are the process's stop-the-world pauses over the test (nil:
+	// unknown: a peer that is not blast).
+	Pauses *engine.Pauses
 }
 
 // Stall is the longest time a direction of a test moved no byte between

@@ -281,6 +281,9 @@ type BlastResults struct {
 	NIC *nicinfo.Result `json:"nic,omitempty"`
 	// CPU is this side's process CPU time over the test, in seconds.
 	CPU *CPUSeconds `json:"cpu_seconds,omitempty"`
+	// Pauses are this side's stop-the-world pauses over the test (the
+	// collector's and the runtime's others).
+	Pauses *engine.Pauses `json:"stw_pauses,omitempty"`
 	// Host is this side's host load over the test, HostIntervals per
 	// interval (--sys).
 	Host          *hostload.Load  `json:"host,omitempty"`
