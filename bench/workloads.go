@@ -192,11 +192,11 @@ func blastClientMetric(label string, m metric, flags []string) Side {
 	}}
 }
 
-// lockedClientSide is blastClientSide with every flow of both ends on a
-// locked thread (BLAST_THREADS=locked: the engine-v2 data path).
-func lockedClientSide(label string, flags []string) Side {
-	return Side{Key: "blast-locked", Label: label, Run: func(ctx context.Context, e *Env) Sample {
-		env := []string{"/usr/bin/env", "BLAST_THREADS=locked", e.Blast}
+// threadsClientSide is blastClientSide with BLAST_THREADS=threads on both
+// ends: every flow free, or every flow on a locked thread.
+func threadsClientSide(key, threads, label string, flags []string) Side {
+	return Side{Key: key, Label: label, Run: func(ctx context.Context, e *Env) Sample {
+		env := []string{"/usr/bin/env", "BLAST_THREADS=" + threads, e.Blast}
 		srvArgv := append(env[:3:3], "server", "-1", "-p", strconv.Itoa(iperfPort))
 		cliArgv := append(append(env[:3:3], "client", e.target(), "-p", strconv.Itoa(iperfPort), "-J",
 			"-t", strconv.Itoa(e.Secs)), flags...)
@@ -332,16 +332,16 @@ func Workloads() []Workload {
 			Peers:       iperfSides("iperf3 -c -P "+ps+" -> iperf3 -s", metricGbps, []string{"-P", ps}),
 		})
 	}
-	// The engine's designs side by side: flows run free (engine v3, the
-	// default) against every flow on a locked thread (engine v2, what
-	// BLAST_THREADS=locked asks for), both ends alike.
+	// The engine's designs side by side: free flows (engine v3's raw
+	// calls, BLAST_THREADS=free) against locked threads (the default),
+	// both ends alike.
 	for _, p := range []int{1, 4, 8} {
 		ps := strconv.Itoa(p)
 		ws = append(ws, Workload{
 			ID: "design-P" + ps, Title: "TCP, client/server mode, " + ps + " stream(s): free flows vs locked threads", Metric: "throughput", Unit: "Gbit/s",
 			Unavailable: needClient,
-			Blast:       blastClientSide("blast client -P "+ps+" -> blast server (free flows)", []string{"-P", ps}),
-			Peers:       []Side{lockedClientSide("blast client -P "+ps+" -> blast server (locked threads)", []string{"-P", ps})},
+			Blast:       threadsClientSide("blast", "free", "blast client -P "+ps+" -> blast server (free flows)", []string{"-P", ps}),
+			Peers:       []Side{threadsClientSide("blast-locked", "locked", "blast client -P "+ps+" -> blast server (locked threads)", []string{"-P", ps})},
 		})
 	}
 	ws = append(ws, Workload{

@@ -13,8 +13,8 @@ import (
 
 // How a flow's thread runs (engine v3; ARCHITECTURE.md "The data path").
 //
-// A flow of a Free backend without Spec.Affinity and without pacing runs
-// free: an unlocked goroutine that makes its blocking data calls through
+// A flow of a Free backend without Spec.Affinity and without pacing, asked
+// to (Spec.Free, or BLAST_THREADS=free), runs free: an unlocked goroutine that makes its blocking data calls through
 // the raw system-call entry (unix.RawSyscall6), on a socket whose blocking
 // Run bounds with SO_SNDTIMEO and SO_RCVTIMEO (freeBound). The runtime
 // does not see those calls: the goroutine keeps its P while the kernel
@@ -31,10 +31,16 @@ import (
 // fails with EINTR instead of restarting, so a stop-the-world waits for a
 // signal, not for the data (without a timeout the kernel restarts the
 // call and the world waits for the peer). The bound also caps how long a
-// free flow sits on its P without yielding.
+// free flow sits on its P without yielding. What it cannot buy: the world
+// still waits for each free flow's thread to get a CPU to see the
+// signal, where a thread in an ordinary call gives its P up and is not
+// waited for. On a host with more flows than CPUs that made the pauses
+// 2-4× longer (-P 8, 2 CPUs: p99 8-15 ms against 2-6 ms locked), for 3-4×
+// fewer context switches and no throughput measured either way; so free
+// is asked for, not the default.
 //
 // Every other flow runs on a locked thread in ordinary blocking calls, as
-// before: affinity (-A) needs a thread to pin, a paced sender its
+// in engine v2: affinity (-A) needs a thread to pin, a paced sender its
 // thread's timer slack, AF_XDP and io_uring their own waits.
 const (
 	freeBound  = 2 * time.Millisecond
@@ -52,7 +58,13 @@ func runsFree(b Backend, f *Flow, send bool) bool {
 	if send && f.Spec.Rate > 0 {
 		return false
 	}
-	return !freeDisabled()
+	switch os.Getenv("BLAST_THREADS") {
+	case "locked":
+		return false
+	case "free":
+		return true
+	}
+	return f.Spec.Free
 }
 
 // startFree bounds the socket's blocking and records what the flow's
@@ -322,7 +334,3 @@ func (f *Flow) runFree(ctx context.Context, b Backend, send bool) error {
 	f.Wall += time.Since(start)
 	return err
 }
-
-// freeDisabled reports whether BLAST_THREADS=locked asks every flow onto
-// a locked thread (the engine-v2 data path, kept to measure against).
-func freeDisabled() bool { return os.Getenv("BLAST_THREADS") == "locked" }

@@ -9,18 +9,18 @@
 //
 // A Backend moves the bytes of one Flow (a Socket, the Spec, the Counters
 // and the Facts). Modes never call Send or Recv themselves: Run calls
-// them, one goroutine per stream. A Free backend's unpaced flow without
-// affinity runs free: an unlocked goroutine whose blocking data calls
-// (through the Flow: Read, Recv, Send, Sendfile, Sendmmsg, Recvmmsg,
-// Discard, and WriteAll) take the raw system-call entry on a socket whose
-// blocking Run bounds, so the runtime neither hands its P off nor starts
-// threads for it; it yields every 2 ms, and GOMAXPROCS is kept at the
-// free flows plus one. Every other flow runs on a goroutine locked to an
-// OS thread of its own, in ordinary blocking calls, as iperf3 3.16+ runs a
-// thread per stream: a pinned flow (Spec.Affinity), a paced sender, and
-// the backends that wait their own way. The data path never touches the
-// Go runtime's network poller: data sockets are in blocking mode.
-// ARCHITECTURE.md "The data path" has the measurements.
+// them, one goroutine per stream, locked to an OS thread of its own, in
+// ordinary blocking calls, as iperf3 3.16+ runs a thread per stream. A
+// Free backend's unpaced, unpinned flow asked to (Spec.Free, or
+// BLAST_THREADS=free) runs free instead: an unlocked goroutine whose
+// blocking data calls (through the Flow: Read, Recv, Send, Sendfile,
+// Sendmmsg, Recvmmsg, Discard, and WriteAll) take the raw system-call
+// entry on a socket whose blocking Run bounds, so the runtime neither
+// hands its P off nor starts threads for it; it yields every 2 ms, and
+// GOMAXPROCS is kept at the free flows plus one. The data path never
+// touches the Go runtime's network poller: data sockets are in blocking
+// mode. ARCHITECTURE.md "The data path" has the measurements, and why
+// locked threads stay the default.
 //
 // # Waiting
 //
@@ -155,6 +155,12 @@ type Spec struct {
 	// that thread ends with the flow, so the pin never outlives it.
 	// Threads a backend starts of its own are not pinned.
 	Affinity []int
+	// Free asks Run to run the flow free (see Free) when its backend
+	// can, it is unpaced and has no Affinity: an unlocked goroutine in
+	// raw calls. The default is a locked thread of its own;
+	// BLAST_THREADS=free in the environment asks it for every flow, and
+	// BLAST_THREADS=locked refuses it to every flow.
+	Free bool
 }
 
 // MaxCPU bounds the CPU numbers of Spec.Affinity (the kernel's default

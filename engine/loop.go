@@ -9,10 +9,11 @@ import "context"
 type LoopFunc func(ctx context.Context, f *Flow) error
 
 // Loop runs fn on f as Run runs a Free backend's flow: free (see Free)
-// unless Spec.Affinity pins it or BLAST_THREADS=locked, cancelled the same
+// when Spec.Free asks and Spec.Affinity does not pin it, else on a locked
+// thread of its own (pinned with Spec.Affinity); cancelled the same
 // way (the socket shut down, Flow.Wait and Flow.Sleep woken), with the
 // same CPU, run-queue and switch accounting, and the socket's timeouts
-// honoured and put back. Spec needs no more than the Protocol.
+// honoured and put back. Spec needs no more than the Protocol (and Free).
 func Loop(ctx context.Context, f *Flow, fn LoopFunc) error {
 	return Run(ctx, loop{fn}, f, false)
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/blastnet/blast/engine"
 )
 
-// Loop runs a request/response path as Run runs a Free backend: free,
-// GOMAXPROCS raised for it and put back, every round trip's bytes
-// exact.
+// Loop runs a request/response path as Run runs a Free backend: free
+// when asked (Spec.Free), GOMAXPROCS raised for it and put back, every
+// round trip's bytes exact.
 func TestLoopRoundTrips(t *testing.T) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -39,7 +39,7 @@ func TestLoopRoundTrips(t *testing.T) {
 	procs := runtime.GOMAXPROCS(0)
 	const rounds, size = 2000, 100
 	var during int
-	f := &engine.Flow{Sock: s, Spec: &engine.Spec{Protocol: engine.TCP}, Stats: &engine.Counters{}}
+	f := &engine.Flow{Sock: s, Spec: &engine.Spec{Protocol: engine.TCP, Free: true}, Stats: &engine.Counters{}}
 	err = engine.Loop(context.Background(), f, func(ctx context.Context, f *engine.Flow) error {
 		during = runtime.GOMAXPROCS(0)
 		req, resp := make([]byte, size), make([]byte, size)
