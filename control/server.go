@@ -621,6 +621,9 @@ type serverTest struct {
 	grace time.Duration
 	// cleanups release what the steps acquired (onEnd).
 	cleanups []func()
+	// stopAnswers ends the answering of UDP hellos sent again
+	// (udpStreams), before the flows read the streams' sockets.
+	stopAnswers func()
 }
 
 // unwatch stops shutting down from waking reads: from here every read
@@ -821,8 +824,21 @@ func errCreateStreams(err error) error {
 
 // udpStreams lets the client open n UDP streams from host: each hello on
 // the server's UDP port gets a socket of its own, bound to the port and
-// connected to the client's, which answers it.
-func (s *Server) udpStreams(ctx context.Context, ctrl net.Conn, p *Params, host netip.Addr, n int, sends func(int) bool) ([]*engine.Socket, error) {
+// connected to the client's, which answers it, and answers it again
+// (reanswer) until the returned stop, which the caller calls before the
+// streams' flows start (and on every way out: it is safe twice).
+func (s *Server) udpStreams(ctx context.Context, ctrl net.Conn, p *Params, host netip.Addr, n int, sends func(int) bool) (_ []*engine.Socket, stop func(), _ error) {
+	var stops []func()
+	stop = func() {
+		for _, f := range stops {
+			f()
+		}
+	}
+	socks, err := s.udpStreamsAnswered(ctx, ctrl, p, host, n, sends, &stops)
+	return socks, stop, err
+}
+
+func (s *Server) udpStreamsAnswered(ctx context.Context, ctrl net.Conn, p *Params, host netip.Addr, n int, sends func(int) bool, stops *[]func()) ([]*engine.Socket, error) {
 	nw := "udp" + s.cfg.Family
 	addr := net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.port()))
 	s.udpMu.Lock()
@@ -865,6 +881,11 @@ func (s *Server) udpStreams(ctx context.Context, ctrl net.Conn, p *Params, host 
 		if _, err := sock.Write(udpReply[:]); err != nil {
 			return socks, fmt.Errorf("UDP stream %d: answer the hello: %w", i+1, err)
 		}
+		stop, err := reanswer(sock)
+		if err != nil {
+			return socks, fmt.Errorf("UDP stream %d: %w", i+1, err)
+		}
+		*stops = append(*stops, stop)
 	}
 	return socks, nil
 }

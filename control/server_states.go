@@ -259,7 +259,10 @@ func (t *serverTest) createStreams() (State, error) {
 	var err error
 	t.set(CreateStreams)
 	if p.UDP {
-		socks, err = s.udpStreams(t.ctx, t.ctrl, p, res.Peer.Addr(), t.streams(), t.sends)
+		var stop func()
+		socks, stop, err = s.udpStreams(t.ctx, t.ctrl, p, res.Peer.Addr(), t.streams(), t.sends)
+		t.stopAnswers = stop
+		t.onEnd(stop)
 	} else {
 		socks, err = s.tcpStreams(t.ctx, t.ctrl, t.cookie, t.streams())
 	}
@@ -330,6 +333,9 @@ func (t *serverTest) testRunning() (State, error) {
 	t.set(TestRunning)
 	if err := WriteState(t.ctrl, TestRunning); err != nil {
 		return 0, fmt.Errorf("send TEST_RUNNING: %w", err)
+	}
+	if t.stopAnswers != nil {
+		t.stopAnswers() // before the flows read their sockets
 	}
 	sess.run(dataCtx, p.BlockLen(), serverSendLimit(p))
 	countDone := make(chan struct{})

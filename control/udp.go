@@ -264,6 +264,57 @@ func udpHandshake(ctx context.Context, sock *engine.Socket) error {
 	}
 }
 
+// reanswerSlice is how long reanswer waits for a datagram at a time: how
+// late its stop returns at most.
+const reanswerSlice = 10 * time.Millisecond
+
+// reanswer answers again the hellos the client sends on a stream the
+// server has connected, until stop: when the first answer is lost, the
+// client sends its hello again every second, and the kernel gives the
+// datagrams of a connected client to the stream's socket, not the gate,
+// so the client would wait for an answer to its deadline (30 s) while
+// the server waited for its next stream. A data datagram (the test has
+// begun) ends it, left for the receiver. stop returns within
+// reanswerSlice and gives the socket its timeout back.
+func reanswer(sock *engine.Socket) (stop func(), err error) {
+	if err := sock.SetTimeout(reanswerSlice); err != nil {
+		return nil, err
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		var buf [64]byte
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			n, err := sock.Peek(buf[:])
+			if errors.Is(err, engine.ErrTimeout) {
+				continue
+			}
+			if err != nil || n != len(udpHello) {
+				return // data, or a socket shut down: the flow's
+			}
+			if _, err := sock.Read(buf[:]); err != nil {
+				return
+			}
+			if [4]byte(buf[:4]) == udpHello {
+				sock.Write(udpReply[:])
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(quit)
+			<-done
+			sock.SetTimeout(0)
+		})
+	}, nil
+}
+
 // udpGate is the server's UDP listener on its port: it reads the hello
 // of each new UDP stream and hands the sender's address to the test that
 // is waiting for streams from that host. A hello from a host no test
