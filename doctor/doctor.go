@@ -124,39 +124,77 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.LatDuration == 0 {
 		cfg.LatDuration = 2 * time.Second
 	}
-	rep := &Report{Host: cfg.Host, Port: cfg.Port, Unit: cfg.Unit}
-	step := func(n int, name, cmd string) {
-		if cfg.Progress != nil {
-			cfg.Progress(Step{N: n, Of: steps, Name: name, Command: cmd})
-		}
+	r := &run{ctx: ctx, cfg: cfg, mtuTest: -1,
+		rep:  &Report{Host: cfg.Host, Port: cfg.Port, Unit: cfg.Unit},
+		base: fmt.Sprintf("blast client %s -p %d -t %g", cfg.Host, cfg.Port, cfg.Duration.Seconds())}
+	// Each step says whether the run goes on (a cancelled context, or a
+	// black hole that would stall every further test, ends it).
+	if on, err := r.tcp(); !on || err != nil {
+		return r.finish(err)
 	}
-	base := fmt.Sprintf("blast client %s -p %d -t %g", cfg.Host, cfg.Port, cfg.Duration.Seconds())
+	r.pathFindings()
+	if !r.udpUpload() || !r.probes() {
+		return r.finish(nil)
+	}
+	r.rep.latency(ctx, cfg, r.step)
+	return r.finish(nil)
+}
 
-	var lists [][]finding.Finding
-	var dirs [2]*control.Result
-	mtuTest := -1
+// run is one doctor run's state between its steps.
+type run struct {
+	ctx   context.Context
+	cfg   Config
+	rep   *Report
+	base  string // the blast client command line every test extends
+	lists [][]finding.Finding
+	dirs  [2]*control.Result // the TCP upload and download
+	// mtuTest is the index in rep.Tests of the path-MTU test (-1: none),
+	// hopMTU the MTU of a smaller hop between the hosts D29 named.
+	mtuTest, hopMTU int
+	ucfg            control.Config // the UDP upload's, for the probes
+	udpUp           *control.Result
+}
+
+func (r *run) step(n int, name, cmd string) {
+	if r.cfg.Progress != nil {
+		r.cfg.Progress(Step{N: n, Of: steps, Name: name, Command: cmd})
+	}
+}
+
+// finish ranks the findings into the report; err is a run that reached
+// nothing (no report).
+func (r *run) finish(err error) (*Report, error) {
+	if err != nil {
+		return nil, err
+	}
+	return r.rep.Finish(r.lists), nil
+}
+
+// tcp runs the TCP upload, the path MTU after it, then the download.
+func (r *run) tcp() (bool, error) {
+	ctx, cfg, rep := r.ctx, r.cfg, r.rep
 	for i, reverse := range []bool{false, true} {
-		name, cmd := "tcp upload", base
+		name, cmd := "tcp upload", r.base
 		if reverse {
-			name, cmd = "tcp download", base+" -R"
+			name, cmd = "tcp download", r.base+" -R"
 		}
-		step(2*i+1, name, cmd)
+		r.step(2*i+1, name, cmd)
 		res, err := control.Run(ctx, control.Config{Host: cfg.Host, Port: cfg.Port, Family: cfg.Family,
 			Duration: cfg.Duration, Reverse: reverse})
 		if res == nil {
 			if i == 0 {
-				return nil, err // nothing reached the server
+				return false, err // nothing reached the server
 			}
 			rep.Tests = append(rep.Tests, Test{Name: name, Command: cmd, Err: err.Error()})
 			continue
 		}
-		dirs[i] = res
+		r.dirs[i] = res
 		t := testOf(name, cmd, res, err)
 		rep.Tests = append(rep.Tests, t)
-		lists = append(lists, t.Findings)
+		r.lists = append(r.lists, t.Findings)
 		rep.noteNICs(res)
 		if ctx.Err() != nil {
-			return rep.Finish(lists), nil
+			return false, nil
 		}
 		if i > 0 {
 			continue
@@ -166,45 +204,51 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		// for a test's cookie, and fail its next test), or after an
 		// upload whose end stalled (a black hole stalls the results).
 		mres := rep.measureMTU(ctx, cfg, 2, res.RemoteVersion != "" || err != nil)
-		mtuTest = len(rep.Tests) - 1
+		r.mtuTest = len(rep.Tests) - 1
 		if ctx.Err() != nil {
-			return rep.Finish(lists), nil
+			return false, nil
 		}
 		if where := blackHole(mres); where != "" {
 			// Every further test's results would stall on it.
-			for _, t := range []Test{{Name: "tcp download", Command: base + " -R"}, {Name: "udp upload", Command: base + " -u"}} {
+			for _, t := range []Test{{Name: "tcp download", Command: r.base + " -R"}, {Name: "udp upload", Command: r.base + " -u"}} {
 				t.Err = "skipped: a path-MTU black hole in " + where + " (D29): its results would not get through"
 				rep.Tests = append(rep.Tests, t)
 			}
-			fs, _ := rep.judgeMTU(&rep.Tests[mtuTest], cfg)
-			lists = append(lists, fs)
-			rep.latency(ctx, cfg, step)
-			return rep.Finish(lists), nil
+			fs, _ := rep.judgeMTU(&rep.Tests[r.mtuTest], cfg)
+			r.lists = append(r.lists, fs)
+			rep.latency(ctx, cfg, r.step)
+			return false, nil
 		}
 	}
-	if up, down := dirs[0], dirs[1]; up != nil && down != nil {
-		lists = append(lists, pathdiag.WithoutCPUAsymmetry(nicinfo.DiagnosePath(nicinfo.Path{
+	return true, nil
+}
+
+// pathFindings judges both TCP directions together (D7's comparison)
+// and the path MTU both ways against both ends' MTUs (D29).
+func (r *run) pathFindings() {
+	if up, down := r.dirs[0], r.dirs[1]; up != nil && down != nil {
+		r.lists = append(r.lists, pathdiag.WithoutCPUAsymmetry(nicinfo.DiagnosePath(nicinfo.Path{
 			Forward: lossDirection(up, true), Reverse: lossDirection(down, false), SamePath: true,
 			Findings: pathdiag.Merge(nicFindings(up), nicFindings(down)),
-			Ends:     []*nicinfo.Interface{rep.Local, rep.Remote}}), up.Direction(true), down.Direction(false)))
+			Ends:     []*nicinfo.Interface{r.rep.Local, r.rep.Remote}}), up.Direction(true), down.Direction(false)))
 	}
-
-	// The path MTU both ways, against both ends' MTUs (D29).
-	hopMTU := 0
-	if mtuTest >= 0 {
+	if r.mtuTest >= 0 {
 		var fs []finding.Finding
-		fs, hopMTU = rep.judgeMTU(&rep.Tests[mtuTest], cfg)
-		lists = append(lists, fs)
+		fs, r.hopMTU = r.rep.judgeMTU(&r.rep.Tests[r.mtuTest], r.cfg)
+		r.lists = append(r.lists, fs)
 	}
+}
 
-	// UDP at a rate the path should carry, with datagrams that fill this
-	// side's MTU: a smaller MTU on the way shows as loss. A hop between
-	// the hosts that D29 named sets the size instead: what else loses
-	// datagrams is what this test is for.
+// udpConfig is the UDP upload: at a rate the path should carry, with
+// datagrams that fill this side's MTU (a smaller MTU on the way shows as
+// loss), or the hop's that D29 named (what else loses datagrams is what
+// this test is for).
+func (r *run) udpConfig() control.Config {
+	cfg := r.cfg
 	rate := cfg.UDPRate
 	if rate == 0 {
 		rate = MaxUDPRate
-		if up := dirs[0]; up != nil && up.Err == nil {
+		if up := r.dirs[0]; up != nil && up.Err == nil {
 			rate = min(rate, 0.9*goodput(up, true))
 		}
 		rate = max(rate, 1e6)
@@ -214,9 +258,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		// One datagram per message: a GSO train crosses a veth past
 		// the far side's MTU, and this test is there to find the MTU.
 		Backend: "mmsg"}
-	if m := mtu(rep.Local); m > 0 {
-		if hopMTU > 0 {
-			m = hopMTU
+	if m := mtu(r.rep.Local); m > 0 {
+		if r.hopMTU > 0 {
+			m = r.hopMTU
 		}
 		m = min(m, 65535) // loopback's 65536: no IP packet is larger
 		ucfg.BlockLen = m - 28
@@ -224,58 +268,64 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			ucfg.BlockLen = m - 48
 		}
 	}
-	cmd := fmt.Sprintf("%s -u -b %s --backend mmsg", base, units.RateFlag(rate))
-	if ucfg.BlockLen > 0 {
-		cmd += fmt.Sprintf(" -l %d", ucfg.BlockLen)
+	return ucfg
+}
+
+// udpCommand is the command line of a UDP upload at rate.
+func (r *run) udpCommand(rate float64) string {
+	cmd := fmt.Sprintf("%s -u -b %s --backend mmsg", r.base, units.RateFlag(rate))
+	if r.ucfg.BlockLen > 0 {
+		cmd += fmt.Sprintf(" -l %d", r.ucfg.BlockLen)
 	}
-	step(4, "udp upload", cmd)
-	var udpUp *control.Result
+	return cmd
+}
+
+// udpUpload runs the UDP upload. When the rate was doctor's choice and
+// the receiver, short of CPU, lost datagrams to it, that loss is doctor's
+// doing: the test runs again at a quarter of the rate, and only the last
+// run is judged (each run stays in the report).
+func (r *run) udpUpload() bool {
+	r.ucfg = r.udpConfig()
+	cmd := r.udpCommand(r.ucfg.Rate)
+	r.step(4, "udp upload", cmd)
 	for n, name := 0, "udp upload"; ; n, name = n+1, "udp upload at a lower rate" {
-		res, err := control.Run(ctx, ucfg)
+		res, err := control.Run(r.ctx, r.ucfg)
 		if res == nil {
-			rep.Tests = append(rep.Tests, Test{Name: name, Command: cmd, RateBps: ucfg.Rate, Err: err.Error()})
+			r.rep.Tests = append(r.rep.Tests, Test{Name: name, Command: cmd, RateBps: r.ucfg.Rate, Err: err.Error()})
 			break
 		}
 		t := testOf(name, cmd, res, err)
-		t.RateBps = ucfg.Rate
-		rep.Tests = append(rep.Tests, t)
-		rep.noteNICs(res)
-		udpUp = res
-		// The rate was doctor's choice and the receiver, short of
-		// CPU, lost datagrams to it: that loss is doctor's doing.
-		// The test runs again at a quarter of the rate, and only the
-		// last run is judged (each run stays in the report).
-		lower := ucfg.Rate / lowerBy
-		if d := res.Direction(true); cfg.UDPRate == 0 && err == nil && d != nil && d.Lost > 0 && lower >= minUDPRate && n < maxLower &&
-			pathdiag.ReceiverCPUBound(*d) && ctx.Err() == nil {
-			ucfg.Rate = lower
-			cmd = fmt.Sprintf("%s -u -b %s --backend mmsg", base, units.RateFlag(lower))
-			if ucfg.BlockLen > 0 {
-				cmd += fmt.Sprintf(" -l %d", ucfg.BlockLen)
-			}
-			step(4, "udp upload at a lower rate: the receiver was short of CPU", cmd)
+		t.RateBps = r.ucfg.Rate
+		r.rep.Tests = append(r.rep.Tests, t)
+		r.rep.noteNICs(res)
+		r.udpUp = res
+		lower := r.ucfg.Rate / lowerBy
+		if d := res.Direction(true); r.cfg.UDPRate == 0 && err == nil && d != nil && d.Lost > 0 && lower >= minUDPRate && n < maxLower &&
+			pathdiag.ReceiverCPUBound(*d) && r.ctx.Err() == nil {
+			r.ucfg.Rate = lower
+			cmd = r.udpCommand(lower)
+			r.step(4, "udp upload at a lower rate: the receiver was short of CPU", cmd)
 			continue
 		}
-		lists = append(lists, t.Findings)
+		r.lists = append(r.lists, t.Findings)
 		break
 	}
-	if ctx.Err() != nil {
-		return rep.Finish(lists), nil
-	}
-	// A direction where TCP lost heavily: UDP below and above its rate
-	// tells a policer (the loss grows with the rate) from random loss.
+	return r.ctx.Err() == nil
+}
+
+// probes: in a direction where TCP lost heavily, UDP below and above its
+// rate tells a policer (the loss grows with the rate) from random loss.
+func (r *run) probes() bool {
 	for i, up := range []bool{true, false} {
-		if dirs[i] == nil {
+		if r.dirs[i] == nil {
 			continue
 		}
-		lists = append(lists, rep.probe(ctx, cfg, ucfg, base, up, dirs[i], udpUp)...)
-		if ctx.Err() != nil {
-			return rep.Finish(lists), nil
+		r.lists = append(r.lists, r.rep.probe(r.ctx, r.cfg, r.ucfg, r.base, up, r.dirs[i], r.udpUp)...)
+		if r.ctx.Err() != nil {
+			return false
 		}
 	}
-
-	rep.latency(ctx, cfg, step)
-	return rep.Finish(lists), nil
+	return true
 }
 
 // latency is the run's last step: round trips of 64 bytes.
@@ -339,42 +389,8 @@ func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, b
 	if !up {
 		name, flag = "download", " -R"
 	}
-	var lists [][]finding.Finding
-	var lastErr string
-	run := func(what string, rate float64, judged bool) *pathdiag.Direction {
-		lastErr = ""
-		c := ucfg
-		c.Rate, c.Reverse = rate, !up
-		// A receiver held up for a few milliseconds by a busy host
-		// must not overflow its socket: the probe counts only what
-		// the path dropped.
-		c.Window = probeWindow
-		cmd := fmt.Sprintf("%s -u -b %s -w 4M --backend mmsg%s", base, units.RateFlag(rate), flag)
-		if c.BlockLen > 0 {
-			cmd += fmt.Sprintf(" -l %d", c.BlockLen)
-		}
-		if cfg.Progress != nil {
-			cfg.Progress(Step{N: 4, Of: steps, Name: what, Command: cmd})
-		}
-		res, err := control.Run(ctx, c)
-		if err != nil {
-			lastErr = err.Error()
-		}
-		if res == nil {
-			rep.Tests = append(rep.Tests, Test{Name: what, Command: cmd, RateBps: rate, Err: err.Error()})
-			return nil
-		}
-		t := testOf(what, cmd, res, err)
-		t.RateBps = rate
-		rep.Tests = append(rep.Tests, t)
-		if judged {
-			lists = append(lists, t.Findings)
-		}
-		if err != nil {
-			return nil
-		}
-		return res.Direction(up)
-	}
+	pr := &prober{ctx: ctx, cfg: cfg, ucfg: ucfg, base: base, up: up, flag: flag, rep: rep}
+	run := pr.run
 	p := pathdiag.Probe{Name: name, TCP: td}
 	clean := max(cleanShare*td.Goodput, 1e6)
 	if fast {
@@ -386,10 +402,10 @@ func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, b
 		p.Clean = run("udp "+name+" below the tcp rate", clean, true)
 	}
 	if p.Clean == nil || ctx.Err() != nil {
-		return lists
+		return pr.lists
 	}
 	if fast {
-		return append(lists, pathdiag.D30(p))
+		return append(pr.lists, pathdiag.D30(p))
 	}
 	if p.Clean.Sent > 0 && 100*float64(p.Clean.Lost) < pathdiag.CleanLoss*float64(p.Clean.Sent) {
 		// Loss is what this probe measures, not a finding: its
@@ -402,7 +418,7 @@ func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, b
 			if p.Over == nil {
 				// What the clean probe showed still stands,
 				// its rate a lower bound.
-				p.OverErr = lastErr
+				p.OverErr = pr.lastErr
 				break
 			}
 			if p.Over.Sent > 0 && 100*float64(p.Over.Lost) >= pathdiag.OverLoss*float64(p.Over.Sent) {
@@ -410,7 +426,56 @@ func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, b
 			}
 		}
 	}
-	return append(lists, pathdiag.D26(p))
+	return append(pr.lists, pathdiag.D26(p))
+}
+
+// prober runs one direction's UDP probes (Report.probe), and keeps the
+// findings of those that are judged and the last one's error.
+type prober struct {
+	ctx     context.Context
+	cfg     Config
+	ucfg    control.Config
+	base    string
+	up      bool
+	flag    string // " -R" for the download
+	rep     *Report
+	lists   [][]finding.Finding
+	lastErr string
+}
+
+// run runs a probe at rate, with a 4 MiB window: a receiver held up for
+// a few milliseconds by a busy host must not overflow its socket, the
+// probe counts only what the path dropped. nil when it failed.
+func (pr *prober) run(what string, rate float64, judged bool) *pathdiag.Direction {
+	pr.lastErr = ""
+	c := pr.ucfg
+	c.Rate, c.Reverse = rate, !pr.up
+	c.Window = probeWindow
+	cmd := fmt.Sprintf("%s -u -b %s -w 4M --backend mmsg%s", pr.base, units.RateFlag(rate), pr.flag)
+	if c.BlockLen > 0 {
+		cmd += fmt.Sprintf(" -l %d", c.BlockLen)
+	}
+	if pr.cfg.Progress != nil {
+		pr.cfg.Progress(Step{N: 4, Of: steps, Name: what, Command: cmd})
+	}
+	res, err := control.Run(pr.ctx, c)
+	if err != nil {
+		pr.lastErr = err.Error()
+	}
+	if res == nil {
+		pr.rep.Tests = append(pr.rep.Tests, Test{Name: what, Command: cmd, RateBps: rate, Err: err.Error()})
+		return nil
+	}
+	t := testOf(what, cmd, res, err)
+	t.RateBps = rate
+	pr.rep.Tests = append(pr.rep.Tests, t)
+	if judged {
+		pr.lists = append(pr.lists, t.Findings)
+	}
+	if err != nil {
+		return nil
+	}
+	return res.Direction(pr.up)
 }
 
 // lossDirection is one TCP direction as D7 compares it: the goodput and
