@@ -27,10 +27,10 @@ import (
 // sender waiting on the receiver's window this share of its busy time was
 // held by the receiver.
 const (
-	fullCorePct  = 85
-	starvedPct   = 25
-	heldPct      = 50
-	busyIdlePct  = 15
+	fullCorePct = 85
+	starvedPct  = 25
+	heldPct     = 50
+	busyIdlePct = 15
 	// spareIdlePct is the idle share a host needs for a thread's long
 	// run-queue wait to be its cores' (a quota, a busy loop on its core:
 	// the other cores idle), not the host's load: a thread that waited
