@@ -19,8 +19,8 @@ const lineQueue = 50 * time.Millisecond
 // check rejects options that topo cannot honour.
 func (o Options) check(topo Topology) error {
 	if topo != Delayed {
-		if o.Delay != 0 || o.LossPct != 0 {
-			return fmt.Errorf("netlab: Delay and LossPct need the Delayed topology, not %v", topo)
+		if o.Delay != 0 || o.LossPct != 0 || o.LossMinBytes != 0 {
+			return fmt.Errorf("netlab: Delay, LossPct and LossMinBytes need the Delayed topology, not %v", topo)
 		}
 		return nil
 	}
@@ -29,6 +29,8 @@ func (o Options) check(topo Topology) error {
 		return fmt.Errorf("netlab: delay %v: give 0 to %v", o.Delay, MaxDelay)
 	case !(o.LossPct >= 0 && o.LossPct <= 100): // NaN fails too
 		return fmt.Errorf("netlab: loss %g%%: give 0 to 100", o.LossPct)
+	case o.LossMinBytes < 0:
+		return fmt.Errorf("netlab: loss from %d bytes: give 0 (every frame) or more", o.LossMinBytes)
 	case o.RateMbit < 0:
 		return fmt.Errorf("netlab: rate %d Mbit/s: give 0 (no limit) or more", o.RateMbit)
 	}
@@ -49,9 +51,10 @@ const (
 // monotonic clock), whether it passes and when it leaves. Frames leave in
 // the order they arrived, so the due times it returns never decrease.
 type shaper struct {
-	oneWay int64   // ns every frame is held
-	lossP  float64 // probability that a frame is lost, 0 to 1
-	rng    *rand.Rand
+	oneWay  int64   // ns every frame is held
+	lossP   float64 // probability that a frame is lost, 0 to 1
+	lossMin int     // frames shorter than this (bytes) are never lost
+	rng     *rand.Rand
 
 	rateMbit int   // bottleneck rate (0: none)
 	queue    int64 // ns of backlog the bottleneck holds
@@ -63,6 +66,7 @@ func newShaper(o Options, dir uint64) *shaper {
 	return &shaper{
 		oneWay:   int64(o.Delay / 2),
 		lossP:    o.LossPct / 100,
+		lossMin:  o.LossMinBytes,
 		rng:      rand.New(rand.NewPCG(o.Seed, dir)),
 		rateMbit: o.RateMbit,
 		queue:    int64(lineQueue),
@@ -74,7 +78,7 @@ func newShaper(o Options, dir uint64) *shaper {
 // to send those before it, then takes size*8/rate to send, then is held
 // for the one-way delay; due is when it leaves the line.
 func (s *shaper) admit(now int64, size int) (due int64, v verdict) {
-	if s.lossP > 0 && s.rng.Float64() < s.lossP {
+	if s.lossP > 0 && size >= s.lossMin && s.rng.Float64() < s.lossP {
 		return 0, lost
 	}
 	if s.rateMbit <= 0 {

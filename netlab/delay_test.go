@@ -25,6 +25,9 @@ func TestOptionsCheck(t *testing.T) {
 		{"negative loss", Delayed, Options{LossPct: -1}, false},
 		{"loss over 100%", Delayed, Options{LossPct: 101}, false},
 		{"negative rate", Delayed, Options{RateMbit: -1}, false},
+		{"loss of data frames", Delayed, Options{LossPct: 1, LossMinBytes: 100}, true},
+		{"loss from a negative size", Delayed, Options{LossPct: 1, LossMinBytes: -1}, false},
+		{"loss from a size needs Delayed", Direct, Options{LossMinBytes: 100}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.opt.check(tc.topo); (err == nil) != tc.ok {
@@ -123,5 +126,32 @@ func TestShaperLoss(t *testing.T) {
 	}
 	if _, p3 := draw(8); cmp.Equal(p1, p3) {
 		t.Errorf("another seed lost the same frames")
+	}
+}
+
+// TestShaperLossMinBytes: with LossMinBytes, frames shorter than it pass
+// every draw, and the longer ones lose at LossPct.
+func TestShaperLossMinBytes(t *testing.T) {
+	s := newShaper(Options{LossPct: 50, LossMinBytes: 100, Seed: 3}, 0)
+	short, long := 0, 0
+	for i := range 20000 {
+		size := 99
+		if i%2 == 1 {
+			size = 100
+		}
+		if _, v := s.admit(int64(i), size); v == lost {
+			if size < 100 {
+				short++
+			} else {
+				long++
+			}
+		}
+	}
+	if short != 0 {
+		t.Errorf("%d frames of 99 bytes lost, want none (LossMinBytes 100)", short)
+	}
+	// 50% of 10000 is 5000, with a standard deviation of 50.
+	if long < 4700 || long > 5300 {
+		t.Errorf("%d of 10000 frames of 100 bytes lost, want about 5000", long)
 	}
 }

@@ -79,6 +79,12 @@ type Options struct {
 	// frame, drawn for each frame in each direction: a round trip of two
 	// frames loses about twice as many. Delayed labs only.
 	LossPct float64
+	// LossMinBytes spares frames shorter than this many bytes (Ethernet
+	// header included) from LossPct's draws: a path that loses data but
+	// not handshakes, for a peer whose handshake cannot survive a loss
+	// (iperf3's UDP client gives up on a stream whose connect reply was
+	// lost). 0: any frame may be lost.
+	LossMinBytes int
 	// Seed seeds the loss draws (0 is a seed like any other).
 	Seed uint64
 }
@@ -126,6 +132,9 @@ func (l *Lab) String() string {
 	}
 	if l.Topology == Delayed {
 		s += fmt.Sprintf(", %v round trip added, %g%% loss each way", l.Options.Delay, l.Options.LossPct)
+		if l.Options.LossMinBytes > 0 {
+			s += fmt.Sprintf(" (of frames of %d bytes or more)", l.Options.LossMinBytes)
+		}
 	}
 	return s
 }
