@@ -92,12 +92,17 @@ func (s *shaper) admit(now int64, size int) (due int64, v verdict) {
 	return s.busy + s.oneWay, pass
 }
 
-// lineCounters count what a direction of the delay line did with frames.
-type lineCounters struct {
-	passed, lost, queueFull, ringFull, bad, sendFailed int64
+// LineCounts count what a direction of the delay line did with frames:
+// those it passed, lost at random (Options.LossPct), dropped because the
+// bottleneck's queue was full, because the line had not read them before
+// its receive buffer filled (a line the host held up), as malformed, or because the next veth refused them; and those of the
+// frames it read that carried no arrival time from the kernel (the
+// line then takes the time it read them).
+type LineCounts struct {
+	Passed, Lost, QueueFull, RingFull, Bad, SendFailed, Unstamped int64
 }
 
-func (c lineCounters) String() string {
-	return fmt.Sprintf("%d passed, %d lost (loss), %d dropped by the full queue, %d by the full line, %d malformed, %d failed to send",
-		c.passed, c.lost, c.queueFull, c.ringFull, c.bad, c.sendFailed)
+func (c LineCounts) String() string {
+	return fmt.Sprintf("%d passed, %d lost (loss), %d dropped by the full queue, %d unread in its full receive buffer, %d malformed, %d failed to send, %d without an arrival time",
+		c.Passed, c.Lost, c.QueueFull, c.RingFull, c.Bad, c.SendFailed, c.Unstamped)
 }

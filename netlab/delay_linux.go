@@ -72,7 +72,11 @@ func (l *Lab) delayed(aName, raName, rbName, bName string) error {
 	if err != nil {
 		return err
 	}
-	l.stop = line.close
+	l.stop = func() error {
+		err := line.close()
+		l.line = line.counts
+		return err
+	}
 	return nil
 }
 
@@ -143,6 +147,7 @@ type delayLine struct {
 	socks  [2]int // AF_PACKET sockets on the A and B sides
 	dirs   [2]*direction
 	wg     sync.WaitGroup
+	counts [2]LineCounts // each direction's, once close has stopped them
 }
 
 // startLine opens the line's sockets in r, on the veths ra (facing A) and
@@ -210,6 +215,15 @@ func (dl *delayLine) close() error {
 		return fmt.Errorf("netlab: stop the delay line: %w", os.NewSyscallError("write", err)) // nothing released: the threads may still run
 	}
 	dl.wg.Wait()
+	for i, d := range dl.dirs {
+		dl.counts[i] = d.c
+		// What in's socket dropped because the line had not read it
+		// (its buffer full): the kernel counts them, and zeroes the
+		// count at the read.
+		if st, err := unix.GetsockoptTpacketStats(d.in, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
+			dl.counts[i].RingFull = int64(st.Drops)
+		}
+	}
 	var errs []error
 	for _, d := range dl.dirs {
 		if d.err != nil {
@@ -260,6 +274,7 @@ func packetSocket(ifindex int) (_ int, err error) {
 	}{
 		{unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1, "PACKET_IGNORE_OUTGOING"},
 		{unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1, "PACKET_VNET_HDR"},
+		{unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1, "SO_TIMESTAMPNS"}, // when each frame arrived
 		{unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, lineSock, "SO_RCVBUFFORCE"},
 		{unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, lineSock, "SO_SNDBUFFORCE"},
 	} {
@@ -297,11 +312,14 @@ type direction struct {
 	head, n      int
 
 	iov     []unix.Iovec
-	msgs    []unix.Mmsghdr
-	blocked bool // out's buffer was full: wait until it can send
+	msgs    []unix.Mmsghdr // sendmmsg's
+	rmsgs   []unix.Mmsghdr // recvmmsg's, each with ctrl's room for its arrival time
+	ctrl    []byte
+	last    int64 // the latest arrival time given to the shaper
+	blocked bool  // out's buffer was full: wait until it can send
 
-	c   lineCounters // the direction's thread's alone until it ends
-	err error        // why run returned early
+	c   LineCounts // the direction's thread's alone until it ends
+	err error      // why run returned early
 }
 
 func newDirection(name string, in, out int, s *shaper) (*direction, error) {
@@ -314,6 +332,7 @@ func newDirection(name string, in, out int, s *shaper) (*direction, error) {
 		free:  make([]int32, lineSlots),
 		qSlot: make([]int32, lineSlots), qSize: make([]int32, lineSlots), qDue: make([]int64, lineSlots),
 		iov: make([]unix.Iovec, lineBatch), msgs: make([]unix.Mmsghdr, lineBatch),
+		rmsgs: make([]unix.Mmsghdr, lineBatch), ctrl: make([]byte, lineBatch*ctrlRoom),
 	}
 	for i := range d.free {
 		d.free[i] = int32(lineSlots - 1 - i) // slot 0 on top
@@ -321,6 +340,8 @@ func newDirection(name string, in, out int, s *shaper) (*direction, error) {
 	for i := range d.msgs {
 		d.msgs[i].Hdr.Iov = &d.iov[i]
 		d.msgs[i].Hdr.SetIovlen(1)
+		d.rmsgs[i].Hdr.Iov = &d.iov[i]
+		d.rmsgs[i].Hdr.SetIovlen(1)
 	}
 	return d, nil
 }
@@ -421,9 +442,11 @@ func (d *direction) receive() error {
 	for i := range k {
 		d.iov[i].Base = d.slot(d.free[top-i])
 		d.iov[i].SetLen(slotSize)
-		d.msgs[i].Hdr.Flags = 0
+		d.rmsgs[i].Hdr.Flags = 0
+		d.rmsgs[i].Hdr.Control = &d.ctrl[i*ctrlRoom]
+		d.rmsgs[i].Hdr.SetControllen(ctrlRoom)
 	}
-	r, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(d.in), uintptr(unsafe.Pointer(&d.msgs[0])), uintptr(k), unix.MSG_DONTWAIT, 0, 0)
+	r, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(d.in), uintptr(unsafe.Pointer(&d.rmsgs[0])), uintptr(k), unix.MSG_DONTWAIT, 0, 0)
 	switch {
 	case errno == unix.EAGAIN || errno == unix.EINTR:
 		return nil
@@ -432,25 +455,26 @@ func (d *direction) receive() error {
 	case errno != 0:
 		// A frame the kernel could not describe in a virtio_net_hdr
 		// (EINVAL; it is gone), or the link's error (ENETDOWN).
-		d.c.bad++
+		d.c.Bad++
 		return nil
 	}
-	now := d.now()
+	wall := time.Now()
+	now, real := int64(wall.Sub(d.epoch)), wall.UnixNano()
 	kept := 0 // received frames stay in slots free[top-i]; the dropped ones go back
 	for i := range int(r) {
 		s := d.free[top-i]
-		size := int(d.msgs[i].Len)
-		if d.msgs[i].Hdr.Flags&unix.MSG_TRUNC != 0 || size < vnetHdrLen+14 {
-			d.c.bad++
+		size := int(d.rmsgs[i].Len)
+		if d.rmsgs[i].Hdr.Flags&unix.MSG_TRUNC != 0 || size < vnetHdrLen+14 {
+			d.c.Bad++
 			continue
 		}
-		due, v := d.shape.admit(now, size-vnetHdrLen)
+		due, v := d.shape.admit(d.arrival(i, now, real), size-vnetHdrLen)
 		switch v {
 		case lost:
-			d.c.lost++
+			d.c.Lost++
 			continue
 		case queueFull:
-			d.c.queueFull++
+			d.c.QueueFull++
 			continue
 		}
 		d.buf[int(s)*slotSize] &= vnetNeedsCsum // the header's flags
@@ -464,6 +488,37 @@ func (d *direction) receive() error {
 	}
 	d.free = d.free[:len(d.free)-kept]
 	return nil
+}
+
+// ctrlRoom is the control message room of a received frame: its
+// SCM_TIMESTAMPNS.
+var ctrlRoom = unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{})))
+
+// arrival is when received frame i arrived, on the line's clock, from
+// the time the kernel stamped on it: a line the host held up reads a
+// backlog of frames at once, and the shaper must see them as they came,
+// spread over the wait, not as one burst at the read (which would
+// overflow its queue with frames a wire would have carried). now and real
+// are the read's time on the line's clock and the wall clock's; the
+// result stays between the latest arrival and now, so that the due times
+// never go back, whatever the wall clock does.
+func (d *direction) arrival(i int, now, real int64) int64 {
+	at := now
+	m := &d.rmsgs[i].Hdr
+	stamped := false
+	if n := int(m.Controllen); n >= unix.CmsgLen(int(unsafe.Sizeof(unix.Timespec{}))) && m.Control != nil {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(m.Control))
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS {
+			ts := (*unix.Timespec)(unsafe.Add(unsafe.Pointer(m.Control), unix.CmsgLen(0)))
+			at, stamped = now-max(real-ts.Nano(), 0), true
+		}
+	}
+	if !stamped {
+		d.c.Unstamped++
+	}
+	at = min(max(at, d.last), now)
+	d.last = at
+	return at
 }
 
 // release sends the frames due by now, in batches.
@@ -495,11 +550,11 @@ func (d *direction) release(now int64) error {
 		case errno != 0:
 			// The first frame failed (ENOBUFS: B's backlog is full;
 			// ENETDOWN): it is lost, as on a wire.
-			d.c.sendFailed++
+			d.c.SendFailed++
 			d.pop(1)
 			continue
 		}
-		d.c.passed += int64(sent)
+		d.c.Passed += int64(sent)
 		d.pop(sent)
 	}
 	return nil

@@ -164,6 +164,15 @@ func TestDelayedCloseReleases(t *testing.T) {
 	if err := lab.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// Every frame the line read carried the kernel's arrival time, and
+	// none overflowed its socket (1 MiB of frames in an 8 MiB buffer).
+	ab, ba := lab.LineCounts()
+	t.Logf("A to B: %v; B to A: %v", ab, ba)
+	for _, c := range []netlab.LineCounts{ab, ba} {
+		if c.Passed == 0 || c.Unstamped != 0 || c.RingFull != 0 {
+			t.Errorf("the line: %v; want frames passed, all with an arrival time, none unread", c)
+		}
+	}
 	if got := openFDs(t); got != fds {
 		t.Errorf("%d descriptors open after Close, %d before New", got, fds)
 	}

@@ -117,8 +117,14 @@ type Lab struct {
 	hosts []*Host
 	mu    sync.Mutex // guards cmds
 	cmds  []*Cmd
-	stop  func() error // stops the delay line (Delayed)
+	stop  func() error  // stops the delay line (Delayed)
+	line  [2]LineCounts // what the delay line did, A to B and B to A, once stopped
 }
+
+// LineCounts are what a Delayed lab's delay line did with frames, A to B
+// and B to A, once Close has stopped it (zero before, and in other
+// labs): what to look at when a test through the line fails.
+func (l *Lab) LineCounts() (aToB, bToA LineCounts) { return l.line[0], l.line[1] }
 
 // String describes the lab in one line.
 func (l *Lab) String() string {

@@ -45,6 +45,12 @@ func build[L interface{ Close() error }](tb testing.TB, mk func() (L, error)) L 
 		if err := lab.Close(); err != nil {
 			tb.Error(err)
 		}
+		// A test through a delay line that failed says what the line
+		// did: a frame it dropped is the lab's, not the test's subject.
+		if l, ok := any(lab).(*netlab.Lab); ok && tb.Failed() && l.Topology == netlab.Delayed {
+			ab, ba := l.LineCounts()
+			tb.Logf("the delay line, A to B: %v; B to A: %v", ab, ba)
+		}
 	})
 	return lab
 }
