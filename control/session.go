@@ -1123,7 +1123,7 @@ func (s *session) merge(pr *Results) error {
 			sr.PeerDrained = pr.Blast.Streams[i].Drained
 			sr.PeerThread = pr.Blast.Streams[i].Thread
 			if u := pr.Blast.Streams[i].UDP; u != nil && sr.PeerUDP != nil {
-				sr.PeerUDP.OutOfOrder, sr.PeerUDP.Duplicates = u.OutOfOrder, u.Duplicates
+				sr.PeerUDP.OutOfOrder, sr.PeerUDP.Duplicates, sr.PeerUDP.LossRuns = u.OutOfOrder, u.Duplicates, u.LossRuns
 			}
 		}
 	}

@@ -136,6 +136,7 @@ func (u *udpFraming) Receive(p []byte, at time.Duration) {
 	case seq > c.Packets:
 		if seq > c.Packets+1 {
 			c.Lost += seq - 1 - c.Packets
+			c.LossRuns++
 		}
 		u.markForward(c.Packets, seq)
 		c.Packets = seq

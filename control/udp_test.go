@@ -93,35 +93,36 @@ func TestUDPFramingPublishes(t *testing.T) {
 
 // Loss, reordering and duplicates from crafted sequence numbers, counted
 // as iperf3 counts them (a late datagram takes one back from the loss),
-// except that a datagram seen twice is a duplicate and not out of order.
+// except that a datagram seen twice is a duplicate and not out of order;
+// each gap the sequence jumps is a run of loss (blast's count).
 func TestUDPFramingSequence(t *testing.T) {
 	for _, wide := range []bool{false, true} {
 		u := newUDPFraming(wide)
 		type step struct {
-			seq                  uint64
-			high, lost, ooo, dup int64
+			seq                        uint64
+			high, lost, ooo, dup, runs int64
 		}
 		for i, s := range []step{
-			{1, 1, 0, 0, 0},
-			{2, 2, 0, 0, 0},
-			{3, 3, 0, 0, 0},
-			{5, 5, 1, 0, 0},            // 4 missing
-			{6, 6, 1, 0, 0},            //
-			{4, 6, 0, 1, 0},            // 4 came late
-			{4, 6, 0, 1, 1},            // and again: a duplicate
-			{8, 8, 1, 1, 1},            // 7 missing
-			{7, 8, 0, 2, 1},            // 7 late
-			{9, 9, 0, 2, 1},            //
-			{10000, 10000, 9990, 2, 1}, // 10..9999 missing
-			{9999, 10000, 9989, 3, 1},  // one of them late
-			{9999, 10000, 9989, 3, 2},  // twice
-			{5, 10000, 9988, 4, 2},     // beyond the window: out of order, as iperf3
+			{1, 1, 0, 0, 0, 0},
+			{2, 2, 0, 0, 0, 0},
+			{3, 3, 0, 0, 0, 0},
+			{5, 5, 1, 0, 0, 1},            // 4 missing: a run of one
+			{6, 6, 1, 0, 0, 1},            //
+			{4, 6, 0, 1, 0, 1},            // 4 came late
+			{4, 6, 0, 1, 1, 1},            // and again: a duplicate
+			{8, 8, 1, 1, 1, 2},            // 7 missing
+			{7, 8, 0, 2, 1, 2},            // 7 late
+			{9, 9, 0, 2, 1, 2},            //
+			{10000, 10000, 9990, 2, 1, 3}, // 10..9999 missing: one run
+			{9999, 10000, 9989, 3, 1, 3},  // one of them late
+			{9999, 10000, 9989, 3, 2, 3},  // twice
+			{5, 10000, 9988, 4, 2, 3},     // beyond the window: out of order, as iperf3
 		} {
 			u.Receive(datagram(time.Duration(i)*time.Millisecond, s.seq, wide), time.Duration(i)*time.Millisecond)
 			got := u.final()
-			if got.Packets != s.high || got.Lost != s.lost || got.OutOfOrder != s.ooo || got.Duplicates != s.dup {
-				t.Fatalf("wide=%v: after #%d (seq %d): packets %d lost %d ooo %d dup %d; want %d %d %d %d",
-					wide, i, s.seq, got.Packets, got.Lost, got.OutOfOrder, got.Duplicates, s.high, s.lost, s.ooo, s.dup)
+			if got.Packets != s.high || got.Lost != s.lost || got.OutOfOrder != s.ooo || got.Duplicates != s.dup || got.LossRuns != s.runs {
+				t.Fatalf("wide=%v: after #%d (seq %d): packets %d lost %d ooo %d dup %d runs %d; want %d %d %d %d %d",
+					wide, i, s.seq, got.Packets, got.Lost, got.OutOfOrder, got.Duplicates, got.LossRuns, s.high, s.lost, s.ooo, s.dup, s.runs)
 			}
 		}
 	}

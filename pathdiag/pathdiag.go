@@ -102,9 +102,12 @@ type Direction struct {
 	// Stall is the longest time the direction moved no byte between its
 	// first and its last (seconds into the test; 0: none seen).
 	Stall Stall
-	// UDP: the datagram payload length, datagrams sent and lost.
+	// UDP: the datagram payload length, datagrams sent and lost, and
+	// the runs they were lost in: the gaps the receiver saw in the
+	// sequence (0: not known, as from an iperf3 receiver).
 	Datagram   int
 	Sent, Lost int64
+	LossRuns   int64
 	// Resent: UDP sends the sender's own queue refused (ENOBUFS), which
 	// the sender sent again once there was room, after waiting ResentWait
 	// in all (blast senders; 0 unknown).

@@ -127,11 +127,14 @@ func TestD26Queued(t *testing.T) {
 // the trial's 2% dropped at random one way), and its receiver's socket
 // dropped none: D30, not a policer, with both figures; a receiver whose
 // socket dropped the UDP's losses gets nothing, and UDP that lost far
-// less than TCP (a queue's loss, rate-dependent) neither.
+// less than TCP (a queue's loss, rate-dependent) neither; nor UDP whose
+// loss came in long runs (a queue a burst overflowed), or whose receiver
+// did not count its runs.
 func TestD30(t *testing.T) {
 	tcp := &Direction{Seconds: 2, Goodput: 4.08e9, SentBytes: 1020e6, Retransmits: 15538, MSS: 1448}
 	udp := func(lost int64, drops uint64) *Direction {
-		d := &Direction{UDP: true, Seconds: 2, Rate: 400e6, Goodput: 392e6, Sent: 83557, Lost: lost, Datagram: 1472}
+		// 2% lost at random: 2% of the runs are two or more long.
+		d := &Direction{UDP: true, Seconds: 2, Rate: 400e6, Goodput: 392e6, Sent: 83557, Lost: lost, LossRuns: lost - lost/50, Datagram: 1472}
 		if drops > 0 {
 			d.Receiver = &End{Path: &pathinfo.Delta{SNMP: map[string]uint64{"Udp.RcvbufErrors": drops}}}
 		}
@@ -140,7 +143,7 @@ func TestD30(t *testing.T) {
 	fs := D26(Probe{Name: "upload", TCP: tcp, Clean: udp(1662, 0)})
 	want := []finding.Finding{{Rule: "D30", Severity: finding.Warn,
 		Summary:  "random loss in the upload direction: about 2.1% of packets lost whatever the rate, not a rate limit",
-		Evidence: "tcp upload 4.08 Gbit/s with 2.2% of its segments lost (retransmitted, less what the receiver already had); udp upload at 392 Mbit/s, a lower rate: 1662 of 83557 datagrams lost, 1.99% on the path (none counted that the receiver's socket dropped): the loss does not grow with the rate",
+		Evidence: "tcp upload 4.08 Gbit/s with 2.2% of its segments lost (retransmitted, less what the receiver already had); udp upload at 392 Mbit/s, a lower rate: 1662 of 83557 datagrams lost, 1.99% on the path (none counted that the receiver's socket dropped), in 1629 gaps of 1.0 on average (spread, as loss at random is): the loss does not grow with the rate",
 		Fix:      "a link or device in the upload direction drops about 2.1% of packets at any rate: look for errors on the routers' and switches' ports on the way (CRC errors, discards: ethtool -S, the devices' interface counters), a failing cable or optic, or a radio link; a congestion control that does not read loss as congestion (-C bbr where the kernel has it) keeps TCP's rate through it"}}
 	if diff := cmp.Diff(want, fs); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -150,6 +153,22 @@ func TestD30(t *testing.T) {
 	}
 	if fs := D30(Probe{Name: "upload", TCP: tcp, Clean: udp(500, 0)}); fs != nil {
 		t.Errorf("UDP lost 0.6%% against TCP's 2.2%%: %v", fs)
+	}
+	// The same count lost in 7 runs (a sender held up that caught up in
+	// bursts a queue could not hold), in 395 (4.2 each), or with no runs
+	// counted (an iperf3 receiver): no cause named.
+	for _, runs := range []int64{7, 395, 0} {
+		c := udp(1662, 0)
+		c.LossRuns = runs
+		if fs := D26(Probe{Name: "upload", TCP: tcp, Clean: c}); fs != nil {
+			t.Errorf("1662 lost in %d runs: %v, want none", runs, fs)
+		}
+	}
+	// Runs of 4 on average: a link that errs in short bursts.
+	bursts := udp(1662, 0)
+	bursts.LossRuns = 416
+	if fs := D30(Probe{Name: "upload", TCP: tcp, Clean: bursts}); len(fs) != 1 {
+		t.Errorf("1662 lost in 416 runs: %v, want D30", fs)
 	}
 	if got := rulesOf(Merge([]finding.Finding{{Rule: "D7", Severity: finding.Warn}, {Rule: "D20", Severity: finding.Warn}, {Rule: "D27", Severity: finding.Warn}}, fs)); !cmp.Equal(got, []string{"WARN D30"}) {
 		t.Errorf("merged: %v, want D30 alone (it explains D7, D20 and the stall of D27)", got)

@@ -166,6 +166,9 @@ func (a *dirFacts) add(sr *StreamResult) {
 	sent, lost := a.r.UDPLoss(sr)
 	d.Sent += sent
 	d.Lost += lost
+	if _, rcv := sr.UDPSides(); rcv != nil {
+		d.LossRuns += rcv.LossRuns
+	}
 }
 
 // addTCP adds a sending stream's TCP figures.

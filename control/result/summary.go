@@ -139,6 +139,7 @@ func (t *Total) add(v View, retr int64, u *wire.UDPStats) {
 		t.UDP.Lost += u.Lost
 		t.UDP.OutOfOrder += u.OutOfOrder
 		t.UDP.Duplicates += u.Duplicates
+		t.UDP.LossRuns += u.LossRuns
 		t.UDP.Jitter += u.Jitter
 	}
 }
@@ -195,6 +196,7 @@ func SummarizeInterval(r *Result, iv *Interval) *IntervalSummary {
 				d.UDP.Lost += u.Lost
 				d.UDP.OutOfOrder += u.OutOfOrder
 				d.UDP.Duplicates += u.Duplicates
+				d.UDP.LossRuns += u.LossRuns
 				d.UDP.Jitter += u.Jitter
 			}
 		}

@@ -23,13 +23,17 @@ const MaxServerAffinity = 1024
 // it), Lost the gaps in the sequence less the late datagrams that filled
 // them, OutOfOrder the datagrams that arrived after a higher-numbered one,
 // Duplicates (blast only; iperf3 counts them as out of order) the
-// datagrams seen twice, and Jitter the RFC 3550 smoothed transit-time
-// variation in seconds.
+// datagrams seen twice, LossRuns (blast only) the gaps the sequence
+// jumped over, each a run of one or more datagrams lost (Lost/LossRuns
+// is how long the runs were: near 1 for loss at random, hundreds for a
+// queue a burst overflowed), and Jitter the RFC 3550 smoothed
+// transit-time variation in seconds.
 type UDPStats struct {
 	Packets    int64   `json:"packets"`
 	Lost       int64   `json:"lost"`
 	OutOfOrder int64   `json:"out_of_order"`
 	Duplicates int64   `json:"duplicates"`
+	LossRuns   int64   `json:"loss_runs,omitempty"`
 	Jitter     float64 `json:"jitter"`
 }
 
@@ -53,5 +57,6 @@ type Drained struct {
 // Sub is u less the counts of base; the jitter stays u's.
 func (u UDPStats) Sub(base UDPStats) UDPStats {
 	return UDPStats{Packets: u.Packets - base.Packets, Lost: u.Lost - base.Lost,
-		OutOfOrder: u.OutOfOrder - base.OutOfOrder, Duplicates: u.Duplicates - base.Duplicates, Jitter: u.Jitter}
+		OutOfOrder: u.OutOfOrder - base.OutOfOrder, Duplicates: u.Duplicates - base.Duplicates,
+		LossRuns: u.LossRuns - base.LossRuns, Jitter: u.Jitter}
 }
