@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/internal/clock"
 )
 
@@ -137,7 +139,7 @@ func (a *Agent) ControlAddr() net.Addr { return a.ln.Addr() }
 // Info is what GET /v1/info answers.
 func (a *Agent) Info() Info {
 	return Info{Name: a.cfg.Name, Instance: a.instance, Zone: a.cfg.Zone, Addrs: hostAddrs(), DataPort: a.srv.Addr().(*net.TCPAddr).Port,
-		ControlPort: a.ln.Addr().(*net.TCPAddr).Port, Version: control.Version}
+		ControlPort: a.ln.Addr().(*net.TCPAddr).Port, Version: result.Version}
 }
 
 // Serve serves the data port and the control endpoint until ctx is done
@@ -285,7 +287,7 @@ func (a *Agent) handleTest(w http.ResponseWriter, r *http.Request) {
 	// Test traffic goes only to an agent that proves it holds the token:
 	// anything else gets the one error, and nothing past the proof's
 	// request.
-	var res *control.Result
+	var res *result.Result
 	err = control.ProveAgent(ctx, &net.Dialer{}, net.JoinHostPort(req.Host, strconv.Itoa(req.Port)), a.proof)
 	if err == nil {
 		res, err = control.Run(ctx, cfg)
@@ -304,8 +306,8 @@ func (req *TestRequest) config(now time.Time) (control.Config, error) {
 		return control.Config{}, fmt.Errorf("port %d: must be 1 to 65535", req.Port)
 	case !(req.Seconds >= 1 && req.Seconds <= 3600):
 		return control.Config{}, fmt.Errorf("seconds %g: must be 1 to 3600", req.Seconds)
-	case req.Streams < 1 || req.Streams > control.MaxStreams:
-		return control.Config{}, fmt.Errorf("streams %d: must be 1 to %d", req.Streams, control.MaxStreams)
+	case req.Streams < 1 || req.Streams > wire.MaxStreams:
+		return control.Config{}, fmt.Errorf("streams %d: must be 1 to %d", req.Streams, wire.MaxStreams)
 	case !req.StartAt.IsZero() && req.StartAt.Sub(now) > MaxStartWait:
 		return control.Config{}, fmt.Errorf("start_at %s is more than %v ahead", req.StartAt.UTC().Format(time.RFC3339), MaxStartWait)
 	}

@@ -21,6 +21,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	_ "github.com/blastnet/blast/engine/backends"
 	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/internal/testkit"
@@ -80,7 +82,7 @@ func TestInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Info{Name: "node-a", Instance: a.instance, Zone: "zone-1", DataPort: dataPort(a), ControlPort: a.ControlAddr().(*net.TCPAddr).Port,
-		Version: control.Version, Addrs: in.Addrs}
+		Version: result.Version, Addrs: in.Addrs}
 	if diff := cmp.Diff(want, *in); diff != "" {
 		t.Errorf("info (-want +got):\n%s", diff)
 	}
@@ -341,7 +343,7 @@ func TestBusy(t *testing.T) {
 		cfg.Server.MaxClients = 1
 		// A test that started holds the server's one slot until
 		// released.
-		cfg.Server.OnStart = func(*control.Result) { started <- struct{}{}; <-release }
+		cfg.Server.OnStart = func(*result.Result) { started <- struct{}{}; <-release }
 	})
 	ctx := context.Background()
 	req := TestRequest{Host: "127.0.0.1", Port: dataPort(a), Seconds: 1, Streams: 1}
@@ -361,8 +363,8 @@ func TestBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !second.Busy || second.Err != control.ErrBusy.Error() {
-		t.Errorf("second test while the server runs one: %+v, want Busy with %q", second, control.ErrBusy)
+	if !second.Busy || second.Err != wire.ErrBusy.Error() {
+		t.Errorf("second test while the server runs one: %+v, want Busy with %q", second, wire.ErrBusy)
 	}
 
 	// The agent's own limit: two tests of its own at once. The third
@@ -484,7 +486,7 @@ func TestOnlyToAgents(t *testing.T) {
 			defer conn.Close()
 			var b bytes.Buffer
 			buf := make([]byte, 64)
-			for b.Len() < control.CookieSize {
+			for b.Len() < wire.CookieSize {
 				n, err := conn.Read(buf)
 				b.Write(buf[:n])
 				if err != nil {
@@ -504,7 +506,7 @@ func TestOnlyToAgents(t *testing.T) {
 		cfg := testServer()
 		var tests int
 		var mu sync.Mutex
-		cfg.OnResult = func(*control.Result) { mu.Lock(); tests++; mu.Unlock() }
+		cfg.OnResult = func(*result.Result) { mu.Lock(); tests++; mu.Unlock() }
 		srv, err := control.Listen(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -538,9 +540,9 @@ func TestOnlyToAgents(t *testing.T) {
 	})
 	t.Run("answers like iperf3, then waits", func(t *testing.T) {
 		t.Parallel()
-		port, got := raw(t, []byte{byte(control.ParamExchange)})
+		port, got := raw(t, []byte{byte(wire.ParamExchange)})
 		ask(t, port)
-		if b := <-got; len(b) != control.CookieSize || !bytes.HasPrefix(b, []byte("bAgt proof 1\n")) {
+		if b := <-got; len(b) != wire.CookieSize || !bytes.HasPrefix(b, []byte("bAgt proof 1\n")) {
 			t.Errorf("the target got %q, want the 37-byte proof request alone", b)
 		}
 	})
@@ -548,7 +550,7 @@ func TestOnlyToAgents(t *testing.T) {
 		t.Parallel()
 		port, got := raw(t, nil)
 		ask(t, port)
-		if b := <-got; len(b) != control.CookieSize {
+		if b := <-got; len(b) != wire.CookieSize {
 			t.Errorf("the target got %d bytes, want the 37-byte proof request alone", len(b))
 		}
 	})

@@ -6,7 +6,8 @@ import (
 	"net"
 	"strings"
 
-	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/units"
@@ -15,11 +16,11 @@ import (
 // newReply turns a client test's result into the reply: the direction
 // that ran (the client sends, or with -R receives), both ends' CPU and
 // interfaces, and the findings of both ends and the path.
-func newReply(res *control.Result, err error) *Reply {
+func newReply(res *result.Result, err error) *Reply {
 	r := &Reply{}
 	if err != nil {
 		r.Err = oneLine(err.Error())
-		r.Busy = errors.Is(err, control.ErrBusy)
+		r.Busy = errors.Is(err, wire.ErrBusy)
 	}
 	if res == nil {
 		return r

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 )
 
@@ -86,7 +88,7 @@ func runHostCase(ctx context.Context, cfg Config, c Case) (Row, error) {
 	if res.RemoteVersion == "" {
 		port := cfg.Port
 		if port == 0 {
-			port = control.DefaultPort
+			port = wire.DefaultPort
 		}
 		addr := net.JoinHostPort(cfg.Host, strconv.Itoa(port))
 		return row, fmt.Errorf("%s runs plain iperf3 (no blast extensions in its results): %w: run 'blast server' on %s", addr, ErrNotBlast, cfg.Host)
@@ -104,7 +106,7 @@ func runHostCase(ctx context.Context, cfg Config, c Case) (Row, error) {
 // fillHostRow turns a client's Result into the row: which end is the
 // sender follows from the direction, the far end's figures from the blast
 // extensions of its results.
-func fillHostRow(row *Row, c Case, res *control.Result) {
+func fillHostRow(row *Row, c Case, res *result.Result) {
 	localCPU, remoteCPU := cpuOf(res.CPU), cpuOf(res.RemoteCPU)
 	var tx, rx engine.Sample
 	var tf, rf engine.FactSample
@@ -168,6 +170,6 @@ func fillHostRow(row *Row, c Case, res *control.Result) {
 }
 
 // cpuOf is the CPU time, in seconds, of one end of a control test.
-func cpuOf(u control.CPUUtil) CPU {
+func cpuOf(u result.CPUUtil) CPU {
 	return CPU{User: u.UserSeconds, Sys: u.SystemSeconds}
 }

@@ -220,7 +220,7 @@ func (s *Server) shedf(format string, args ...any) {
 
 // footprint is the user memory the streams of a test hold on this
 // server: engine.Footprint of each stream's backend in its direction.
-func footprint(p *Params, tx, rx engine.Backend, sends func(int) bool, n int) int64 {
+func footprint(p *wire.Params, tx, rx engine.Backend, sends func(int) bool, n int) int64 {
 	spec := &engine.Spec{Protocol: engine.TCP, BufLen: p.BlockLen()}
 	if p.UDP {
 		spec.Protocol = engine.UDP
@@ -254,7 +254,7 @@ type admission struct {
 // gets none: busy (errNotAdmitted, after ACCESS_DENIED went to the client
 // and OnRefused was told), or a limit of the server (an iperf3 error
 // number and why).
-func (s *Server) admit(host netip.Addr, p *Params, memory int64) (*admission, int32, error) {
+func (s *Server) admit(host netip.Addr, p *wire.Params, memory int64) (*admission, int32, error) {
 	switch {
 	case int(p.Parallel) > s.cfg.MaxStreams:
 		return nil, 6, fmt.Errorf("the client asked for %d streams (-P), over the server's --max-streams %d", p.Parallel, s.cfg.MaxStreams)
@@ -326,7 +326,7 @@ func (a *admission) release() {
 // refused tells a client the server is busy, and OnRefused why.
 func (s *Server) refused(c net.Conn, why string) {
 	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	WriteState(c, AccessDenied)
+	wire.WriteState(c, wire.AccessDenied)
 	s.logf("%s: refused: %s", c.RemoteAddr(), why)
 	if s.cfg.OnRefused != nil {
 		var peer netip.AddrPort

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/internal/testkit"
 	"github.com/blastnet/blast/latency"
@@ -158,10 +159,10 @@ func TestAdmitHandshakeTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cookieOnly.Close() })
-	cookie := NewCookie()
+	cookie := wire.NewCookie()
 	cookieOnly.Write(cookie[:])
 	cookieOnly.SetReadDeadline(time.Now().Add(time.Minute))
-	if st, err := ReadState(cookieOnly); err != nil || st != ParamExchange {
+	if st, err := wire.ReadState(cookieOnly); err != nil || st != wire.ParamExchange {
 		t.Fatalf("cookie-only connection: %v, %v; want PARAM_EXCHANGE", st, err)
 	}
 	// Both are in, each with its timer armed.
@@ -183,7 +184,7 @@ func TestAdmitHandshakeTimeout(t *testing.T) {
 		t.Errorf("silent connection at the timeout: %d bytes, %v; want closed by the server (EOF)", n, err)
 	}
 	got, err := io.ReadAll(cookieOnly)
-	if err != nil || len(got) == 0 || State(int8(got[0])) != ServerError {
+	if err != nil || len(got) == 0 || wire.State(int8(got[0])) != wire.ServerError {
 		t.Errorf("cookie-only connection at the timeout: got %v, %v; want SERVER_ERROR, then closed", got, err)
 	}
 	faultPending(t, srv, 30*time.Second)

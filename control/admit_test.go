@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/clock"
@@ -83,11 +84,11 @@ func TestAdmitCookieOnlyHoldsNoSlot(t *testing.T) {
 	_, port, log := blastServer(t, ServerConfig{MaxClients: 1, StreamTimeout: 3 * time.Second})
 	for range 8 {
 		c := dialFrom(t, "127.0.0.2", port)
-		ck := NewCookie()
+		ck := wire.NewCookie()
 		c.Write(ck[:])
 		// The server took it for a test, and waits for its parameters.
 		c.SetReadDeadline(time.Now().Add(30 * time.Second))
-		if st, err := ReadState(c); err != nil || st != ParamExchange {
+		if st, err := wire.ReadState(c); err != nil || st != wire.ParamExchange {
 			t.Fatalf("cookie-only connection: %v, %v; want PARAM_EXCHANGE", st, err)
 		}
 	}
@@ -144,7 +145,7 @@ func TestAdmitUnidentifiedCap(t *testing.T) {
 func TestAdmitTestMemory(t *testing.T) {
 	_, port, log := blastServer(t, ServerConfig{MaxTestMemory: 1 << 20})
 	_, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Parallel: 16, Bytes: 1 << 20})
-	var se ServerErrorCode
+	var se wire.ServerErrorCode
 	if !errors.As(err, &se) || se.Ierrno != wire.IENewTest {
 		t.Fatalf("error %v, want iperf3's error %d", err, wire.IENewTest)
 	}
@@ -181,10 +182,10 @@ func TestAdmitTotalMemory(t *testing.T) {
 	started := make(chan struct{}, 4)
 	var ref refusals
 	_, port, _ := blastServer(t, ServerConfig{MaxTestMemory: 3 << 20, MaxMemory: 3 << 20, OnRefused: ref.add,
-		OnStart: func(*Result) { started <- struct{}{} }})
+		OnStart: func(*result.Result) { started <- struct{}{} }})
 	wait := runningTest(t, Config{Host: "127.0.0.1", Port: port, Parallel: 16, Duration: 2 * time.Second}, started)
 	_, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Parallel: 16, Bytes: 1 << 20})
-	if !errors.Is(err, ErrBusy) {
+	if !errors.Is(err, wire.ErrBusy) {
 		t.Errorf("second test: %v, want busy", err)
 	}
 	// OnRefused is told after the client is.
@@ -204,9 +205,9 @@ func TestAdmitTotalMemory(t *testing.T) {
 func TestAdmitPerHost(t *testing.T) {
 	started := make(chan struct{}, 4)
 	var ref refusals
-	_, port, _ := blastServer(t, ServerConfig{MaxPerHost: 1, OnRefused: ref.add, OnStart: func(*Result) { started <- struct{}{} }})
+	_, port, _ := blastServer(t, ServerConfig{MaxPerHost: 1, OnRefused: ref.add, OnStart: func(*result.Result) { started <- struct{}{} }})
 	wait := runningTest(t, Config{Host: "127.0.0.1", Port: port, Duration: 2 * time.Second}, started)
-	if _, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Bytes: 1 << 20}); !errors.Is(err, ErrBusy) {
+	if _, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Bytes: 1 << 20}); !errors.Is(err, wire.ErrBusy) {
 		t.Errorf("a second test from 127.0.0.1: %v, want busy", err)
 	}
 	// OnRefused is told after the client is.
@@ -254,13 +255,13 @@ func TestAdmitStreamSource(t *testing.T) {
 		fake := clock.NewFake()
 		_, port, log := blastServer(t, ServerConfig{AnyStreamSource: anySource, StreamTimeout: time.Second, Clock: fake})
 		rc := dialRaw(t, port)
-		rc.expect(ParamExchange)
-		WriteJSON(rc.ctrl, map[string]any{"tcp": true, "time": 0, "num": 1000, "parallel": 1, "len": 1000, "client_version": "3.12"})
-		rc.expect(CreateStreams)
+		rc.expect(wire.ParamExchange)
+		wire.WriteJSON(rc.ctrl, map[string]any{"tcp": true, "time": 0, "num": 1000, "parallel": 1, "len": 1000, "client_version": "3.12"})
+		rc.expect(wire.CreateStreams)
 		s := dialFrom(t, "127.0.0.2", port)
 		s.Write(rc.cookie[:])
 		if anySource {
-			if st, err := ReadState(rc.ctrl); err != nil || st != TestStart {
+			if st, err := wire.ReadState(rc.ctrl); err != nil || st != wire.TestStart {
 				t.Errorf("AnyStreamSource: %v %v, want TEST_START", st, err)
 			}
 			continue
@@ -280,8 +281,8 @@ func TestAdmitStreamSource(t *testing.T) {
 			t.Fatal("the test ended before StreamTimeout passed")
 		}
 		fake.Advance(time.Millisecond)
-		st, err := ReadState(rc.ctrl)
-		if err != nil || st != ServerError {
+		st, err := wire.ReadState(rc.ctrl)
+		if err != nil || st != wire.ServerError {
 			t.Fatalf("stream from another address: %v %v, want SERVER_ERROR", st, err)
 		}
 		if r := log.wait(t, 1)[0]; r.Err == nil || r.Err.Error() != "the client opened 0 of 1 streams within 1s" {
@@ -307,7 +308,7 @@ func TestAdmitStreamsAndBytes(t *testing.T) {
 // A block count whose byte count overflows int64 is refused, not run for
 // ever (7.07e13 blocks of 128 KiB).
 func TestBlockCountOverflow(t *testing.T) {
-	p := Params{TCP: true, Parallel: 1, BlockCount: 70_700_000_000_000, Len: 128 << 10}
+	p := wire.Params{TCP: true, Parallel: 1, BlockCount: 70_700_000_000_000, Len: 128 << 10}
 	code, err := p.Validate()
 	if code != 16 || err == nil || err.Error() != "block count 70700000000000 of 131072 bytes: the byte count overflows (at most 70368744177663 blocks)" {
 		t.Errorf("Validate: %d %v", code, err)
@@ -322,17 +323,17 @@ func TestAdmitStalledReverseFreesSlot(t *testing.T) {
 	fake := clock.NewFake()
 	_, port, log := blastServer(t, ServerConfig{MaxClients: 1, RcvTimeout: 500 * time.Millisecond, Clock: fake})
 	rc := dialRaw(t, port)
-	rc.expect(ParamExchange)
-	WriteJSON(rc.ctrl, map[string]any{"tcp": true, "time": 0, "num": 100 << 30, "parallel": 1, "reverse": true, "client_version": "3.12"})
-	rc.expect(CreateStreams)
+	rc.expect(wire.ParamExchange)
+	wire.WriteJSON(rc.ctrl, map[string]any{"tcp": true, "time": 0, "num": 100 << 30, "parallel": 1, "reverse": true, "client_version": "3.12"})
+	rc.expect(wire.CreateStreams)
 	rc.stream() // and never read it
-	rc.expect(TestStart, TestRunning)
+	rc.expect(wire.TestStart, wire.TestRunning)
 	r := stepUntilResult(t, fake, log, 250*time.Millisecond)
 	want := "idle timeout for receiving data: the client neither took data nor ended the test for 500ms (--rcv-timeout 500 ms): it stalled, or it is gone"
 	if r.Err == nil || r.Err.Error() != want {
 		t.Errorf("server: %v\nwant %s", r.Err, want)
 	}
-	if st, err := ReadState(rc.ctrl); err != nil || st != ServerError {
+	if st, err := wire.ReadState(rc.ctrl); err != nil || st != wire.ServerError {
 		t.Errorf("the client was told %v %v, want SERVER_ERROR", st, err)
 	}
 	if _, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Bytes: 1 << 20}); err != nil {
@@ -343,7 +344,7 @@ func TestAdmitStalledReverseFreesSlot(t *testing.T) {
 // stepUntilResult moves a server's fake clock by step each time the
 // server's one running test has armed its next check, until the server
 // reports the test's result (within 30 s).
-func stepUntilResult(t *testing.T, fake *clock.Fake, log *resultLog, step time.Duration) *Result {
+func stepUntilResult(t *testing.T, fake *clock.Fake, log *resultLog, step time.Duration) *result.Result {
 	t.Helper()
 	bound := time.After(30 * time.Second)
 	for {
@@ -450,7 +451,7 @@ func TestServerControlKeepAlive(t *testing.T) {
 	}
 	_, port, _ := blastServer(t, ServerConfig{})
 	rc := dialRaw(t, port)
-	rc.expect(ParamExchange)
+	rc.expect(wire.ParamExchange)
 	out, err := exec.Command("ss", "-tnoH", "state", "established", "( sport = :"+strconv.Itoa(port)+" )").CombinedOutput()
 	if err != nil {
 		t.Fatalf("ss: %v: %s", err, out)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"time"
+
+	"github.com/blastnet/blast/control/wire"
 )
 
 // An agent proves to another that it is one before the other sends it test
@@ -32,7 +34,7 @@ var ErrNotAgent = errors.New("the target is not an agent of this mesh (or cannot
 
 // proofRequest reads a proof request: its nonce, ok false for anything
 // else.
-func proofRequest(cookie [CookieSize]byte) (nonce []byte, ok bool) {
+func proofRequest(cookie [wire.CookieSize]byte) (nonce []byte, ok bool) {
 	if [len(agentProofPrefix)]byte(cookie[:len(agentProofPrefix)]) != agentProofPrefix {
 		return nil, false
 	}
@@ -58,7 +60,7 @@ const proofTimeout = 5 * time.Second
 // whose ProofFunc is proof, with d's options (the source, the namespace);
 // ErrNotAgent when it does not, for whatever reason.
 func ProveAgent(ctx context.Context, d *net.Dialer, addr string, proof ProofFunc) error {
-	var req [CookieSize]byte
+	var req [wire.CookieSize]byte
 	copy(req[:], agentProofPrefix[:])
 	nonce := req[len(agentProofPrefix):]
 	rand.Read(nonce)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/internal/clock"
 )
@@ -109,7 +110,7 @@ func TestAuthReplayOverControl(t *testing.T) {
 	var traceMu sync.Mutex
 	var trace strings.Builder
 	_, port, log := blastServer(t, ServerConfig{NoNIC: true, Auth: &ServerAuth{Key: k, UsersFile: users}, Clock: srvClock,
-		Trace: func(_ *Result, line string) {
+		Trace: func(_ *result.Result, line string) {
 			traceMu.Lock()
 			defer traceMu.Unlock()
 			trace.WriteString(line + "\n")
@@ -127,14 +128,14 @@ func TestAuthReplayOverControl(t *testing.T) {
 	replay := func(i int, want string) {
 		t.Helper()
 		rc := dialRaw(t, port)
-		rc.expect(ParamExchange)
-		if err := WriteJSON(rc.ctrl, map[string]any{"tcp": true, "parallel": 1, "num": 1 << 20, "authtoken": tok, "client_version": "3.12"}); err != nil {
+		rc.expect(wire.ParamExchange)
+		if err := wire.WriteJSON(rc.ctrl, map[string]any{"tcp": true, "parallel": 1, "num": 1 << 20, "authtoken": tok, "client_version": "3.12"}); err != nil {
 			t.Fatal(err)
 		}
-		if s, err := ReadState(rc.ctrl); err != nil || s != ServerError {
+		if s, err := wire.ReadState(rc.ctrl); err != nil || s != wire.ServerError {
 			t.Fatalf("replay: state %v, %v; want SERVER_ERROR", s, err)
 		}
-		var se ServerErrorCode
+		var se wire.ServerErrorCode
 		if err := wire.ReadServerError(rc.ctrl); !errors.As(err, &se) || se.Ierrno != wire.IEAuthTest {
 			t.Errorf("replay: %v, want IEAUTHTEST", err)
 		}

@@ -3,13 +3,16 @@ package control
 import (
 	"context"
 	"errors"
-	"github.com/blastnet/blast/internal/testkit"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 // blast client <-> blast server on loopback, flag by flag.
@@ -22,7 +25,7 @@ func TestBlastToBlast(t *testing.T) {
 		cfg      Config
 		streams  int
 		up, down int64 // exact bytes each way, when the test has a count
-		check    func(t *testing.T, cli, srv *Result)
+		check    func(t *testing.T, cli, srv *result.Result)
 	}{
 		{name: "tcp", cfg: Config{Duration: time.Second}, streams: 1},
 		{name: "P4", cfg: Config{Duration: time.Second, Parallel: 4}, streams: 4},
@@ -33,13 +36,13 @@ func TestBlastToBlast(t *testing.T) {
 		{name: "bytes bidir", cfg: Config{Bytes: 5_000_000, Bidir: true}, streams: 2, up: 5_000_000, down: 5_000_000},
 		{name: "blocks", cfg: Config{Blocks: 100, BlockLen: 16 << 10}, streams: 1, up: 100 * 16 << 10},
 		{name: "window", cfg: Config{Duration: time.Second, Window: 256 << 10}, streams: 1,
-			check: func(t *testing.T, cli, srv *Result) {
+			check: func(t *testing.T, cli, srv *result.Result) {
 				if cli.SndBufActual < 256<<10 || srv.RcvBufActual < 256<<10 {
 					t.Errorf("-w 256K: client SO_SNDBUF %d, server SO_RCVBUF %d", cli.SndBufActual, srv.RcvBufActual)
 				}
 			}},
 		{name: "mss nodelay tos congestion", cfg: Config{Duration: time.Second, MSS: 1200, NoDelay: true, TOS: 0x10, Congestion: "reno"}, streams: 1,
-			check: func(t *testing.T, cli, srv *Result) {
+			check: func(t *testing.T, cli, srv *result.Result) {
 				if cli.Congestion != "reno" || srv.Congestion != "reno" {
 					t.Errorf("congestion: client %q, server %q", cli.Congestion, srv.Congestion)
 				}
@@ -48,7 +51,7 @@ func TestBlastToBlast(t *testing.T) {
 				}
 			}},
 		{name: "omit", cfg: Config{Duration: time.Second, Omit: time.Second, Interval: 500 * time.Millisecond}, streams: 1,
-			check: func(t *testing.T, cli, srv *Result) {
+			check: func(t *testing.T, cli, srv *result.Result) {
 				om := 0
 				for _, iv := range cli.Intervals {
 					if iv.Omitted {
@@ -63,7 +66,7 @@ func TestBlastToBlast(t *testing.T) {
 				}
 			}},
 		{name: "zerocopy", cfg: Config{Bytes: 3 << 20, ZeroCopy: true, Bidir: true}, streams: 2, up: 3 << 20, down: 3 << 20,
-			check: func(t *testing.T, cli, srv *Result) {
+			check: func(t *testing.T, cli, srv *result.Result) {
 				if !strings.Contains(cli.Backend, "sendfile") || !strings.Contains(srv.Backend, "sendfile") {
 					t.Errorf("-Z: client backend %q, server %q", cli.Backend, srv.Backend)
 				}
@@ -72,13 +75,13 @@ func TestBlastToBlast(t *testing.T) {
 				}
 			}},
 		{name: "get server output", cfg: Config{Duration: time.Second, GetServerOutput: true}, streams: 1,
-			check: func(t *testing.T, cli, srv *Result) {
+			check: func(t *testing.T, cli, srv *result.Result) {
 				if !strings.Contains(cli.ServerOutputText, "receiver") {
 					t.Errorf("server output: %q", cli.ServerOutputText)
 				}
 			}},
 		{name: "title no intervals", cfg: Config{Duration: time.Second, Title: "x", Interval: -1}, streams: 1,
-			check: func(t *testing.T, cli, srv *Result) {
+			check: func(t *testing.T, cli, srv *result.Result) {
 				if len(cli.Intervals) != 0 || srv.Params.Title != "x" {
 					t.Errorf("-i 0: %d intervals; title %q", len(cli.Intervals), srv.Params.Title)
 				}
@@ -114,7 +117,7 @@ func TestBlastToBlast(t *testing.T) {
 }
 
 // checkNIC checks that both ends reported the interface and exchanged it.
-func checkNIC(t *testing.T, cli, srv *Result) {
+func checkNIC(t *testing.T, cli, srv *result.Result) {
 	t.Helper()
 	if cli.NIC == nil || cli.RemoteNIC == nil || srv.RemoteNIC == nil || cli.RemoteNIC.Interface == nil {
 		t.Errorf("NIC reports not exchanged: client %v, remote %v; notes %v", cli.NIC != nil, cli.RemoteNIC != nil, cli.Notes)
@@ -123,7 +126,7 @@ func checkNIC(t *testing.T, cli, srv *Result) {
 
 // checkBlastPair checks a blast client's and a blast server's results of
 // the same test against each other.
-func checkBlastPair(t *testing.T, cli, srv *Result, streams int, up, down int64) {
+func checkBlastPair(t *testing.T, cli, srv *result.Result, streams int, up, down int64) {
 	t.Helper()
 	if srv.Err != nil {
 		t.Fatalf("server: %v", srv.Err)
@@ -136,7 +139,7 @@ func checkBlastPair(t *testing.T, cli, srv *Result, streams int, up, down int64)
 	}
 	for i := range cli.Streams {
 		c, s := cli.Streams[i], srv.Streams[i]
-		if c.ID != StreamID(i) || s.ID != c.ID || c.Sender == s.Sender {
+		if c.ID != wire.StreamID(i) || s.ID != c.ID || c.Sender == s.Sender {
 			t.Errorf("stream %d: client id %d sender %v, server id %d sender %v", i, c.ID, c.Sender, s.ID, s.Sender)
 		}
 		// Each side's own count is the other's peer count, and a blast
@@ -211,7 +214,7 @@ func TestEightClientsAtOnce(t *testing.T) {
 	_, port, log := blastServer(t, ServerConfig{Interval: 0})
 	const clients = 8
 	var wg sync.WaitGroup
-	results := make([]*Result, clients)
+	results := make([]*result.Result, clients)
 	errs := make([]error, clients)
 	for i := range clients {
 		wg.Add(1)
@@ -223,7 +226,7 @@ func TestEightClientsAtOnce(t *testing.T) {
 	}
 	wg.Wait()
 	srvRes := log.wait(t, clients)
-	byCookie := map[string]*Result{}
+	byCookie := map[string]*result.Result{}
 	for _, r := range srvRes {
 		byCookie[r.Cookie] = r
 	}
@@ -253,12 +256,12 @@ func TestServerBusy(t *testing.T) {
 	started := make(chan struct{})
 	go func() {
 		_, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: 3 * time.Second,
-			OnStart: func(*Result) { close(started) }})
+			OnStart: func(*result.Result) { close(started) }})
 		done <- err
 	}()
 	// The first test holds the slot from its streams on.
 	waitStarted(t, started, done)
-	if _, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: time.Second}); !errors.Is(err, ErrBusy) {
+	if _, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: time.Second}); !errors.Is(err, wire.ErrBusy) {
 		t.Fatalf("second client: %v, want ErrBusy", err)
 	}
 	if err := <-done; err != nil {
@@ -294,7 +297,7 @@ func TestIperf3ClientBusy(t *testing.T) {
 	started := make(chan struct{})
 	go func() {
 		_, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: 3 * time.Second,
-			OnStart: func(*Result) { close(started) }})
+			OnStart: func(*result.Result) { close(started) }})
 		done <- err
 	}()
 	waitStarted(t, started, done)
@@ -329,7 +332,7 @@ func TestServerGoneMidTest(t *testing.T) {
 	// would run 60 s: the client ends it when it notices.
 	var once sync.Once
 	r, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Duration: 60 * time.Second, Interval: 200 * time.Millisecond,
-		OnInterval: func(*Result, *Interval) { once.Do(cancel) }})
+		OnInterval: func(*result.Result, *result.Interval) { once.Do(cancel) }})
 	<-served
 	if err == nil {
 		t.Fatal("the client succeeded although the server went away")
@@ -351,7 +354,7 @@ func TestClientGoneMidTest(t *testing.T) {
 	// Interrupted once it has measured an interval of its 60 s.
 	var once sync.Once
 	if _, err := Run(ctx, Config{Host: "127.0.0.1", Port: port, Duration: 60 * time.Second, Interval: 100 * time.Millisecond,
-		OnInterval: func(*Result, *Interval) { once.Do(cancel) }}); !errors.Is(err, ErrInterrupted) {
+		OnInterval: func(*result.Result, *result.Interval) { once.Do(cancel) }}); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("interrupted client: %v, want %v", err, ErrInterrupted)
 	}
 	r := log.wait(t, 1)[0]
@@ -365,9 +368,9 @@ func TestClientGoneMidTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ck := NewCookie()
+	ck := wire.NewCookie()
 	c.Write(ck[:])
-	if s, err := ReadState(c); err != nil || s != ParamExchange {
+	if s, err := wire.ReadState(c); err != nil || s != wire.ParamExchange {
 		t.Fatalf("raw client: %v %v", s, err)
 	}
 	c.Close()

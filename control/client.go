@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/clock"
@@ -156,8 +157,8 @@ type Config struct {
 
 	// OnStart is called once the streams are connected; OnInterval after
 	// every interval. Both run on the test's goroutines: keep them quick.
-	OnStart    func(*Result)
-	OnInterval func(*Result, *Interval)
+	OnStart    func(*result.Result)
+	OnInterval func(*result.Result, *result.Interval)
 }
 
 // Validate reports the first thing wrong with c, in words naming the fix.
@@ -169,32 +170,32 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("port %d: must be 1 to 65535", c.Port)
 	case c.Family != "" && c.Family != "4" && c.Family != "6":
 		return fmt.Errorf("address family %q: use -4 or -6", c.Family)
-	case c.Duration < 0 || c.Duration > MaxTime*time.Second:
-		return fmt.Errorf("duration %v: must be 0 to %d s", c.Duration, MaxTime)
+	case c.Duration < 0 || c.Duration > wire.MaxTime*time.Second:
+		return fmt.Errorf("duration %v: must be 0 to %d s", c.Duration, wire.MaxTime)
 	case c.Duration%time.Second != 0:
 		return fmt.Errorf("duration %v: iperf3's protocol carries whole seconds; use -t 1 or more", c.Duration)
-	case c.Omit < 0 || c.Omit > MaxOmit*time.Second || c.Omit%time.Second != 0:
-		return fmt.Errorf("omit %v: must be whole seconds from 0 to %d", c.Omit, MaxOmit)
+	case c.Omit < 0 || c.Omit > wire.MaxOmit*time.Second || c.Omit%time.Second != 0:
+		return fmt.Errorf("omit %v: must be whole seconds from 0 to %d", c.Omit, wire.MaxOmit)
 	case c.Bytes < 0 || c.Blocks < 0:
 		return errors.New("-n and -k must not be negative")
 	case c.Bytes > 0 && c.Blocks > 0:
 		return errors.New("-n and -k both given: choose one end condition")
-	case c.Parallel < 1 || c.Parallel > MaxStreams:
-		return fmt.Errorf("-P %d: invalid number of parallel streams (min = 1, max = %d)", c.Parallel, MaxStreams)
+	case c.Parallel < 1 || c.Parallel > wire.MaxStreams:
+		return fmt.Errorf("-P %d: invalid number of parallel streams (min = 1, max = %d)", c.Parallel, wire.MaxStreams)
 	case c.Reverse && c.Bidir:
 		return errors.New("-R and --bidir both given: --bidir already sends both ways")
 	case c.Interval < 0 || (c.Interval > 0 && c.Interval < 100*time.Millisecond) || c.Interval > 60*time.Second:
 		return fmt.Errorf("-i %v: must be 0 (off) or 0.1 to 60 seconds", c.Interval)
 	case c.Window < 0 || c.Window > 512<<20:
 		return fmt.Errorf("-w %d: must be at most 512M", c.Window)
-	case c.MSS < 0 || c.MSS > MaxMSS:
-		return fmt.Errorf("-M %d: must be 0 (the system's) to %d", c.MSS, MaxMSS)
+	case c.MSS < 0 || c.MSS > wire.MaxMSS:
+		return fmt.Errorf("-M %d: must be 0 (the system's) to %d", c.MSS, wire.MaxMSS)
 	case c.TOS < 0 || c.TOS > 255:
 		return fmt.Errorf("TOS %d: must be 0 to 255", c.TOS)
 	case !c.UDP && (c.BlockLen < 1 || c.BlockLen > 1<<20):
 		return fmt.Errorf("-l %d: must be 1 to 1M for TCP", c.BlockLen)
-	case c.UDP && c.BlockLen != 0 && (c.BlockLen < MinUDPBlock || c.BlockLen > MaxUDPBlock):
-		return fmt.Errorf("-l %d: a UDP datagram must be %d to %d bytes", c.BlockLen, MinUDPBlock, MaxUDPBlock)
+	case c.UDP && c.BlockLen != 0 && (c.BlockLen < wire.MinUDPBlock || c.BlockLen > wire.MaxUDPBlock):
+		return fmt.Errorf("-l %d: a UDP datagram must be %d to %d bytes", c.BlockLen, wire.MinUDPBlock, wire.MaxUDPBlock)
 	case c.Rate < 0 || c.Rate > units.MaxRate:
 		return fmt.Errorf("-b %g: must be 0 (unlimited) to 10T", c.Rate)
 	case c.Burst < 0 || c.Burst > units.MaxBurst:
@@ -259,13 +260,13 @@ func (c *Config) checkBackends(tx, rx engine.Backend) error {
 // Defaults fills in iperf3's defaults for unset fields.
 func (c *Config) Defaults() {
 	if c.Port == 0 {
-		c.Port = DefaultPort
+		c.Port = wire.DefaultPort
 	}
 	if c.Parallel == 0 {
 		c.Parallel = 1
 	}
 	if c.BlockLen == 0 && !c.UDP {
-		c.BlockLen = DefaultTCPBlock // UDP's follows the control connection's MSS (run)
+		c.BlockLen = wire.DefaultTCPBlock // UDP's follows the control connection's MSS (run)
 	}
 	if !c.RateSet && c.UDP {
 		c.Rate = DefaultUDPRate
@@ -302,29 +303,29 @@ func (c *Config) dataNetwork() string {
 	return "tcp" + c.Family
 }
 
-func (c *Config) params() Params {
-	p := Params{
-		TCP:           Flag(!c.UDP),
-		UDP:           Flag(c.UDP),
-		Bandwidth:     Int(c.Rate),
-		Burst:         Int(c.Burst),
-		FQRate:        Int(c.FQRate),
-		Omit:          Int(c.Omit / time.Second),
-		Time:          Int(c.Duration / time.Second),
-		Num:           Int(c.Bytes),
-		BlockCount:    Int(c.Blocks),
-		MSS:           Int(c.MSS),
-		NoDelay:       Flag(c.NoDelay),
-		Parallel:      Int(c.Parallel),
-		Reverse:       Flag(c.Reverse),
-		Bidirectional: Flag(c.Bidir),
-		Window:        Int(c.Window),
-		Len:           Int(c.BlockLen),
-		TOS:           Int(c.TOS),
+func (c *Config) params() wire.Params {
+	p := wire.Params{
+		TCP:           wire.Flag(!c.UDP),
+		UDP:           wire.Flag(c.UDP),
+		Bandwidth:     wire.Int(c.Rate),
+		Burst:         wire.Int(c.Burst),
+		FQRate:        wire.Int(c.FQRate),
+		Omit:          wire.Int(c.Omit / time.Second),
+		Time:          wire.Int(c.Duration / time.Second),
+		Num:           wire.Int(c.Bytes),
+		BlockCount:    wire.Int(c.Blocks),
+		MSS:           wire.Int(c.MSS),
+		NoDelay:       wire.Flag(c.NoDelay),
+		Parallel:      wire.Int(c.Parallel),
+		Reverse:       wire.Flag(c.Reverse),
+		Bidirectional: wire.Flag(c.Bidir),
+		Window:        wire.Int(c.Window),
+		Len:           wire.Int(c.BlockLen),
+		TOS:           wire.Int(c.TOS),
 		Title:         c.Title,
 		Congestion:    c.Congestion,
 		ClientVersion: "3.12",
-		Blast: &BlastParams{Version: Version, Sys: c.Sys, Backend: c.Backend, RxBackend: c.RxBackend,
+		Blast: &wire.BlastParams{Version: result.Version, Sys: c.Sys, Backend: c.Backend, RxBackend: c.RxBackend,
 			BackendOptions: c.BackendOptions, RxBackendOptions: c.RxBackendOptions, Verify: c.Verify},
 	}
 	if c.Bytes > 0 || c.Blocks > 0 {
@@ -348,7 +349,7 @@ func (c *Config) params() Params {
 
 // stateMsg is one state read off the control connection.
 type stateMsg struct {
-	s   State
+	s   wire.State
 	err error
 }
 
@@ -357,10 +358,10 @@ type stateMsg struct {
 func readStateAsync(c net.Conn) <-chan stateMsg {
 	ch := make(chan stateMsg, 1)
 	go func() {
-		s, err := ReadState(c)
-		if err == nil && s == ServerError {
+		s, err := wire.ReadState(c)
+		if err == nil && s == wire.ServerError {
 			err = wire.ReadServerError(c)
-			if se, ok := err.(ServerErrorCode); ok {
+			if se, ok := err.(wire.ServerErrorCode); ok {
 				se.Reason = wire.ReadReason(c, time.Second)
 				err = se
 			}
@@ -378,14 +379,14 @@ func peerStateError(m stateMsg, waiting string) error {
 	case m.err != nil && (errors.Is(m.err, io.EOF) || errors.Is(m.err, syscall.ECONNRESET)):
 		return fmt.Errorf("the server closed the control connection while %s (is it still running? does its --allow admit this address?)", waiting)
 	case m.err != nil:
-		var se ServerErrorCode
+		var se wire.ServerErrorCode
 		if errors.As(m.err, &se) {
 			return se
 		}
 		return fmt.Errorf("control connection, while %s: %w", waiting, m.err)
-	case m.s == AccessDenied:
-		return ErrBusy
-	case m.s == ServerTerminate:
+	case m.s == wire.AccessDenied:
+		return wire.ErrBusy
+	case m.s == wire.ServerTerminate:
 		return errors.New("the server has terminated the test")
 	}
 	return fmt.Errorf("unexpected %v from the server while %s", m.s, waiting)
@@ -394,7 +395,7 @@ func peerStateError(m stateMsg, waiting string) error {
 // Run runs one test against the server and returns what it measured. On a
 // failure after the streams started, the Result holds the partial
 // measurements and its Err the failure (also returned).
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+func Run(ctx context.Context, cfg Config) (*result.Result, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -453,8 +454,8 @@ type client struct {
 	rxBackend engine.Backend
 	nic       *nicWatch
 	ctrl      net.Conn
-	cookie    [CookieSize]byte
-	res       *Result
+	cookie    [wire.CookieSize]byte
+	res       *result.Result
 	sess      *session
 	// lastRecv is what the receivers had at lastRecvAt (bytesDone).
 	lastRecv   int64
@@ -467,7 +468,7 @@ type client struct {
 	// addr is the server's host:port as given; params the test's
 	// parameters as sent.
 	addr   string
-	params Params
+	params wire.Params
 	// after is what the client waits after once the test has ended (for
 	// the error of a server that stops answering).
 	after string
@@ -524,7 +525,7 @@ func (cl *client) connectStreams(ctx context.Context, addr string) error {
 		if cfg.Bidir {
 			sender = i < cfg.Parallel
 		}
-		st := newStream(StreamID(i), c, sender)
+		st := newStream(wire.StreamID(i), c, sender)
 		cl.sess.streams = append(cl.sess.streams, st)
 		if cfg.UDP {
 			hctx, cancel := ctx, context.CancelFunc(func() {})
@@ -613,7 +614,7 @@ func (cl *client) bytesDone(limit int64) bool {
 // or four of the gaps the pacing leaves between one stream's datagrams
 // (or bursts) when those are longer, so that a slow test is not cut
 // short between two datagrams.
-func countQuiet(p *Params) time.Duration {
+func countQuiet(p *wire.Params) time.Duration {
 	const least = time.Second
 	if p.Bandwidth <= 0 {
 		return least

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 )
 
@@ -28,7 +29,7 @@ func (cl *client) debugJSON(level int, title string, v any) {
 	if cl.cfg.Debug == nil || cl.cfg.DebugLevel < level {
 		return
 	}
-	if p, ok := v.(*Params); ok && p.AuthToken != "" {
+	if p, ok := v.(*wire.Params); ok && p.AuthToken != "" {
 		q := *p
 		q.AuthToken = redactedToken // -d prints no credential
 		v = &q
@@ -42,20 +43,20 @@ func (cl *client) debugJSON(level int, title string, v any) {
 
 // stateText is iperf3's name of a state in its debug lines
 // (state_to_text in iperf_util.c).
-func stateText(s State) string {
+func stateText(s wire.State) string {
 	switch s {
 	case 0:
 		return "Test reset"
-	case TestStart:
+	case wire.TestStart:
 		return "TEST_START - starting a new test"
-	case ParamExchange:
+	case wire.ParamExchange:
 		return "PARAM_EXCHANGE - Client to Server Parameters Exchange"
-	case IperfStart:
+	case wire.IperfStart:
 		return "IPERF_START - waiting for a new test"
-	case AccessDenied:
+	case wire.AccessDenied:
 		return "ACCESS_DENIED - Server is busy"
-	case TestRunning, TestEnd, CreateStreams, ServerTerminate, ClientTerminate, ExchangeResults,
-		DisplayResults, IperfDone, ServerError:
+	case wire.TestRunning, wire.TestEnd, wire.CreateStreams, wire.ServerTerminate, wire.ClientTerminate, wire.ExchangeResults,
+		wire.DisplayResults, wire.IperfDone, wire.ServerError:
 		return s.String()
 	}
 	return "Unknown State"
@@ -64,7 +65,7 @@ func stateText(s State) string {
 // readState reads the next state in the background, as readStateAsync,
 // and writes iperf3's -d lines about it.
 func (cl *client) readState(c net.Conn) <-chan stateMsg {
-	cur := State(cl.state.Load())
+	cur := wire.State(cl.state.Load())
 	cl.debugf(3, "Reading new State from the Server - current state is %d-%s\n", cur, stateText(cur))
 	in := readStateAsync(c)
 	out := make(chan stateMsg, 1)
@@ -80,10 +81,10 @@ func (cl *client) readState(c net.Conn) <-chan stateMsg {
 }
 
 // writeState sends s to the server, and says so with -d.
-func (cl *client) writeState(s State) error {
-	prev := State(cl.state.Swap(int32(s)))
+func (cl *client) writeState(s wire.State) error {
+	prev := wire.State(cl.state.Swap(int32(s)))
 	cl.debugf(3, "State change: State set to %d-%s (from %d-%s)\n", s, stateText(s), prev, stateText(prev))
-	return WriteState(cl.ctrl, s)
+	return wire.WriteState(cl.ctrl, s)
 }
 
 // debugStream writes what iperf3's -d says of a new stream's socket.

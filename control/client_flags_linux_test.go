@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/blastnet/blast/internal/testkit"
 	"net"
 	"net/netip"
 	"os"
@@ -21,6 +20,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/render"
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
+	"github.com/blastnet/blast/internal/testkit"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/blastnet/blast/engine"
@@ -30,7 +34,7 @@ import (
 // blast server on loopback, checking what the flag promises.
 
 // runClientErr runs a client test that may fail.
-func runClientErr(t *testing.T, cfg Config) (*Result, error) {
+func runClientErr(t *testing.T, cfg Config) (*result.Result, error) {
 	t.Helper()
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
@@ -323,7 +327,7 @@ func TestClientAffinity(t *testing.T) {
 	var during []int
 	var mu sync.Mutex
 	cfg := Config{Port: port, Duration: time.Second, Interval: 250 * time.Millisecond, Parallel: 2, Affinity: []int{cpu}, ServerAffinity: &m,
-		OnInterval: func(*Result, *Interval) {
+		OnInterval: func(*result.Result, *result.Interval) {
 			n := pinnedThreads(t, cpu)
 			mu.Lock()
 			during = append(during, n)
@@ -378,7 +382,7 @@ func TestClientFileSend(t *testing.T) {
 	}
 	wait()
 	checkCopy(t, dst, want, r, src)
-	if out := TextString(r); !strings.Contains(out, "        Sent 3.00 MByte / 3.00 MByte (100%) of "+src+"\n") {
+	if out := render.TextString(r); !strings.Contains(out, "        Sent 3.00 MByte / 3.00 MByte (100%) of "+src+"\n") {
 		t.Errorf("no -F line:\n%s", out)
 	}
 }
@@ -407,7 +411,7 @@ func TestClientFileEndsTheTest(t *testing.T) {
 	if r.File == nil || r.File.Size != int64(len(want)) || r.File.Name != src {
 		t.Errorf("Result.File %+v, want %s of %d bytes", r.File, src, len(want))
 	}
-	if out := TextString(r); !strings.Contains(out, "        Sent 1.00 MByte / 1.00 MByte (100%) of "+src+"\n") {
+	if out := render.TextString(r); !strings.Contains(out, "        Sent 1.00 MByte / 1.00 MByte (100%) of "+src+"\n") {
 		t.Errorf("no -F line saying the whole file went:\n%s", out)
 	}
 }
@@ -429,7 +433,7 @@ func TestClientFileReceive(t *testing.T) {
 
 // checkCopy checks that file dst holds want, and that the Result names
 // the client's -F file and its size.
-func checkCopy(t *testing.T, dst string, want []byte, r *Result, file string) {
+func checkCopy(t *testing.T, dst string, want []byte, r *result.Result, file string) {
 	t.Helper()
 	got, err := os.ReadFile(dst)
 	if err != nil {
@@ -474,7 +478,7 @@ func TestClientRepeatingPayload(t *testing.T) {
 		}
 		wait()
 		got, _ := os.ReadFile(dst)
-		if i, ok := repeatingOK(got, DefaultTCPBlock); !ok || len(got) != 300<<10 {
+		if i, ok := repeatingOK(got, wire.DefaultTCPBlock); !ok || len(got) != 300<<10 {
 			t.Errorf("iperf3 got %d bytes, the payload breaks at %d: %q", len(got), i, got[i:min(i+20, len(got))])
 		}
 	})
@@ -486,7 +490,7 @@ func TestClientRepeatingPayload(t *testing.T) {
 		}
 		wait()
 		got, _ := os.ReadFile(dst)
-		if i, ok := repeatingOK(got, DefaultTCPBlock); !ok || len(got) < 300<<10 {
+		if i, ok := repeatingOK(got, wire.DefaultTCPBlock); !ok || len(got) < 300<<10 {
 			t.Errorf("received %d bytes, the payload breaks at %d", len(got), i)
 		}
 	})
@@ -529,7 +533,7 @@ func TestClientExtraData(t *testing.T) {
 	if d.ExtraData != "rack b, run 7" {
 		t.Errorf("iperf3's extra_data %q", d.ExtraData)
 	}
-	b, _ := JSONBytes(r)
+	b, _ := render.JSONBytes(r)
 	var mine iperf3Doc
 	json.Unmarshal(b, &mine)
 	if mine.ExtraData != "rack b, run 7" {
@@ -582,7 +586,7 @@ func TestClientGSRO(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := log.wait(t, 1)[0].Params
-	if p.GSO != 1 || p.GRO != 1 || p.GSODgSize != 1400 || p.GSOBfSize != MaxUDPBlock/1400*1400 || p.GROBfSize != MaxUDPBlock {
+	if p.GSO != 1 || p.GRO != 1 || p.GSODgSize != 1400 || p.GSOBfSize != wire.MaxUDPBlock/1400*1400 || p.GROBfSize != wire.MaxUDPBlock {
 		t.Errorf("the server got gso %d/%d/%d, gro %d/%d", p.GSO, p.GSODgSize, p.GSOBfSize, p.GRO, p.GROBfSize)
 	}
 	if !strings.HasPrefix(r.Backend, "mmsg") {
@@ -704,7 +708,7 @@ var intervalCases = []intervalCase{
 
 // runIntervalCase runs tc against a fresh iperf3 -s, or the blast server
 // on bport.
-func runIntervalCase(t *testing.T, tc intervalCase, bport int) (*Result, Config) {
+func runIntervalCase(t *testing.T, tc intervalCase, bport int) (*result.Result, Config) {
 	t.Helper()
 	cfg := tc.cfg
 	cfg.Port = bport
@@ -774,7 +778,7 @@ func TestClientReverseJSONKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := JSONBytes(r)
+	b, _ := render.JSONBytes(r)
 	var d struct {
 		End struct {
 			Streams []struct {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/internal/timingcheck"
 )
 
@@ -25,7 +26,7 @@ func TestTimingRcvTimeoutReported(t *testing.T) {
 			port, _ := iperf3ServerArgs(t, "127.0.0.1")
 			var start time.Time
 			_, err := runClientErr(t, Config{Port: port, Reverse: true, Rate: 8, RateSet: true, BlockLen: 1024,
-				Duration: 20 * time.Second, RcvTimeout: 500 * time.Millisecond, OnStart: func(*Result) { start = time.Now() }})
+				Duration: 20 * time.Second, RcvTimeout: 500 * time.Millisecond, OnStart: func(*result.Result) { start = time.Now() }})
 			end := time.Now()
 			if !errors.Is(err, ErrNoData) || start.IsZero() {
 				return 0, fmt.Errorf("err %v, want iperf3's idle timeout", err)

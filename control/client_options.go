@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 )
 
@@ -46,8 +47,8 @@ func (c *Config) validateClientOptions() error {
 		return fmt.Errorf("--cport %d: port number must be between 1 and 65535 inclusive", c.CPort)
 	case c.CPort > 0 && c.CPort+streams-1 > 65535:
 		return fmt.Errorf("--cport %d: the %d streams take ports %d to %d, beyond 65535", c.CPort, streams, c.CPort, c.CPort+streams-1)
-	case c.ServerAffinity != nil && (*c.ServerAffinity < 0 || *c.ServerAffinity > MaxServerAffinity):
-		return fmt.Errorf("-A ...,%d: the server's CPU must be 0 to %d", *c.ServerAffinity, MaxServerAffinity)
+	case c.ServerAffinity != nil && (*c.ServerAffinity < 0 || *c.ServerAffinity > wire.MaxServerAffinity):
+		return fmt.Errorf("-A ...,%d: the server's CPU must be 0 to %d", *c.ServerAffinity, wire.MaxServerAffinity)
 	case c.File != "" && c.UDP:
 		return fmt.Errorf("-F %s: cannot transfer file using UDP (iperf3 refuses it too: the datagram header would overwrite the file's bytes)", c.File)
 	case c.File != "" && c.Bidir:
@@ -64,12 +65,12 @@ func (c *Config) validateClientOptions() error {
 		return errors.New("--repeating-payload with -Z: sendfile sends blast's pattern from memory and cannot send iperf3's payload; drop -Z, or use --backend splice")
 	case c.RcvTimeout != 0 && !c.receives():
 		return errors.New("--rcv-timeout: client receive timeout is valid only in receiving mode (-R or --bidir)")
-	case c.RcvTimeout != 0 && (c.RcvTimeout < MinRcvTimeout || c.RcvTimeout > MaxTime*time.Second):
-		return fmt.Errorf("--rcv-timeout %d: receive timeout value is incorrect or not in range (%d to %d ms)", c.RcvTimeout.Milliseconds(), MinRcvTimeout.Milliseconds(), MaxTime*1000)
-	case c.ConnectTimeout < 0 || c.ConnectTimeout > MaxTime*time.Second:
-		return fmt.Errorf("--connect-timeout %d: must be 0 (the system's) to %d ms", c.ConnectTimeout.Milliseconds(), MaxTime*1000)
-	case c.SndTimeout < 0 || c.SndTimeout > MaxTime*time.Second:
-		return fmt.Errorf("--snd-timeout %d: send timeout value is incorrect or not in range (0 to %d ms)", c.SndTimeout.Milliseconds(), MaxTime*1000)
+	case c.RcvTimeout != 0 && (c.RcvTimeout < MinRcvTimeout || c.RcvTimeout > wire.MaxTime*time.Second):
+		return fmt.Errorf("--rcv-timeout %d: receive timeout value is incorrect or not in range (%d to %d ms)", c.RcvTimeout.Milliseconds(), MinRcvTimeout.Milliseconds(), wire.MaxTime*1000)
+	case c.ConnectTimeout < 0 || c.ConnectTimeout > wire.MaxTime*time.Second:
+		return fmt.Errorf("--connect-timeout %d: must be 0 (the system's) to %d ms", c.ConnectTimeout.Milliseconds(), wire.MaxTime*1000)
+	case c.SndTimeout < 0 || c.SndTimeout > wire.MaxTime*time.Second:
+		return fmt.Errorf("--snd-timeout %d: send timeout value is incorrect or not in range (0 to %d ms)", c.SndTimeout.Milliseconds(), wire.MaxTime*1000)
 	case c.KeepAlive != nil && c.KeepAlive.Idle > 0 && c.KeepAlive.Count > 0 && c.KeepAlive.Interval > 0 &&
 		c.KeepAlive.Idle <= time.Duration(c.KeepAlive.Count)*c.KeepAlive.Interval:
 		return fmt.Errorf("--cntl-ka=%d/%d/%d: control connection Keepalive period should be larger than the full retry period (interval * count)",
@@ -116,12 +117,12 @@ func (c *Config) gsroDefaults() {
 }
 
 // clientParams adds the parameters of the client options to p.
-func (c *Config) clientParams(p *Params) {
+func (c *Config) clientParams(p *wire.Params) {
 	if c.ServerAffinity != nil {
-		a := Int(*c.ServerAffinity)
+		a := wire.Int(*c.ServerAffinity)
 		p.ServerAffinity = &a
 	}
-	p.FlowLabel = Int(c.FlowLabel)
+	p.FlowLabel = wire.Int(c.FlowLabel)
 	if c.RepeatingPayload {
 		p.RepeatingPayload = 1
 	}
@@ -129,16 +130,16 @@ func (c *Config) clientParams(p *Params) {
 	if c.SkipRxCopy {
 		p.SkipRxCopy = 1
 	}
-	p.MPTCP = Flag(c.MPTCP)
+	p.MPTCP = wire.Flag(c.MPTCP)
 	if c.GSRO && c.UDP {
 		// As iperf3 3.21: datagrams of the block size, GSO buffers of as
 		// many as fit in the largest datagram, GRO buffers that large.
 		blk := c.BlockLen
 		if blk <= 0 {
-			blk = DefaultUDPBlock
+			blk = wire.DefaultUDPBlock
 		}
-		p.GSO, p.GSODgSize, p.GSOBfSize = 1, Int(blk), Int(MaxUDPBlock/blk*blk)
-		p.GRO, p.GROBfSize = 1, MaxUDPBlock
+		p.GSO, p.GSODgSize, p.GSOBfSize = 1, wire.Int(blk), wire.Int(wire.MaxUDPBlock/blk*blk)
+		p.GRO, p.GROBfSize = 1, wire.MaxUDPBlock
 	}
 }
 

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 )
 
 // repeatingPayload holds iperf3's --repeating-payload: byte i is '0' +
 // i%10 (fill_with_repeating_pattern in iperf_util.c), long enough for the
 // largest datagram.
 var repeatingPayload = func() []byte {
-	b := make([]byte, MaxUDPBlock+16)
+	b := make([]byte, wire.MaxUDPBlock+16)
 	for i := range b {
 		b[i] = '0' + byte(i%10)
 	}
@@ -83,8 +86,8 @@ func (f *clientFiles) attach(streams []*stream) {
 
 // result is the file as the Result reports it: its name and its size
 // now that the test is over.
-func (f *clientFiles) result() *DiskFile {
-	d := &DiskFile{Name: f.name}
+func (f *clientFiles) result() *result.DiskFile {
+	d := &result.DiskFile{Name: f.name}
 	if fi, err := os.Stat(f.name); err == nil {
 		d.Size = fi.Size()
 	}

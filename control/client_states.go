@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/internal/clock"
 )
@@ -21,11 +22,11 @@ type clientSetupStep func(cl *client, ctx context.Context) (after string, err er
 
 // clientSetupSteps are the client's answers to the server's states up
 // to TEST_RUNNING, in the order a test takes them.
-var clientSetupSteps = map[State]clientSetupStep{
-	ParamExchange: (*client).sendParams,     // send the parameters
-	CreateStreams: (*client).createStreams,  // connect the data streams
-	TestStart:     (*client).testStart,      // the server is ready
-	TestRunning:   (*client).testRunningNow, // the test's time starts
+var clientSetupSteps = map[wire.State]clientSetupStep{
+	wire.ParamExchange: (*client).sendParams,     // send the parameters
+	wire.CreateStreams: (*client).createStreams,  // connect the data streams
+	wire.TestStart:     (*client).testStart,      // the server is ready
+	wire.TestRunning:   (*client).testRunningNow, // the test's time starts
 }
 
 // clientEndStep is what the client does on a state the server sends once
@@ -34,15 +35,15 @@ type clientEndStep func(cl *client, ctx context.Context) (done bool, err error)
 
 // clientEndSteps are the client's answers to the server's states after
 // TEST_END.
-var clientEndSteps = map[State]clientEndStep{
-	ExchangeResults: (*client).exchangeResults, // this side's results for the server's
-	DisplayResults:  (*client).displayResults,  // answer IPERF_DONE
-	IperfDone:       func(*client, context.Context) (bool, error) { return true, nil },
+var clientEndSteps = map[wire.State]clientEndStep{
+	wire.ExchangeResults: (*client).exchangeResults, // this side's results for the server's
+	wire.DisplayResults:  (*client).displayResults,  // answer IPERF_DONE
+	wire.IperfDone:       func(*client, context.Context) (bool, error) { return true, nil },
 }
 
 // run connects to the server and runs the test through clientSetupSteps,
 // then running.
-func (cl *client) run(ctx context.Context) (*Result, error) {
+func (cl *client) run(ctx context.Context) (*result.Result, error) {
 	cfg := &cl.cfg
 	cl.addr = net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
 	ctrl, err := cl.dialer().DialContext(ctx, cfg.network(), cl.addr)
@@ -82,14 +83,14 @@ func (cl *client) run(ctx context.Context) (*Result, error) {
 // the control connection is up.
 func (cl *client) newTest() error {
 	cfg, ctrl := &cl.cfg, cl.ctrl
-	cl.cookie = NewCookie()
+	cl.cookie = wire.NewCookie()
 	mss := ctrlMSS(ctrl)
 	blockAuto := cfg.UDP && cfg.BlockLen == 0
 	if cfg.UDP && cfg.BlockLen == 0 {
 		// iperf3's default: the control connection's MSS, so that a
 		// datagram fits a segment of the path.
-		cfg.BlockLen = DefaultUDPBlock
-		if mss >= MinUDPBlock && mss <= MaxUDPBlock {
+		cfg.BlockLen = wire.DefaultUDPBlock
+		if mss >= wire.MinUDPBlock && mss <= wire.MaxUDPBlock {
 			cfg.BlockLen = mss
 		}
 	}
@@ -98,7 +99,7 @@ func (cl *client) newTest() error {
 	if cl.params.AuthToken, err = cfg.Auth.Token(clock.Or(cfg.Clock).Now()); err != nil {
 		return err
 	}
-	res := &Result{Role: "client", Version: Version, SystemInfo: systemInfo(), Time: time.Now(),
+	res := &result.Result{Role: "client", Version: result.Version, SystemInfo: systemInfo(), Time: time.Now(),
 		Host: cfg.Host, Cookie: wire.CookieString(cl.cookie), Params: cl.params, SockBufSize: cfg.Window,
 		Backend: cl.backend.Name(), TCPMSSDefault: mss, BlockLenAuto: blockAuto}
 	if cfg.GSRO && cfg.UDP && cl.backend.Name() != "mmsg" {
@@ -148,7 +149,7 @@ func (cl *client) setup(ctx context.Context) error {
 
 func (cl *client) sendParams(context.Context) (string, error) {
 	cl.debugJSON(1, "send_parameters:", &cl.params)
-	if err := WriteJSON(cl.ctrl, &cl.params); err != nil {
+	if err := wire.WriteJSON(cl.ctrl, &cl.params); err != nil {
 		return "", fmt.Errorf("send parameters: %w", err)
 	}
 	return "the parameters (no CREATE_STREAMS)", nil
@@ -182,7 +183,7 @@ func (cl *client) testRunningNow(ctx context.Context) (string, error) {
 }
 
 // running drives the test from TEST_RUNNING to the end.
-func (cl *client) running(ctx context.Context, cpu cpuMeter) (*Result, error) {
+func (cl *client) running(ctx context.Context, cpu cpuMeter) (*result.Result, error) {
 	cfg, sess, res := &cl.cfg, cl.sess, cl.res
 	limit := res.Params.ByteLimit()
 	dataCtx, cancelData := context.WithCancel(context.Background())
@@ -210,7 +211,7 @@ func (cl *client) running(ctx context.Context, cpu cpuMeter) (*Result, error) {
 	sess.stop(true)
 	if fail != nil {
 		if ctx.Err() != nil || errors.Is(fail, ErrNoData) {
-			cl.writeState(ClientTerminate)
+			cl.writeState(wire.ClientTerminate)
 		}
 		sess.stop(false)
 		sess.finish(time.Now())
@@ -244,7 +245,7 @@ func (cl *client) testEnd(ctx context.Context, limit int64, cpu cpuMeter) error 
 	// state is pending already: the deadline reaches it).
 	cl.after = "TEST_END (no EXCHANGE_RESULTS)"
 	cl.readDeadline(ctx, time.Now().Add(cl.endWait()))
-	if err := cl.writeState(TestEnd); err != nil {
+	if err := cl.writeState(wire.TestEnd); err != nil {
 		sess.stop(false)
 		sess.finish(time.Now())
 		return fmt.Errorf("send TEST_END: %w", err)
@@ -272,7 +273,7 @@ func (cl *client) ending(ctx context.Context, ctrlMsg <-chan stateMsg) error {
 		select {
 		case m = <-ctrlMsg:
 		case <-ctx.Done():
-			cl.writeState(ClientTerminate)
+			cl.writeState(wire.ClientTerminate)
 			return fmt.Errorf("%w while the results were exchanged: these are this side's", ErrInterrupted)
 		}
 		if m.err != nil || m.s < 0 {
@@ -299,11 +300,11 @@ func (cl *client) exchangeResults(ctx context.Context) (bool, error) {
 	res.Backend = sess.backendWords()
 	mine := sess.results(res.CPU, res.Congestion, res.Backend)
 	cl.debugJSON(1, "send_results", mine)
-	if err := WriteJSON(ctrl, mine); err != nil {
+	if err := wire.WriteJSON(ctrl, mine); err != nil {
 		return false, fmt.Errorf("send results: %w", err)
 	}
 	cl.readDeadline(ctx, time.Now().Add(cl.endWait()))
-	b, err := ReadFrame(ctrl, MaxResultsJSON)
+	b, err := wire.ReadFrame(ctrl, wire.MaxResultsJSON)
 	if err != nil {
 		if deadlinePassed(err) && ctx.Err() == nil {
 			return false, stalled("the client's results (no results of its own)", cl.endWait())
@@ -321,7 +322,7 @@ func (cl *client) exchangeResults(ctx context.Context) (bool, error) {
 }
 
 func (cl *client) displayResults(context.Context) (bool, error) {
-	cl.writeState(IperfDone)
+	cl.writeState(wire.IperfDone)
 	return true, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/internal/clock"
 )
 
@@ -43,7 +44,7 @@ type stallTrack struct {
 	grew    bool      // it has grown once
 	at      time.Time // the last check that saw it grow
 	still   int       // checks since then that saw it stand still
-	longest Stall
+	longest result.Stall
 }
 
 func (s *stallTrack) see(grew bool, now, start time.Time) {
@@ -54,7 +55,7 @@ func (s *stallTrack) see(grew bool, now, start time.Time) {
 		return
 	}
 	if d := now.Sub(s.at).Seconds(); s.grew && s.still > 0 && d > s.longest.Seconds {
-		s.longest = Stall{Start: s.at.Sub(start).Seconds(), Seconds: d}
+		s.longest = result.Stall{Start: s.at.Sub(start).Seconds(), Seconds: d}
 	}
 	s.grew, s.at, s.still = true, now, 0
 }
@@ -65,7 +66,7 @@ func (s *stallTrack) see(grew bool, now, start time.Time) {
 // count that ends with a byte count or a file is not due to move after.
 func (s *stallTrack) timeUp(now, start time.Time) {
 	if d := now.Sub(s.at).Seconds(); s.grew && s.still > 0 && d > s.longest.Seconds {
-		s.longest = Stall{Start: s.at.Sub(start).Seconds(), Seconds: d}
+		s.longest = result.Stall{Start: s.at.Sub(start).Seconds(), Seconds: d}
 	}
 }
 
@@ -99,7 +100,7 @@ func (cl *client) idleWatch() *idleWatch {
 
 // stalls are the longest stalls the watch saw, the senders' and the
 // receivers'.
-func (w *idleWatch) stalls() (send, recv Stall) { return w.send.longest, w.recv.longest }
+func (w *idleWatch) stalls() (send, recv result.Stall) { return w.send.longest, w.recv.longest }
 
 // check looks at the counts at now: ErrNoData once the receivers' has not
 // grown for the receive timeout, or neither direction's for the stall

@@ -16,6 +16,6 @@
 //
 // Run and Server.Serve produce Results (package control/result);
 // control/render writes them the way iperf3 does (text) and in iperf3's
-// -J schema, from one summary. The wire format is control/wire; control
-// keeps those packages' names as aliases for its callers.
+// -J schema, from one summary. The wire format is control/wire; callers
+// use those packages by their own names.
 package control

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/netlab"
 	"github.com/blastnet/blast/netlab/labtest"
 )
@@ -50,7 +51,7 @@ var faultCases = []faultCase{
 // server's Result, and when the client's streams were up, when the link
 // went down and when the client returned.
 type faultRun struct {
-	r, srv           *Result
+	r, srv           *result.Result
 	err              error
 	start, down, end time.Time
 	testTime         time.Duration
@@ -71,9 +72,9 @@ func runFault(t *testing.T, tc faultCase, testTime time.Duration) faultRun {
 	defer close(gone)
 	cfg := tc.cfg
 	cfg.Host, cfg.Port, cfg.Duration, cfg.Interval, cfg.NoNIC = lab.B.Addr4.String(), port, testTime, 250*time.Millisecond, true
-	cfg.OnStart = func(*Result) { started <- time.Now() }
+	cfg.OnStart = func(*result.Result) { started <- time.Now() }
 	intervals := 0
-	cfg.OnInterval = func(*Result, *Interval) {
+	cfg.OnInterval = func(*result.Result, *result.Interval) {
 		if intervals++; intervals != 2 {
 			return
 		}
@@ -84,7 +85,7 @@ func runFault(t *testing.T, tc faultCase, testTime time.Duration) faultRun {
 		}
 	}
 	type out struct {
-		r   *Result
+		r   *result.Result
 		err error
 		at  time.Time
 	}

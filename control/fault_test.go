@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/internal/testkit"
 )
 
@@ -45,7 +47,7 @@ var (
 // faultRealTest runs the real test from 127.0.0.1 against port and checks
 // that it was served: it moved exactly its bytes, both ends agreeing, and
 // neither end failed. (How long it took under attack is the host's.)
-func faultRealTest(t *testing.T, port int, rl *resultLog) *Result {
+func faultRealTest(t *testing.T, port int, rl *resultLog) *result.Result {
 	t.Helper()
 	start := time.Now()
 	r := runClient(t, Config{Port: port, Bind: faultClientAddr, Bytes: faultBytes, Rate: faultRate, RateSet: true, NoNIC: true})
@@ -63,7 +65,7 @@ func faultRealTest(t *testing.T, port int, rl *resultLog) *Result {
 }
 
 // faultResult waits for the server's result of the test with cookie.
-func faultResult(t *testing.T, rl *resultLog, cookie string) *Result {
+func faultResult(t *testing.T, rl *resultLog, cookie string) *result.Result {
 	t.Helper()
 	return rl.find(t, cookie)
 }
@@ -111,7 +113,7 @@ func TestFaultConnectDropFlood(t *testing.T) {
 	var firstErr atomic.Value
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	cookie := NewCookie()
+	cookie := wire.NewCookie()
 	begin := time.Now()
 	for w := range workers {
 		wg.Go(func() {
@@ -130,9 +132,9 @@ func TestFaultConnectDropFlood(t *testing.T) {
 				switch (i*workers + w) % 3 {
 				case 0: // connect, close at once
 				case 1: // half a cookie, then close
-					c.Write(cookie[:CookieSize/2])
+					c.Write(cookie[:wire.CookieSize/2])
 				case 2: // half a cookie, then a reset
-					c.Write(cookie[:CookieSize/2])
+					c.Write(cookie[:wire.CookieSize/2])
 					c.SetLinger(0)
 				}
 				c.Close()
@@ -260,12 +262,12 @@ func TestFaultHalfOpenFlood(t *testing.T) {
 		fc := &faultConn{c: c}
 		conns = append(conns, fc)
 		cookies = append(cookies, fc)
-		cookie := NewCookie()
+		cookie := wire.NewCookie()
 		c.SetDeadline(time.Now().Add(30 * time.Second))
 		if _, err := c.Write(cookie[:]); err != nil {
 			t.Fatal(err)
 		}
-		if st, err := ReadState(c); err != nil || st != ParamExchange {
+		if st, err := wire.ReadState(c); err != nil || st != wire.ParamExchange {
 			t.Fatalf("cookie-only connection: %v, %v; want PARAM_EXCHANGE", st, err)
 		}
 		fc.answered = time.Now()
@@ -318,7 +320,7 @@ func TestFaultHalfOpenFlood(t *testing.T) {
 			t.Errorf("cookie-only connection %d: %v, want closed by the server", i, fc.err)
 		case after < streamTimeout:
 			t.Errorf("cookie-only connection %d closed %v after the attack began, before the stream timeout %v", i, after, streamTimeout)
-		case len(fc.got) == 0 || State(int8(fc.got[0])) != ServerError:
+		case len(fc.got) == 0 || wire.State(int8(fc.got[0])) != wire.ServerError:
 			t.Errorf("cookie-only connection %d got %v before it closed, want SERVER_ERROR", i, fc.got)
 		}
 	}
@@ -362,22 +364,22 @@ func TestFaultCookieOnlyNoSlots(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		cookie := NewCookie()
+		cookie := wire.NewCookie()
 		c.SetDeadline(time.Now().Add(30 * time.Second))
 		c.Write(cookie[:])
-		if st, err := ReadState(c); err != nil || st != ParamExchange {
+		if st, err := wire.ReadState(c); err != nil || st != wire.ParamExchange {
 			t.Fatalf("cookie-only connection: %v, %v; want PARAM_EXCHANGE", st, err)
 		}
 	}
 	// The first test: running, and holding its slot.
 	first := dialRaw(t, port)
-	first.expect(ParamExchange)
-	if err := WriteJSON(first.ctrl, map[string]any{"tcp": true, "time": 0, "num": 64 << 10, "parallel": 1, "len": 65536, "client_version": "3.12"}); err != nil {
+	first.expect(wire.ParamExchange)
+	if err := wire.WriteJSON(first.ctrl, map[string]any{"tcp": true, "time": 0, "num": 64 << 10, "parallel": 1, "len": 65536, "client_version": "3.12"}); err != nil {
 		t.Fatal(err)
 	}
-	first.expect(CreateStreams)
+	first.expect(wire.CreateStreams)
 	data := first.stream()
-	first.expect(TestStart, TestRunning)
+	first.expect(wire.TestStart, wire.TestRunning)
 	if _, err := data.Write(make([]byte, 64<<10)); err != nil {
 		t.Fatal(err)
 	}
@@ -392,17 +394,17 @@ func TestFaultCookieOnlyNoSlots(t *testing.T) {
 		t.Errorf("server, second test: %v, %+v", s.Err, sumsOf(s))
 	}
 	// The first ends as iperf3's client ends it.
-	WriteState(first.ctrl, TestEnd)
-	first.expect(ExchangeResults)
-	mine := Results{CPUUtilTotal: 1, SenderHasRetransmits: 0, Streams: []StreamResults{{ID: 1, Bytes: 64 << 10, EndTime: 1}}}
-	if err := WriteJSON(first.ctrl, mine); err != nil {
+	wire.WriteState(first.ctrl, wire.TestEnd)
+	first.expect(wire.ExchangeResults)
+	mine := wire.Results{CPUUtilTotal: 1, SenderHasRetransmits: 0, Streams: []wire.StreamResults{{ID: 1, Bytes: 64 << 10, EndTime: 1}}}
+	if err := wire.WriteJSON(first.ctrl, mine); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadFrame(first.ctrl, MaxResultsJSON); err != nil {
+	if _, err := wire.ReadFrame(first.ctrl, wire.MaxResultsJSON); err != nil {
 		t.Fatal(err)
 	}
-	first.expect(DisplayResults)
-	WriteState(first.ctrl, IperfDone)
+	first.expect(wire.DisplayResults)
+	wire.WriteState(first.ctrl, wire.IperfDone)
 	for _, s := range rl.wait(t, 2) {
 		if s.Err != nil || sumsOf(s).upRecv == 0 {
 			t.Errorf("server: %v, %+v", s.Err, sumsOf(s))
@@ -598,9 +600,9 @@ func TestFaultShutdownFreesAll(t *testing.T) {
 
 	var mu sync.Mutex
 	moving := map[string]bool{} // cookies of the tests that moved bytes
-	var results []*Result
+	var results []*result.Result
 	port, stop = serve(ServerConfig{Interval: 100 * time.Millisecond,
-		OnInterval: func(r *Result, iv *Interval) {
+		OnInterval: func(r *result.Result, iv *result.Interval) {
 			for _, st := range iv.Streams {
 				if st.Bytes > 0 {
 					mu.Lock()
@@ -609,9 +611,9 @@ func TestFaultShutdownFreesAll(t *testing.T) {
 				}
 			}
 		},
-		OnResult: func(r *Result) { mu.Lock(); results = append(results, r); mu.Unlock() }})
+		OnResult: func(r *result.Result) { mu.Lock(); results = append(results, r); mu.Unlock() }})
 	type out struct {
-		r   *Result
+		r   *result.Result
 		err error
 	}
 	outs := make([]chan out, len(tests))

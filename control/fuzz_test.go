@@ -17,6 +17,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/blastnet/blast/control/render"
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/control/wire"
 )
 
@@ -48,7 +50,7 @@ func FuzzReadFrame(f *testing.F) {
 		{0x04, 0x00, 0x00, 0x00, '{'}, // claims 64 MiB, brings one byte
 		{0, 0, 0},
 	} {
-		f.Add(b, uint16(MaxParamsJSON))
+		f.Add(b, uint16(wire.MaxParamsJSON))
 		f.Add(b, uint16(0))
 		f.Add(b, uint16(math.MaxUint16))
 	}
@@ -57,9 +59,9 @@ func FuzzReadFrame(f *testing.F) {
 		// one of its own, to reach the boundary).
 		limit := int(limit16)
 		if limit16 == math.MaxUint16 {
-			limit = MaxResultsJSON
+			limit = wire.MaxResultsJSON
 		}
-		b, err := ReadFrame(bytes.NewReader(in), limit)
+		b, err := wire.ReadFrame(bytes.NewReader(in), limit)
 		oneLine(t, "ReadFrame", err)
 		var n uint32
 		if len(in) >= 4 {
@@ -71,7 +73,7 @@ func FuzzReadFrame(f *testing.F) {
 				t.Fatalf("a %d-byte header was read as a frame", len(in))
 			}
 		case uint64(n) > uint64(limit):
-			if !errors.Is(err, ErrTooLarge) {
+			if !errors.Is(err, wire.ErrTooLarge) {
 				t.Fatalf("a %d-byte frame over the limit %d: %v, want ErrTooLarge", n, limit, err)
 			}
 		case uint64(len(in)-4) < uint64(n):
@@ -92,16 +94,16 @@ func FuzzReadFrame(f *testing.F) {
 		// JSON in a frame: what ReadJSON decodes, WriteJSON frames so that
 		// it decodes the same again.
 		var v any
-		if err := ReadJSON(bytes.NewReader(in), limit, &v); err != nil {
+		if err := wire.ReadJSON(bytes.NewReader(in), limit, &v); err != nil {
 			oneLine(t, "ReadJSON", err)
 			return
 		}
 		var w bytes.Buffer
-		if err := WriteJSON(&w, v); err != nil {
+		if err := wire.WriteJSON(&w, v); err != nil {
 			t.Fatalf("WriteJSON of what ReadJSON read: %v", err)
 		}
 		var back any
-		if err := ReadJSON(&w, MaxResultsJSON, &back); err != nil {
+		if err := wire.ReadJSON(&w, wire.MaxResultsJSON, &back); err != nil {
 			t.Fatalf("ReadJSON of what WriteJSON wrote: %v", err)
 		}
 		if diff := cmp.Diff(v, back); diff != "" {
@@ -125,20 +127,20 @@ func FuzzServerError(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r := bytes.NewReader(in)
-		s, err := ReadState(r)
+		s, err := wire.ReadState(r)
 		if len(in) == 0 {
 			if err == nil {
 				t.Fatal("a state read from nothing")
 			}
 			return
 		}
-		if err != nil || s != State(int8(in[0])) {
+		if err != nil || s != wire.State(int8(in[0])) {
 			t.Fatalf("state byte %#x read as %v, %v", in[0], s, err)
 		}
 		if name := s.String(); name == "" || strings.ContainsAny(name, "\r\n") {
 			t.Errorf("state %d named %q", s, name)
 		}
-		if s != ServerError {
+		if s != wire.ServerError {
 			return
 		}
 		err = wire.ReadServerError(r)
@@ -146,11 +148,11 @@ func FuzzServerError(f *testing.F) {
 			t.Fatal("SERVER_ERROR read as no error")
 		}
 		oneLine(t, "wire.ReadServerError", err)
-		var se ServerErrorCode
+		var se wire.ServerErrorCode
 		if len(in) < 9 {
 			// iperf3 before 3.17 sends IEAUTHTEST without an errno.
 			auth := len(in) >= 5 && binary.BigEndian.Uint32(in[1:]) == wire.IEAuthTest
-			if got := errors.As(err, &se); got != auth || (auth && se != ServerErrorCode{Ierrno: wire.IEAuthTest}) {
+			if got := errors.As(err, &se); got != auth || (auth && se != wire.ServerErrorCode{Ierrno: wire.IEAuthTest}) {
 				t.Errorf("%d bytes of error numbers read as %v", len(in)-1, err)
 			}
 			return
@@ -240,10 +242,10 @@ func FuzzParams(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if len(b) > MaxParamsJSON {
+		if len(b) > wire.MaxParamsJSON {
 			return // ReadFrame refuses it
 		}
-		var p Params
+		var p wire.Params
 		if err := json.Unmarshal(b, &p); err != nil {
 			oneLine(t, "parameters", err)
 			return
@@ -269,7 +271,7 @@ func FuzzParams(f *testing.F) {
 		if err != nil {
 			t.Fatalf("encode accepted parameters: %v", err)
 		}
-		var q Params
+		var q wire.Params
 		if err := json.Unmarshal(enc, &q); err != nil {
 			t.Fatalf("decode %s: %v", enc, err)
 		}
@@ -292,7 +294,7 @@ func FuzzInt(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var n Int
+		var n wire.Int
 		if err := n.UnmarshalJSON(b); err != nil {
 			oneLine(t, "Int", err)
 			return
@@ -311,7 +313,7 @@ func FuzzInt(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back Int
+		var back wire.Int
 		if err := back.UnmarshalJSON(enc); err != nil || back != n {
 			t.Errorf("%d encoded as %s decodes as %d, %v", n, enc, back, err)
 		}
@@ -353,13 +355,17 @@ func FuzzResults(f *testing.F) {
 		f.Add([]byte(s), uint8(0))
 		f.Add([]byte(s), uint8(3))
 	}
-	tests := []func() *Result{
-		func() *Result { return fuzzResult("client", Params{TCP: true, Parallel: 1}) },
-		func() *Result { return fuzzResult("client", Params{TCP: true, Parallel: 2, Bidirectional: true}) },
-		func() *Result { return fuzzResult("server", Params{TCP: true, Parallel: 2}) },
-		func() *Result { return fuzzResult("client", Params{UDP: true, Parallel: 2}) },
-		func() *Result { return fuzzResult("client", Params{UDP: true, Parallel: 2, Bidirectional: true}) },
-		func() *Result { return fuzzResult("server", Params{UDP: true, Parallel: 2}) },
+	tests := []func() *result.Result{
+		func() *result.Result { return fuzzResult("client", wire.Params{TCP: true, Parallel: 1}) },
+		func() *result.Result {
+			return fuzzResult("client", wire.Params{TCP: true, Parallel: 2, Bidirectional: true})
+		},
+		func() *result.Result { return fuzzResult("server", wire.Params{TCP: true, Parallel: 2}) },
+		func() *result.Result { return fuzzResult("client", wire.Params{UDP: true, Parallel: 2}) },
+		func() *result.Result {
+			return fuzzResult("client", wire.Params{UDP: true, Parallel: 2, Bidirectional: true})
+		},
+		func() *result.Result { return fuzzResult("server", wire.Params{UDP: true, Parallel: 2}) },
 	}
 	f.Fuzz(func(t *testing.T, b []byte, which uint8) {
 		pr, err := wire.DecodeResults(b)
@@ -389,10 +395,10 @@ func FuzzResults(f *testing.F) {
 			oneLine(t, "merge", err)
 			return
 		}
-		if txt := TextString(r); txt == "" {
+		if txt := render.TextString(r); txt == "" {
 			t.Error("no text")
 		}
-		if _, err := JSONBytes(r); err != nil {
+		if _, err := render.JSONBytes(r); err != nil {
 			t.Errorf("the JSON of a test merged with %s: %v", b, err)
 		}
 	})
@@ -402,18 +408,18 @@ func FuzzResults(f *testing.F) {
 // the client's senders first), 1 MB each over 1 s, for FuzzResults to
 // merge the peer's results into (the render package's goldens hold the
 // renderings themselves).
-func fuzzResult(role string, p Params) *Result {
-	p.Blast = &BlastParams{Version: Version}
-	r := &Result{Role: role, Version: Version, Time: time.Unix(1700000000, 0), Params: p}
+func fuzzResult(role string, p wire.Params) *result.Result {
+	p.Blast = &wire.BlastParams{Version: result.Version}
+	r := &result.Result{Role: role, Version: result.Version, Time: time.Unix(1700000000, 0), Params: p}
 	n := int(p.Parallel)
 	if p.Bidirectional {
 		n *= 2
 	}
 	for i := range n {
 		sender := (i < int(p.Parallel)) == (role == "client")
-		st := &StreamResult{ID: StreamID(i), Socket: 5 + i, Sender: sender, Bytes: 1 << 20, Seconds: 1, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1}
+		st := &result.StreamResult{ID: wire.StreamID(i), Socket: 5 + i, Sender: sender, Bytes: 1 << 20, Seconds: 1, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1}
 		if p.UDP {
-			st.UDP = &UDPStats{Packets: 700}
+			st.UDP = &wire.UDPStats{Packets: 700}
 		}
 		r.Streams = append(r.Streams, st)
 	}
@@ -590,10 +596,10 @@ func FuzzUnits(f *testing.F) {
 // costs the reader a chunk, not what it claims.
 func TestReadFrameHeaderAlone(t *testing.T) {
 	var h [4]byte
-	binary.BigEndian.PutUint32(h[:], MaxResultsJSON)
+	binary.BigEndian.PutUint32(h[:], wire.MaxResultsJSON)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err := ReadFrame(bytes.NewReader(h[:]), MaxResultsJSON)
+	_, err := wire.ReadFrame(bytes.NewReader(h[:]), wire.MaxResultsJSON)
 	runtime.ReadMemStats(&after)
 	if !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("a header alone: %v, want unexpected EOF", err)

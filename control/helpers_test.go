@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/blastnet/blast/internal/testkit"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +13,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/blastnet/blast/control/render"
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/internal/testkit"
 )
 
 // needIperf3 is the iperf3 to test against: $BLAST_IPERF3 (a build of
@@ -209,7 +212,7 @@ func blastServer(t *testing.T, cfg ServerConfig) (*Server, int, *resultLog) {
 	}
 	rl := &resultLog{}
 	prev := cfg.OnResult
-	cfg.OnResult = func(r *Result) {
+	cfg.OnResult = func(r *result.Result) {
 		rl.add(r)
 		if prev != nil {
 			prev(r)
@@ -236,33 +239,33 @@ func blastServer(t *testing.T, cfg ServerConfig) (*Server, int, *resultLog) {
 // resultLog collects a server's results.
 type resultLog struct {
 	mu  sync.Mutex
-	res []*Result
+	res []*result.Result
 	ch  chan struct{}
 }
 
-func (l *resultLog) add(r *Result) {
+func (l *resultLog) add(r *result.Result) {
 	l.mu.Lock()
 	l.res = append(l.res, r)
 	l.mu.Unlock()
 }
 
 // wait waits until n results are in.
-func (l *resultLog) wait(t *testing.T, n int) []*Result {
+func (l *resultLog) wait(t *testing.T, n int) []*result.Result {
 	t.Helper()
-	var r []*Result
+	var r []*result.Result
 	testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("%d results of the server", n), func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		r = append([]*Result(nil), l.res...)
+		r = append([]*result.Result(nil), l.res...)
 		return len(r) >= n
 	})
 	return r
 }
 
 // find waits for the result of the test with cookie.
-func (l *resultLog) find(t *testing.T, cookie string) *Result {
+func (l *resultLog) find(t *testing.T, cookie string) *result.Result {
 	t.Helper()
-	var found *Result
+	var found *result.Result
 	testkit.WaitFor(t, 30*time.Second, "the server's result of the test "+cookie, func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -279,16 +282,16 @@ func (l *resultLog) find(t *testing.T, cookie string) *Result {
 
 // blastJSON renders r with EncodeJSON and parses it back as a foreign
 // parser would.
-func blastJSON(t *testing.T, r *Result) *iperfJSON {
+func blastJSON(t *testing.T, r *result.Result) *iperfJSON {
 	t.Helper()
 	var b bytes.Buffer
-	if err := EncodeJSON(&b, r); err != nil {
+	if err := render.EncodeJSON(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	return parseIperfJSON(t, b.Bytes())
 }
 
-func runClient(t *testing.T, cfg Config) *Result {
+func runClient(t *testing.T, cfg Config) *result.Result {
 	t.Helper()
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
@@ -315,7 +318,7 @@ type sums struct {
 	upDrained, downDrained int64
 }
 
-func sumsOf(r *Result) sums {
+func sumsOf(r *result.Result) sums {
 	var s sums
 	for _, st := range r.Streams {
 		sb, _ := st.SentBytes()

@@ -3,6 +3,9 @@ package control
 import (
 	"testing"
 	"time"
+
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 )
 
 // Interop with Debian's iperf3 on loopback, both ways.
@@ -67,7 +70,7 @@ func checkSums(t *testing.T, who string, d *iperfJSON, tc interopCase, client bo
 		if tc.bytes > 0 {
 			// iperf3 sends whole blocks, so its count may round up to one
 			// block per stream; blast sends exactly -n.
-			if p.recv.Bytes < tc.bytes || p.recv.Bytes > tc.bytes+int64(tc.streams)*DefaultTCPBlock {
+			if p.recv.Bytes < tc.bytes || p.recv.Bytes > tc.bytes+int64(tc.streams)*wire.DefaultTCPBlock {
 				t.Errorf("%s: %s: received %d bytes for -n %d", who, p.name, p.recv.Bytes, tc.bytes)
 			}
 		}
@@ -99,7 +102,7 @@ func checkSums(t *testing.T, who string, d *iperfJSON, tc interopCase, client bo
 // writtenBy is, for checkSums, what the blast side of r wrote each way
 // (-1 where the peer, iperf3, sends); client says whether r is the
 // client's.
-func writtenBy(r *Result, client bool) func(up bool) int64 {
+func writtenBy(r *result.Result, client bool) func(up bool) int64 {
 	return func(up bool) int64 {
 		w := int64(-1)
 		for _, st := range r.Streams {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/nicinfo"
 )
@@ -20,18 +21,18 @@ func TestInvalidResult(t *testing.T) {
 	}}
 	healthy := &nicinfo.Result{Findings: []finding.Finding{{Rule: "D1", Severity: finding.Error, Summary: "duplex mismatch"}}}
 	for _, tc := range []struct {
-		r    *Result
+		r    *result.Result
 		want string
 	}{
-		{&Result{NIC: healthy, RemoteNIC: healthy}, ""},
-		{&Result{NIC: flap}, "the result is not valid: D10 the link went down during the test: this result is not valid (Δcarrier_changes = 2), here"},
-		{&Result{NIC: healthy, RemoteNIC: flap}, "the result is not valid: D10 the link went down during the test: this result is not valid (Δcarrier_changes = 2), on the peer"},
+		{&result.Result{NIC: healthy, RemoteNIC: healthy}, ""},
+		{&result.Result{NIC: flap}, "the result is not valid: D10 the link went down during the test: this result is not valid (Δcarrier_changes = 2), here"},
+		{&result.Result{NIC: healthy, RemoteNIC: flap}, "the result is not valid: D10 the link went down during the test: this result is not valid (Δcarrier_changes = 2), on the peer"},
 	} {
 		err := tc.r.Invalid()
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("a valid result: %v", err)
-		case tc.want != "" && (!errors.Is(err, ErrInvalid) || err.Error() != tc.want):
+		case tc.want != "" && (!errors.Is(err, result.ErrInvalid) || err.Error() != tc.want):
 			t.Errorf("error %v, want %s", err, tc.want)
 		}
 		var log strings.Builder

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/internal/testkit"
 	"github.com/blastnet/blast/netlab"
 	"github.com/blastnet/blast/netlab/labtest"
@@ -47,7 +48,7 @@ const intervalSlack = 1.2
 // more than intervalSlack; or when its intervals do not add up to its
 // summary exactly. An iperf3 peer's figures are iperf3's, not blast's:
 // its sender counts what it wrote, queued or not.
-func checkWithinLink(t *testing.T, who string, r *Result, ceiling float64, peerToo bool) {
+func checkWithinLink(t *testing.T, who string, r *result.Result, ceiling float64, peerToo bool) {
 	t.Helper()
 	check := func(limit float64, what string, bytes int64, secs float64) {
 		if secs <= 0 || bytes <= 0 {
@@ -108,7 +109,7 @@ func checkWithinLink(t *testing.T, who string, r *Result, ceiling float64, peerT
 
 // intervalSum is an interval's bytes on the streams that send (or
 // receive, sender false) on this side, and its length.
-func intervalSum(iv *Interval, sender bool) (bytes int64, secs float64) {
+func intervalSum(iv *result.Interval, sender bool) (bytes int64, secs float64) {
 	for _, si := range iv.Streams {
 		if si.Sender == sender {
 			bytes += si.Bytes
@@ -120,7 +121,7 @@ func intervalSum(iv *Interval, sender bool) (bytes int64, secs float64) {
 
 // maxIntervalRate is the highest rate of any interval of r, either
 // direction, in bit/s.
-func maxIntervalRate(r *Result) float64 {
+func maxIntervalRate(r *result.Result) float64 {
 	top := 0.0
 	for _, iv := range r.Intervals {
 		for _, sender := range []bool{true, false} {
@@ -164,7 +165,7 @@ func TestLabShapedRates(t *testing.T) {
 			if cfg.UDP {
 				ceiling = udpShapedCeiling
 			}
-			var r *Result
+			var r *result.Result
 			if err := lab.A.Do(func() (err error) {
 				r, err = Run(context.Background(), cfg)
 				return err
@@ -291,7 +292,7 @@ func TestLabShapedRatesIperf3(t *testing.T) {
 				})
 				cfg := m.cfg
 				cfg.Host, cfg.Port, cfg.Duration, cfg.Interval, cfg.NoNIC = lab.B.Addr4.String(), port, 3*time.Second, time.Second, true
-				var r *Result
+				var r *result.Result
 				if err := lab.A.Do(func() (err error) {
 					r, err = Run(context.Background(), cfg)
 					return err

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/internal/timingcheck"
 	"github.com/blastnet/blast/netlab"
 	"github.com/blastnet/blast/netlab/labtest"
@@ -38,7 +39,7 @@ func TestTimingShapedIntervals(t *testing.T) {
 			Measure: func(t *testing.T, run int) (float64, error) {
 				cfg := tc.cfg
 				cfg.Host, cfg.Port, cfg.Duration, cfg.Interval, cfg.NoNIC = lab.B.Addr4.String(), port, 3*time.Second, time.Second, true
-				var r *Result
+				var r *result.Result
 				if err := lab.A.Do(func() (err error) {
 					r, err = Run(context.Background(), cfg)
 					return err

@@ -2,12 +2,15 @@ package control
 
 import (
 	"context"
-	"github.com/blastnet/blast/internal/testkit"
 	"net"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
+	"github.com/blastnet/blast/internal/testkit"
 
 	"github.com/blastnet/blast/netlab"
 	"github.com/blastnet/blast/netlab/labtest"
@@ -58,7 +61,7 @@ func TestLabBlastToBlast(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
 			cfg.Host, cfg.Port, cfg.Interval = tc.addr.String(), port, time.Second
-			var r *Result
+			var r *result.Result
 			err := lab.A.Do(func() error {
 				var err error
 				r, err = Run(context.Background(), cfg)
@@ -113,12 +116,12 @@ func labUDPCases(lab *netlab.Lab) []labUDPCase {
 
 // runLabUDP runs tc from A and returns the client's Result and the
 // server's (its n-th).
-func runLabUDP(t *testing.T, lab *netlab.Lab, port int, rl *resultLog, n int, tc labUDPCase) (*Result, *Result, Config) {
+func runLabUDP(t *testing.T, lab *netlab.Lab, port int, rl *resultLog, n int, tc labUDPCase) (*result.Result, *result.Result, Config) {
 	t.Helper()
 	cfg := tc.cfg
 	cfg.UDP, cfg.RateSet = true, true
 	cfg.Host, cfg.Port, cfg.Interval = tc.addr.String(), port, time.Second
-	var r *Result
+	var r *result.Result
 	if err := lab.A.Do(func() (err error) {
 		r, err = Run(context.Background(), cfg)
 		return err
@@ -191,7 +194,7 @@ func TestLabUDPBlastToBlast(t *testing.T) {
 // counts are the other's peer counts, and the client sends a count
 // exactly; the server sends until the client has received it (as
 // iperf3's server does: a lost datagram cannot hang the client).
-func checkUDPPair(t *testing.T, cli, srv *Result, streams int, up, down int64) {
+func checkUDPPair(t *testing.T, cli, srv *result.Result, streams int, up, down int64) {
 	t.Helper()
 	if srv.Cookie != cli.Cookie {
 		t.Fatalf("server result is for cookie %s, client's is %s", srv.Cookie, cli.Cookie)
@@ -201,7 +204,7 @@ func checkUDPPair(t *testing.T, cli, srv *Result, streams int, up, down int64) {
 	}
 	for i := range cli.Streams {
 		c, s := cli.Streams[i], srv.Streams[i]
-		if c.ID != StreamID(i) || s.ID != c.ID || c.Sender == s.Sender {
+		if c.ID != wire.StreamID(i) || s.ID != c.ID || c.Sender == s.Sender {
 			t.Errorf("stream %d: client id %d sender %v, server id %d sender %v", i, c.ID, c.Sender, s.ID, s.Sender)
 		}
 		if c.PeerBytes != s.Bytes || s.PeerBytes != c.Bytes {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/internal/verify"
 	"github.com/blastnet/blast/internal/verify/verifytest"
 	"github.com/blastnet/blast/netlab"
@@ -56,7 +57,7 @@ func TestVerifyLab(t *testing.T) {
 			}
 			cfg := tc.cfg
 			cfg.Host, cfg.Port, cfg.CPort, cfg.Verify, cfg.NoNIC = lab.B.Addr4.String(), port, cport, true, true
-			var r *Result
+			var r *result.Result
 			var err error
 			lab.A.Do(func() error {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

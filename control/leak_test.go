@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/internal/testkit"
 )
 
@@ -29,7 +30,7 @@ func TestServerFDsFlat(t *testing.T) {
 		if failing {
 			// Stop the client once the streams are up: the server sees
 			// the client go mid-test.
-			cfg.Bytes, cfg.OnStart = 1<<40, func(*Result) { cancel() }
+			cfg.Bytes, cfg.OnStart = 1<<40, func(*result.Result) { cancel() }
 		}
 		_, err := Run(ctx, cfg)
 		switch {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/nicinfo"
 	"github.com/blastnet/blast/pathinfo"
 )
@@ -65,7 +66,7 @@ func (n *nicWatch) close() {
 }
 
 // stopNIC finishes the NIC watch and the path watch into the Result.
-func stopNIC(r *Result, w *nicWatch) {
+func stopNIC(r *result.Result, w *nicWatch) {
 	if w == nil {
 		return
 	}

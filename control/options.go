@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 )
 
@@ -17,7 +19,7 @@ var errPeerFile = errors.New("a client cannot name a file on the server")
 // was not chosen (the session picks it); options for it then configure the
 // sending backend's receive side. What cannot be applied is noted in res
 // and the backend is used without the options.
-func peerOptions(tx, rx engine.Backend, bp *BlastParams, res *Result) (engine.Backend, engine.Backend) {
+func peerOptions(tx, rx engine.Backend, bp *wire.BlastParams, res *result.Result) (engine.Backend, engine.Backend) {
 	configure := func(b engine.Backend, opts, what string) engine.Backend {
 		if opts == "" {
 			return b

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	_ "github.com/blastnet/blast/engine/sockets"
 )
@@ -17,16 +19,16 @@ func TestPeerOptions(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		bp       BlastParams
+		bp       wire.BlastParams
 		wantNote string
 	}{
-		{"none", BlastParams{}, ""},
-		{"file", BlastParams{BackendOptions: "file=/etc/shadow"}, "a client cannot name a file on the server"},
-		{"unknown to the backend", BlastParams{RxBackendOptions: "multishot"}, "the server cannot receive with readwrite"},
-		{"unparsable", BlastParams{BackendOptions: "bogus"}, "backend readwrite takes no options (given: bogus)"},
+		{"none", wire.BlastParams{}, ""},
+		{"file", wire.BlastParams{BackendOptions: "file=/etc/shadow"}, "a client cannot name a file on the server"},
+		{"unknown to the backend", wire.BlastParams{RxBackendOptions: "multishot"}, "the server cannot receive with readwrite"},
+		{"unparsable", wire.BlastParams{BackendOptions: "bogus"}, "backend readwrite takes no options (given: bogus)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := &Result{}
+			res := &result.Result{}
 			tx, rx := peerOptions(rw, rw, &tc.bp, res)
 			if tx != rw || rx != rw {
 				t.Errorf("backends %v, %v: want readwrite unchanged", tx, rx)

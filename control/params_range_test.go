@@ -61,13 +61,13 @@ func TestServerParamsRange(t *testing.T) {
 				body = fmt.Sprintf(`{%s,"parallel":1,%s}`, base, tc.field)
 			}
 			rc := dialRaw(t, port)
-			rc.expect(ParamExchange)
+			rc.expect(wire.ParamExchange)
 			rc.ctrl.Write(frame([]byte(body)))
-			s, err := ReadState(rc.ctrl)
-			if err != nil || s != ServerError {
+			s, err := wire.ReadState(rc.ctrl)
+			if err != nil || s != wire.ServerError {
 				t.Fatalf("%s: state %v, %v; want SERVER_ERROR", body, s, err)
 			}
-			var se ServerErrorCode
+			var se wire.ServerErrorCode
 			if err := wire.ReadServerError(rc.ctrl); !errors.As(err, &se) || se.Ierrno != tc.ierrno {
 				t.Errorf("%s: server error %v, want i_errno %d", body, err, tc.ierrno)
 			}
@@ -85,9 +85,9 @@ func TestServerParamsRange(t *testing.T) {
 		`{"tcp":true,"time":1,"pacing_timer":1000,"client_version":"3.12"}`, // iperf3 3.12's defaults, parallel left out
 	} {
 		rc := dialRaw(t, port)
-		rc.expect(ParamExchange)
+		rc.expect(wire.ParamExchange)
 		rc.ctrl.Write(frame([]byte(body)))
-		if s, err := ReadState(rc.ctrl); err != nil || s != CreateStreams {
+		if s, err := wire.ReadState(rc.ctrl); err != nil || s != wire.CreateStreams {
 			t.Errorf("%s: state %v, %v; want CREATE_STREAMS", body, s, err)
 		}
 		rc.ctrl.Close()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/timingcheck"
 	"github.com/blastnet/blast/netlab"
@@ -44,7 +45,7 @@ func TestTimingPausesUnderLoad(t *testing.T) {
 		}()
 		defer func() { close(stop); <-churned }()
 		cfg := Config{Host: lab.B.Addr4.String(), Port: port, Duration: 3 * time.Second, Parallel: 8}
-		var r *Result
+		var r *result.Result
 		err := lab.A.Do(func() (err error) {
 			r, err = Run(context.Background(), cfg)
 			return err

@@ -122,16 +122,16 @@ type ServerConfig struct {
 	// runs; OnInterval after each of its intervals; OnResult when it has
 	// ended (or failed). They run on the test's goroutines: keep them
 	// quick.
-	OnStart    func(*Result)
-	OnInterval func(*Result, *Interval)
-	OnResult   func(*Result)
+	OnStart    func(*result.Result)
+	OnInterval func(*result.Result, *result.Interval)
+	OnResult   func(*result.Result)
 	// OnRefused is called for a client turned away (ACCESS_DENIED)
 	// because the server runs --max-clients tests already.
 	OnRefused func(peer netip.AddrPort, why string)
 	// Trace gets the debug lines of -d: each test's state changes and
 	// what the client sent (r is the test), and the server's own (r is
 	// nil).
-	Trace func(r *Result, line string)
+	Trace func(r *result.Result, line string)
 }
 
 // Defaults fills in unset fields.
@@ -143,7 +143,7 @@ func (c *ServerConfig) Defaults() {
 		c.MaxPerHost = DefaultMaxPerHost
 	}
 	if c.MaxStreams == 0 {
-		c.MaxStreams = MaxStreams
+		c.MaxStreams = wire.MaxStreams
 	}
 	if c.MaxTestMemory == 0 {
 		c.MaxTestMemory = DefaultMaxTestMemory
@@ -186,8 +186,8 @@ func (c *ServerConfig) Validate() error {
 		return fmt.Errorf("--max-clients %d: must be at least 1", c.MaxClients)
 	case c.MaxPerHost < 1:
 		return fmt.Errorf("--max-per-host %d: must be at least 1", c.MaxPerHost)
-	case c.MaxStreams < 1 || c.MaxStreams > MaxStreams:
-		return fmt.Errorf("--max-streams %d: must be 1 to %d", c.MaxStreams, MaxStreams)
+	case c.MaxStreams < 1 || c.MaxStreams > wire.MaxStreams:
+		return fmt.Errorf("--max-streams %d: must be 1 to %d", c.MaxStreams, wire.MaxStreams)
 	case c.MaxBytes < 0:
 		return fmt.Errorf("--max-bytes %d: must be 0 (any) or more", c.MaxBytes)
 	case c.MaxTestMemory < 1<<20 || c.MaxMemory < c.MaxTestMemory:
@@ -196,12 +196,12 @@ func (c *ServerConfig) Validate() error {
 		return fmt.Errorf("the caps on unidentified connections (%d, %d per address) must be at least 1", c.MaxUnidentified, c.MaxUnidentifiedPerHost)
 	case c.Family != "" && c.Family != "4" && c.Family != "6":
 		return fmt.Errorf("address family %q: use -4 or -6", c.Family)
-	case c.RcvTimeout != 0 && (c.RcvTimeout < MinRcvTimeout || c.RcvTimeout > MaxTime*time.Second):
-		return fmt.Errorf("--rcv-timeout %d: must be %d to %d ms", c.RcvTimeout.Milliseconds(), MinRcvTimeout.Milliseconds(), MaxTime*1000)
-	case c.MaxDuration < 0 || c.MaxDuration > MaxTime*time.Second:
-		return fmt.Errorf("--server-max-duration %v: must be 0 (no limit) to %d s", c.MaxDuration.Seconds(), MaxTime)
-	case c.IdleTimeout < 0 || c.IdleTimeout > MaxTime*time.Second:
-		return fmt.Errorf("--idle-timeout %v: must be 1 to %d s", c.IdleTimeout.Seconds(), MaxTime)
+	case c.RcvTimeout != 0 && (c.RcvTimeout < MinRcvTimeout || c.RcvTimeout > wire.MaxTime*time.Second):
+		return fmt.Errorf("--rcv-timeout %d: must be %d to %d ms", c.RcvTimeout.Milliseconds(), MinRcvTimeout.Milliseconds(), wire.MaxTime*1000)
+	case c.MaxDuration < 0 || c.MaxDuration > wire.MaxTime*time.Second:
+		return fmt.Errorf("--server-max-duration %v: must be 0 (no limit) to %d s", c.MaxDuration.Seconds(), wire.MaxTime)
+	case c.IdleTimeout < 0 || c.IdleTimeout > wire.MaxTime*time.Second:
+		return fmt.Errorf("--idle-timeout %v: must be 1 to %d s", c.IdleTimeout.Seconds(), wire.MaxTime)
 	case c.Interval < 0 || (c.Interval > 0 && c.Interval < 100*time.Millisecond) || c.Interval > time.Minute:
 		return fmt.Errorf("-i %g: must be 0 (off) or 0.1 to 60 seconds", c.Interval.Seconds())
 	case c.StreamTimeout < 0:
@@ -249,7 +249,7 @@ type Server struct {
 	pending    *fairpool.Pool
 	shed       int
 	shedLogged time.Time
-	waiting    map[[CookieSize]byte]streamWait
+	waiting    map[[wire.CookieSize]byte]streamWait
 	// lastConn is when the last connection came in, or a test ended
 	// (IdleTimeout counts from it).
 	lastConn time.Time
@@ -308,7 +308,7 @@ func Listen(cfg ServerConfig) (*Server, error) {
 	}
 	clk := clock.Or(cfg.Clock)
 	s := &Server{cfg: cfg, clk: clk, ln: ln, netns: ns, udpAuto: udpAuto, backend: b, rxBackend: rb,
-		waiting: map[[CookieSize]byte]streamWait{}, activeBy: map[netip.Addr]int{}, oneDone: make(chan struct{}), idleDone: make(chan struct{}),
+		waiting: map[[wire.CookieSize]byte]streamWait{}, activeBy: map[netip.Addr]int{}, oneDone: make(chan struct{}), idleDone: make(chan struct{}),
 		lastConn: clk.Now(),
 		pending:  fairpool.New(cfg.MaxUnidentified, cfg.MaxUnidentifiedPerHost, true),
 		echoes:   fairpool.New(cfg.MaxClients, cfg.MaxPerHost, false)}
@@ -460,7 +460,7 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 		return
 	}
 	defer pc.identified()
-	var cookie [CookieSize]byte
+	var cookie [wire.CookieSize]byte
 	c.SetReadDeadline(time.Now().Add(s.cfg.StreamTimeout))
 	pc.recheck()
 	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Unix(1, 0)) })
@@ -499,7 +499,7 @@ func (s *Server) route(ctx context.Context, c net.Conn, seq uint64) {
 // greeting serves a connection whose cookie is a greeting of another
 // kind than a test's (an agent's proof request, a latency session, path-MTU
 // probes, a latency echo); false if it is none.
-func (s *Server) greeting(ctx context.Context, c net.Conn, seq uint64, cookie [CookieSize]byte, pc *pendingConn) bool {
+func (s *Server) greeting(ctx context.Context, c net.Conn, seq uint64, cookie [wire.CookieSize]byte, pc *pendingConn) bool {
 	var serve func()
 	if nonce, ok := proofRequest(cookie); ok {
 		serve = func() { s.answerProof(c, nonce) }
@@ -542,7 +542,7 @@ func (s *Server) mtuSession(ctx context.Context, c net.Conn, port uint16) {
 
 // toWaitingTestLocked hands a data stream to the test being set up that
 // its cookie names; false if no test waits for it. s.mu is held.
-func (s *Server) toWaitingTestLocked(c net.Conn, seq uint64, cookie [CookieSize]byte, host netip.Addr) bool {
+func (s *Server) toWaitingTestLocked(c net.Conn, seq uint64, cookie [wire.CookieSize]byte, host netip.Addr) bool {
 	w, ok := s.waiting[cookie]
 	if !ok {
 		return false
@@ -569,7 +569,7 @@ func (s *Server) logf(format string, args ...any) {
 }
 
 // serveTest runs one test on its control connection.
-func (s *Server) serveTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, pc *pendingConn) *Result {
+func (s *Server) serveTest(ctx context.Context, ctrl net.Conn, cookie [wire.CookieSize]byte, pc *pendingConn) *result.Result {
 	defer ctrl.Close()
 	if tc, ok := ctrl.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
@@ -577,7 +577,7 @@ func (s *Server) serveTest(ctx context.Context, ctrl net.Conn, cookie [CookieSiz
 		// find a client whose host died within about 30 s.
 		tc.SetKeepAliveConfig(ctrlKeepAlive)
 	}
-	res := &Result{Role: "server", Version: Version, SystemInfo: systemInfo(), Time: time.Now(),
+	res := &result.Result{Role: "server", Version: result.Version, SystemInfo: systemInfo(), Time: time.Now(),
 		Cookie: wire.CookieString(cookie), Backend: s.backend.Name()}
 	if a, ok := ctrl.RemoteAddr().(*net.TCPAddr); ok {
 		res.Peer = unmap(a.AddrPort())
@@ -592,14 +592,14 @@ type serverTest struct {
 	s    *Server
 	ctx  context.Context
 	ctrl net.Conn
-	res  *Result
-	p    Params
+	res  *result.Result
+	p    wire.Params
 	sess *session
 	mt   *meteredTest // nil: no --server-bitrate-limit
 	// adm is the test's slot; it is given back before DISPLAY_RESULTS,
 	// so a client that starts its next test once it has them finds it.
 	adm   *admission
-	state State
+	state wire.State
 	told  bool // SERVER_ERROR or SERVER_TERMINATE went out
 	// results: TEST_END came; the results are exchanged even while the
 	// server shuts down.
@@ -611,7 +611,7 @@ type serverTest struct {
 	// stopWatch ends that, once the streams are connected.
 	stopWatch func() bool
 
-	cookie [CookieSize]byte
+	cookie [wire.CookieSize]byte
 	pc     *pendingConn
 	// backend sends and rxBackend receives (nil: the session's choice).
 	backend, rxBackend engine.Backend
@@ -635,7 +635,7 @@ func (t *serverTest) unwatch() {
 }
 
 // set records a state the server sends (or acts on) for -d.
-func (t *serverTest) set(st State) {
+func (t *serverTest) set(st wire.State) {
 	if t.s.cfg.Trace != nil {
 		t.s.cfg.Trace(t.res, fmt.Sprintf("State change: State set to %d-%v (from %d-%v)", st, st, t.state, t.state))
 	}
@@ -643,7 +643,7 @@ func (t *serverTest) set(st State) {
 }
 
 // received records a state the client sent, for -d.
-func (t *serverTest) received(st State) {
+func (t *serverTest) received(st wire.State) {
 	if t.s.cfg.Trace != nil {
 		t.s.cfg.Trace(t.res, fmt.Sprintf("State change: server received and changed State to %d-%v", st, st))
 	}
@@ -660,7 +660,7 @@ func (t *serverTest) tracef(format string, args ...any) {
 // returns err.
 func (t *serverTest) refuse(code int32, err error) error {
 	t.told = true
-	t.set(ServerError)
+	t.set(wire.ServerError)
 	t.tracef("error %d sent: %v", code, err)
 	t.ctrl.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	wire.WriteServerError(t.ctrl, code, errnoOf(code))
@@ -673,9 +673,9 @@ func (t *serverTest) refuse(code int32, err error) error {
 // terminate tells the client the server is shutting down.
 func (t *serverTest) terminate() error {
 	t.told = true
-	t.set(ServerTerminate)
+	t.set(wire.ServerTerminate)
 	t.ctrl.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	WriteState(t.ctrl, ServerTerminate)
+	wire.WriteState(t.ctrl, wire.ServerTerminate)
 	return ErrShutdown
 }
 
@@ -698,7 +698,7 @@ var ctrlKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 10 * time.Second, In
 // test when it has received the count, and a datagram lost on the way
 // would leave one that waits for exactly the count waiting for ever
 // (iperf3 3.12's -u -R -n 5M hung on 2 of 20 runs over loopback).
-func serverSendLimit(p *Params) int64 {
+func serverSendLimit(p *wire.Params) int64 {
 	if p.UDP {
 		return 0
 	}
@@ -774,7 +774,7 @@ func (t *serverTest) wait() (m stateMsg, pending <-chan stateMsg, abort *testAbo
 
 // tcpStreams lets the client open n TCP streams: they come in on the
 // control port, with the test's cookie.
-func (s *Server) tcpStreams(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, n int) ([]*engine.Socket, error) {
+func (s *Server) tcpStreams(ctx context.Context, ctrl net.Conn, cookie [wire.CookieSize]byte, n int) ([]*engine.Socket, error) {
 	ch := make(chan dataConn, n)
 	s.mu.Lock()
 	s.waiting[cookie] = streamWait{ch, peerAddr(ctrl)}
@@ -784,7 +784,7 @@ func (s *Server) tcpStreams(ctx context.Context, ctrl net.Conn, cookie [CookieSi
 		delete(s.waiting, cookie)
 		s.mu.Unlock()
 	}
-	if err := WriteState(ctrl, CreateStreams); err != nil {
+	if err := wire.WriteState(ctrl, wire.CreateStreams); err != nil {
 		unregister()
 		return nil, errCreateStreams(err)
 	}
@@ -827,7 +827,7 @@ func errCreateStreams(err error) error {
 // connected to the client's, which answers it, and answers it again
 // (reanswer) until the returned stop, which the caller calls before the
 // streams' flows start (and on every way out: it is safe twice).
-func (s *Server) udpStreams(ctx context.Context, ctrl net.Conn, p *Params, host netip.Addr, n int, sends func(int) bool) (_ []*engine.Socket, stop func(), _ error) {
+func (s *Server) udpStreams(ctx context.Context, ctrl net.Conn, p *wire.Params, host netip.Addr, n int, sends func(int) bool) (_ []*engine.Socket, stop func(), _ error) {
 	var stops []func()
 	stop = func() {
 		for _, f := range stops {
@@ -838,7 +838,7 @@ func (s *Server) udpStreams(ctx context.Context, ctrl net.Conn, p *Params, host 
 	return socks, stop, err
 }
 
-func (s *Server) udpStreamsAnswered(ctx context.Context, ctrl net.Conn, p *Params, host netip.Addr, n int, sends func(int) bool, stops *[]func()) ([]*engine.Socket, error) {
+func (s *Server) udpStreamsAnswered(ctx context.Context, ctrl net.Conn, p *wire.Params, host netip.Addr, n int, sends func(int) bool, stops *[]func()) ([]*engine.Socket, error) {
 	nw := "udp" + s.cfg.Family
 	addr := net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.port()))
 	s.udpMu.Lock()
@@ -849,7 +849,7 @@ func (s *Server) udpStreamsAnswered(ctx context.Context, ctrl net.Conn, p *Param
 	w, unregister := s.udp.wait(host, n)
 	s.udpMu.Unlock()
 	defer unregister()
-	if err := WriteState(ctrl, CreateStreams); err != nil {
+	if err := wire.WriteState(ctrl, wire.CreateStreams); err != nil {
 		return nil, errCreateStreams(err)
 	}
 	t := s.clk.NewTimer(s.cfg.StreamTimeout)
@@ -893,7 +893,7 @@ func (s *Server) udpStreamsAnswered(ctx context.Context, ctrl net.Conn, p *Param
 // applyPeerPayload takes what the client asked of the server's streams
 // beyond the socket options: iperf3's repeating payload on the streams it
 // sends, and the CPU its stream threads run on (-A n,m).
-func (s *Server) applyPeerPayload(sess *session, p *Params, res *Result) {
+func (s *Server) applyPeerPayload(sess *session, p *wire.Params, res *result.Result) {
 	if p.RepeatingPayload != 0 {
 		sess.repeatPayload()
 	}
@@ -937,7 +937,7 @@ func (s *Server) collect(ctx context.Context, ch <-chan dataConn, n int) ([]data
 // setOptions applies the client's socket options to the accepted streams.
 // The server shares one listener among tests, so a window set here does
 // not reach the SYN's window scale the way iperf3's per-test listener does.
-func (s *Server) setOptions(sess *session, p *Params, res *Result) error {
+func (s *Server) setOptions(sess *session, p *wire.Params, res *result.Result) error {
 	for _, st := range sess.streams {
 		if p.UDP {
 			break // made with their options
@@ -957,7 +957,7 @@ func (s *Server) setOptions(sess *session, p *Params, res *Result) error {
 }
 
 // logResult writes the one line per test: who, what, result.
-func (s *Server) logResult(r *Result) {
+func (s *Server) logResult(r *result.Result) {
 	if s.cfg.Log == nil {
 		return
 	}

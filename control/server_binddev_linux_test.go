@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,7 +19,7 @@ func TestServerBindDev(t *testing.T) {
 	var mu sync.Mutex
 	var devs []string
 	_, port, log := blastServer(t, ServerConfig{Device: "lo", Interval: 0, NoNIC: true,
-		OnStart: func(r *Result) {
+		OnStart: func(r *result.Result) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, st := range r.Streams {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/render"
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/internal/clock"
 	"github.com/blastnet/blast/internal/testkit"
@@ -28,7 +30,7 @@ import (
 // ierrno is the iperf3 error number a client got from the server (0:
 // none).
 func ierrno(err error) int32 {
-	var se ServerErrorCode
+	var se wire.ServerErrorCode
 	if errors.As(err, &se) {
 		return se.Ierrno
 	}
@@ -36,7 +38,7 @@ func ierrno(err error) int32 {
 }
 
 // runMay runs a blast client that may fail.
-func runMay(t *testing.T, cfg Config) (*Result, error) {
+func runMay(t *testing.T, cfg Config) (*result.Result, error) {
 	t.Helper()
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
@@ -53,7 +55,7 @@ func TestServerPortZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := srv.Addr().(*net.TCPAddr).Port
-	if port == 0 || port == DefaultPort {
+	if port == 0 || port == wire.DefaultPort {
 		t.Fatalf("Port 0 listens on port %d, want a free one", port)
 	}
 	served := make(chan error, 1)
@@ -168,7 +170,7 @@ func TestServerBitrateLimitTogether(t *testing.T) {
 	first := make(chan error, 1)
 	go func() {
 		_, err := runMay(t, Config{Port: port, UDP: true, Rate: 20e6, RateSet: true, Duration: 3 * time.Second,
-			OnStart: func(*Result) { close(started) }})
+			OnStart: func(*result.Result) { close(started) }})
 		first <- err
 	}()
 	select {
@@ -195,7 +197,7 @@ func TestRateMeterCheck(t *testing.T) {
 	}
 	newTest := func(m *rateMeter) *fake {
 		f := &fake{}
-		mt, err := m.admit(&Result{}, &Params{Parallel: 1})
+		mt, err := m.admit(&result.Result{}, &wire.Params{Parallel: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,18 +268,18 @@ func TestRateMeterCheck(t *testing.T) {
 	})
 	t.Run("asked for", func(t *testing.T) {
 		m := newRateMeter(RateLimit{Bits: limit}, nil)
-		if _, err := m.admit(&Result{}, &Params{Parallel: 2, Bidirectional: true, Bandwidth: 3e6}); err == nil {
+		if _, err := m.admit(&result.Result{}, &wire.Params{Parallel: 2, Bidirectional: true, Bandwidth: 3e6}); err == nil {
 			t.Error("admitted 2 streams each way of 3M against 8M")
 		}
-		x, err := m.admit(&Result{}, &Params{Parallel: 1, Bandwidth: 5e6})
+		x, err := m.admit(&result.Result{}, &wire.Params{Parallel: 1, Bandwidth: 5e6})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.admit(&Result{}, &Params{Parallel: 1, FQRate: 4e6}); err == nil {
+		if _, err := m.admit(&result.Result{}, &wire.Params{Parallel: 1, FQRate: 4e6}); err == nil {
 			t.Error("admitted 4M beside 5M against 8M")
 		}
 		m.remove(x)
-		if _, err := m.admit(&Result{}, &Params{Parallel: 1, FQRate: 4e6}); err != nil {
+		if _, err := m.admit(&result.Result{}, &wire.Params{Parallel: 1, FQRate: 4e6}); err != nil {
 			t.Errorf("refused 4M alone: %v", err)
 		}
 	})
@@ -322,7 +324,7 @@ func TestServerRcvTimeout(t *testing.T) {
 	fake := clock.NewFake()
 	started := make(chan struct{})
 	_, port, log := blastServer(t, ServerConfig{RcvTimeout: 300 * time.Millisecond, Interval: 0, NoNIC: true, Clock: fake,
-		OnStart: func(*Result) { close(started) }})
+		OnStart: func(*result.Result) { close(started) }})
 	// 100-byte blocks at 1 kbit/s: one block each 0.8 s.
 	slow := Config{Port: port, Rate: 1000, RateSet: true, BlockLen: 100, Duration: 5 * time.Second}
 	ended := make(chan error, 1)
@@ -388,7 +390,7 @@ func TestServerIdleTimeoutOneOff(t *testing.T) {
 	fake = clock.NewFake()
 	started := make(chan struct{})
 	srv, err = Listen(ServerConfig{Bind: "127.0.0.1", Port: 0, OneOff: true, IdleTimeout: 500 * time.Millisecond, NoNIC: true, Clock: fake,
-		OnStart: func(*Result) { close(started) }})
+		OnStart: func(*result.Result) { close(started) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +418,7 @@ func TestServerIdleRestart(t *testing.T) {
 	fake := clock.NewFake()
 	restarts := make(chan string, 10)
 	srv, port, log := blastServer(t, ServerConfig{IdleTimeout: 300 * time.Millisecond, Interval: 0, NoNIC: true, Clock: fake,
-		Trace: func(r *Result, line string) {
+		Trace: func(r *result.Result, line string) {
 			if r == nil && strings.Contains(line, "Server restart") {
 				restarts <- line
 			}
@@ -456,10 +458,10 @@ func TestServerIdleRestart(t *testing.T) {
 func TestServerShutdownRunning(t *testing.T) {
 	needIperf3(t)
 	var mu sync.Mutex
-	var results []*Result
-	moving := map[*Result]bool{} // tests that moved bytes
+	var results []*result.Result
+	moving := map[*result.Result]bool{} // tests that moved bytes
 	srv, err := Listen(ServerConfig{Bind: "127.0.0.1", Port: 0, Interval: 100 * time.Millisecond, NoNIC: true,
-		OnInterval: func(r *Result, iv *Interval) {
+		OnInterval: func(r *result.Result, iv *result.Interval) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, st := range iv.Streams {
@@ -468,7 +470,7 @@ func TestServerShutdownRunning(t *testing.T) {
 				}
 			}
 		},
-		OnResult: func(r *Result) { mu.Lock(); results = append(results, r); mu.Unlock() }})
+		OnResult: func(r *result.Result) { mu.Lock(); results = append(results, r); mu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,13 +481,13 @@ func TestServerShutdownRunning(t *testing.T) {
 
 	started := make(chan struct{})
 	type out struct {
-		r   *Result
+		r   *result.Result
 		err error
 	}
 	blast := make(chan out, 1)
 	go func() {
 		r, err := runMay(t, Config{Port: port, Duration: 20 * time.Second, Interval: 200 * time.Millisecond,
-			OnStart: func(*Result) { close(started) }})
+			OnStart: func(*result.Result) { close(started) }})
 		blast <- out{r, err}
 	}()
 	iperf := make(chan *iperfJSON, 1)
@@ -544,19 +546,19 @@ func TestServerShutdownResults(t *testing.T) {
 	go func() { served <- srv.Serve(ctx) }()
 
 	setup := dialRaw(t, port)
-	setup.expect(ParamExchange)
+	setup.expect(wire.ParamExchange)
 
 	done := dialRaw(t, port)
-	done.expect(ParamExchange)
-	if err := WriteJSON(done.ctrl, &Params{TCP: true, Time: 1, Parallel: 1, Len: 4096, ClientVersion: "3.12"}); err != nil {
+	done.expect(wire.ParamExchange)
+	if err := wire.WriteJSON(done.ctrl, &wire.Params{TCP: true, Time: 1, Parallel: 1, Len: 4096, ClientVersion: "3.12"}); err != nil {
 		t.Fatal(err)
 	}
-	done.expect(CreateStreams)
+	done.expect(wire.CreateStreams)
 	data := done.stream()
-	done.expect(TestStart, TestRunning)
+	done.expect(wire.TestStart, wire.TestRunning)
 	data.Write(make([]byte, 64<<10))
-	WriteState(done.ctrl, TestEnd)
-	done.expect(ExchangeResults)
+	wire.WriteState(done.ctrl, wire.TestEnd)
+	done.expect(wire.ExchangeResults)
 
 	cancel()
 	// The listener closes once the server has taken the cancellation in.
@@ -568,14 +570,14 @@ func TestServerShutdownResults(t *testing.T) {
 		c.Close()
 		return false
 	})
-	setup.expect(ServerTerminate)
+	setup.expect(wire.ServerTerminate)
 
 	mine := `{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":0,` +
 		`"streams":[{"id":1,"bytes":65536,"retransmits":0,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":1}]}`
-	if err := WriteJSON(done.ctrl, json.RawMessage(mine)); err != nil {
+	if err := wire.WriteJSON(done.ctrl, json.RawMessage(mine)); err != nil {
 		t.Fatal(err)
 	}
-	b, err := ReadFrame(done.ctrl, MaxResultsJSON)
+	b, err := wire.ReadFrame(done.ctrl, wire.MaxResultsJSON)
 	if err != nil {
 		t.Fatalf("no results from a server shutting down: %v", err)
 	}
@@ -583,8 +585,8 @@ func TestServerShutdownResults(t *testing.T) {
 	if err != nil || len(pr.Streams) != 1 || pr.Streams[0].Bytes != 64<<10 {
 		t.Errorf("server results %s (%v), want 64 KiB received", b, err)
 	}
-	done.expect(DisplayResults)
-	WriteState(done.ctrl, IperfDone)
+	done.expect(wire.DisplayResults)
+	wire.WriteState(done.ctrl, wire.IperfDone)
 	select {
 	case err := <-served:
 		if err != nil {
@@ -677,7 +679,7 @@ func TestConsoleTwoTests(t *testing.T) {
 	started := make(chan struct{})
 	first := make(chan error, 1)
 	go func() {
-		_, err := runMay(t, Config{Port: port, Duration: 3 * time.Second, Interval: time.Second, OnStart: func(*Result) { close(started) }})
+		_, err := runMay(t, Config{Port: port, Duration: 3 * time.Second, Interval: time.Second, OnStart: func(*result.Result) { close(started) }})
 		first <- err
 	}()
 	<-started
@@ -717,15 +719,15 @@ func TestConsoleTwoTests(t *testing.T) {
 
 // -V, -d, and the refusal of a client too many.
 func TestConsoleVerboseDebug(t *testing.T) {
-	port, out, stop := consoleServer(t, ConsoleOptions{MaxClients: 1, Debug: true, Text: Text{Verbose: true}}, ServerConfig{Interval: time.Second})
+	port, out, stop := consoleServer(t, ConsoleOptions{MaxClients: 1, Debug: true, Text: render.Text{Verbose: true}}, ServerConfig{Interval: time.Second})
 	started := make(chan struct{})
 	first := make(chan error, 1)
 	go func() {
-		_, err := runMay(t, Config{Port: port, Duration: 2 * time.Second, OnStart: func(*Result) { close(started) }})
+		_, err := runMay(t, Config{Port: port, Duration: 2 * time.Second, OnStart: func(*result.Result) { close(started) }})
 		first <- err
 	}()
 	<-started
-	if _, err := runMay(t, Config{Port: port, Bytes: 1 << 20}); !errors.Is(err, ErrBusy) {
+	if _, err := runMay(t, Config{Port: port, Bytes: 1 << 20}); !errors.Is(err, wire.ErrBusy) {
 		t.Errorf("a second client beside --max-clients 1: %v", err)
 	}
 	if err := <-first; err != nil {
@@ -738,7 +740,7 @@ func TestConsoleVerboseDebug(t *testing.T) {
 		how = `free flow\(s\) \(unlocked goroutines in raw calls\)`
 	}
 	for _, re := range []string{
-		`(?m)^` + regexp.QuoteMeta(Version) + `$`,
+		`(?m)^` + regexp.QuoteMeta(result.Version) + `$`,
 		`(?m)^Time: \w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d GMT$`,
 		`(?m)^      Cookie: [a-z2-7]{36}$`,
 		`(?m)^      TCP MSS: \d+ \(default\)$`,
@@ -832,7 +834,7 @@ func TestServerServiceNoLeaks(t *testing.T) {
 	cfg := ServerConfig{Bind: "127.0.0.1", Port: 0, NoNIC: true, Interval: 100 * time.Millisecond,
 		RateLimit: RateLimit{Bits: 500e6, Window: time.Second}, MaxDuration: 5 * time.Second,
 		RcvTimeout: time.Second, IdleTimeout: 200 * time.Millisecond}
-	c := NewConsole(out, ConsoleOptions{Debug: true, Text: Text{Verbose: true}, MaxClients: 8})
+	c := NewConsole(out, ConsoleOptions{Debug: true, Text: render.Text{Verbose: true}, MaxClients: 8})
 	c.Attach(&cfg)
 	srv, err := Listen(cfg)
 	if err != nil {
@@ -865,7 +867,7 @@ func TestServerServiceNoLeaks(t *testing.T) {
 	started := make(chan struct{})
 	last := make(chan error, 1)
 	go func() {
-		_, err := runMay(t, Config{Port: port, Duration: 5 * time.Second, Rate: 10e6, RateSet: true, OnStart: func(*Result) { close(started) }})
+		_, err := runMay(t, Config{Port: port, Duration: 5 * time.Second, Rate: 10e6, RateSet: true, OnStart: func(*result.Result) { close(started) }})
 		last <- err
 	}()
 	<-started

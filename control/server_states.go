@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blastnet/blast/control/render"
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 )
@@ -17,25 +19,25 @@ import (
 // serverStep is what the server does in one state of iperf3's protocol:
 // it returns the state that comes next (IperfDone: the test is over), or
 // the error that ended the test.
-type serverStep func(t *serverTest) (State, error)
+type serverStep func(t *serverTest) (wire.State, error)
 
 // serverSteps is the server's side of a test, state by state, in the
 // order a test that goes well takes them. The client's TEST_END ends
 // TEST_RUNNING; every other step ends on what the server sent.
-var serverSteps = map[State]serverStep{
-	ParamExchange:   (*serverTest).paramExchange,   // read and check the parameters, choose the backends, take a slot
-	CreateStreams:   (*serverTest).createStreams,   // take the client's streams, set their options
-	TestStart:       (*serverTest).testStart,       // the streams are ready
-	TestRunning:     (*serverTest).testRunning,     // move the data until the client's TEST_END, or end the test
-	TestEnd:         (*serverTest).testEnd,         // count what is still on its way, close the streams
-	ExchangeResults: (*serverTest).exchangeResults, // the client's results for the server's
-	DisplayResults:  (*serverTest).displayResults,  // wait for the client's IPERF_DONE
+var serverSteps = map[wire.State]serverStep{
+	wire.ParamExchange:   (*serverTest).paramExchange,   // read and check the parameters, choose the backends, take a slot
+	wire.CreateStreams:   (*serverTest).createStreams,   // take the client's streams, set their options
+	wire.TestStart:       (*serverTest).testStart,       // the streams are ready
+	wire.TestRunning:     (*serverTest).testRunning,     // move the data until the client's TEST_END, or end the test
+	wire.TestEnd:         (*serverTest).testEnd,         // count what is still on its way, close the streams
+	wire.ExchangeResults: (*serverTest).exchangeResults, // the client's results for the server's
+	wire.DisplayResults:  (*serverTest).displayResults,  // wait for the client's IPERF_DONE
 }
 
 // runTest runs one test on its control connection, from PARAM_EXCHANGE to
 // the end, through serverSteps.
-func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]byte, res *Result, pc *pendingConn) (err error) {
-	t := &serverTest{s: s, ctx: ctx, ctrl: ctrl, res: res, cookie: cookie, pc: pc, state: IperfStart, watching: true}
+func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [wire.CookieSize]byte, res *result.Result, pc *pendingConn) (err error) {
+	t := &serverTest{s: s, ctx: ctx, ctrl: ctrl, res: res, cookie: cookie, pc: pc, state: wire.IperfStart, watching: true}
 	// Shutting down wakes a blocked read; writes still reach the client,
 	// which is told SERVER_TERMINATE.
 	t.stopWatch = context.AfterFunc(ctx, func() {
@@ -53,7 +55,7 @@ func (s *Server) runTest(ctx context.Context, ctrl net.Conn, cookie [CookieSize]
 		}
 	}()
 	defer t.cleanup()
-	for st := ParamExchange; st != IperfDone; {
+	for st := wire.ParamExchange; st != wire.IperfDone; {
 		step, ok := serverSteps[st]
 		if !ok {
 			return fmt.Errorf("server: no step for state %v", st)
@@ -78,9 +80,9 @@ func (t *serverTest) cleanup() {
 
 // paramExchange asks for the parameters and, once they pass, gives the
 // test its backends and a slot.
-func (t *serverTest) paramExchange() (State, error) {
-	t.set(ParamExchange)
-	if err := WriteState(t.ctrl, ParamExchange); err != nil {
+func (t *serverTest) paramExchange() (wire.State, error) {
+	t.set(wire.ParamExchange)
+	if err := wire.WriteState(t.ctrl, wire.ParamExchange); err != nil {
 		return 0, fmt.Errorf("send PARAM_EXCHANGE: %w", err)
 	}
 	if err := t.readParams(); err != nil {
@@ -90,7 +92,7 @@ func (t *serverTest) paramExchange() (State, error) {
 	if err := t.takeSlot(); err != nil {
 		return 0, err
 	}
-	return CreateStreams, nil
+	return wire.CreateStreams, nil
 }
 
 // readParams reads the client's parameters and checks them: the frame,
@@ -99,7 +101,7 @@ func (t *serverTest) readParams() error {
 	s, res, pc := t.s, t.res, t.pc
 	t.readDeadline(time.Now().Add(s.cfg.StreamTimeout))
 	pc.recheck()
-	b, err := ReadFrame(t.ctrl, MaxParamsJSON)
+	b, err := wire.ReadFrame(t.ctrl, wire.MaxParamsJSON)
 	if err != nil {
 		if t.ctx.Err() != nil {
 			return err
@@ -253,11 +255,11 @@ func (t *serverTest) takeSlot() error {
 
 // createStreams takes the client's streams and sets their options; the
 // test is then ready to start.
-func (t *serverTest) createStreams() (State, error) {
+func (t *serverTest) createStreams() (wire.State, error) {
 	s, p, res, sess := t.s, &t.p, t.res, t.sess
 	var socks []*engine.Socket
 	var err error
-	t.set(CreateStreams)
+	t.set(wire.CreateStreams)
 	if p.UDP {
 		var stop func()
 		socks, stop, err = s.udpStreams(t.ctx, t.ctrl, p, res.Peer.Addr(), t.streams(), t.sends)
@@ -267,8 +269,8 @@ func (t *serverTest) createStreams() (State, error) {
 		socks, err = s.tcpStreams(t.ctx, t.ctrl, t.cookie, t.streams())
 	}
 	for i, sock := range socks {
-		sess.streams = append(sess.streams, newStream(StreamID(i), sock, t.sends(i)))
-		t.tracef("stream %d: local %v, remote %v, %s", StreamID(i), sock.LocalAddr(), sock.RemoteAddr(), map[bool]string{true: "sends", false: "receives"}[t.sends(i)])
+		sess.streams = append(sess.streams, newStream(wire.StreamID(i), sock, t.sends(i)))
+		t.tracef("stream %d: local %v, remote %v, %s", wire.StreamID(i), sock.LocalAddr(), sock.RemoteAddr(), map[bool]string{true: "sends", false: "receives"}[t.sends(i)])
 	}
 	if err != nil {
 		return 0, t.streamsFailed(err)
@@ -286,7 +288,7 @@ func (t *serverTest) createStreams() (State, error) {
 	t.readDeadline(time.Time{})
 	t.stopWatch()
 	sess.prepare(t.ctx, p.BlockLen())
-	return TestStart, nil
+	return wire.TestStart, nil
 }
 
 // streamsFailed tells the client why its streams did not connect
@@ -307,18 +309,18 @@ func (t *serverTest) streamsFailed(err error) error {
 }
 
 // testStart tells the client the streams are ready.
-func (t *serverTest) testStart() (State, error) {
-	t.set(TestStart)
-	if err := WriteState(t.ctrl, TestStart); err != nil {
+func (t *serverTest) testStart() (wire.State, error) {
+	t.set(wire.TestStart)
+	if err := wire.WriteState(t.ctrl, wire.TestStart); err != nil {
 		return 0, fmt.Errorf("send TEST_START: %w", err)
 	}
-	return TestRunning, nil
+	return wire.TestRunning, nil
 }
 
 // testRunning starts the data and waits for the client's TEST_END, or
 // for the server to end the test (--rcv-timeout, --server-bitrate-limit,
 // shutting down).
-func (t *serverTest) testRunning() (State, error) {
+func (t *serverTest) testRunning() (wire.State, error) {
 	s, sess, p := t.s, t.sess, &t.p
 	t.cpu = startCPU()
 	t.watchNIC()
@@ -330,8 +332,8 @@ func (t *serverTest) testRunning() (State, error) {
 	// counted what had waited in its socket in a second too short (34
 	// Mbit/s through a 20 Mbit/s shaper in make test).
 	sess.startAt = time.Now()
-	t.set(TestRunning)
-	if err := WriteState(t.ctrl, TestRunning); err != nil {
+	t.set(wire.TestRunning)
+	if err := wire.WriteState(t.ctrl, wire.TestRunning); err != nil {
 		return 0, fmt.Errorf("send TEST_RUNNING: %w", err)
 	}
 	if t.stopAnswers != nil {
@@ -353,10 +355,10 @@ func (t *serverTest) testRunning() (State, error) {
 	m, pending, abort := t.wait()
 	sess.sendEnd = time.Now()
 	sess.stopTicker()
-	if abort == nil && m.err == nil && m.s == TestEnd {
+	if abort == nil && m.err == nil && m.s == wire.TestEnd {
 		sess.stop(true)
 		t.res.CPU = t.cpu.read()
-		return TestEnd, nil
+		return wire.TestEnd, nil
 	}
 	return 0, t.ended(m, pending, abort)
 }
@@ -411,8 +413,8 @@ func (t *serverTest) ended(m stateMsg, pending <-chan stateMsg, abort *testAbort
 		return abort.err
 	case shutdown:
 		return ErrShutdown
-	case m.err == nil && m.s == ClientTerminate:
-		t.received(ClientTerminate)
+	case m.err == nil && m.s == wire.ClientTerminate:
+		t.received(wire.ClientTerminate)
 		return errors.New("the client has terminated the test")
 	case m.err != nil && (errors.Is(m.err, io.EOF) || errors.Is(m.err, syscall.ECONNRESET)):
 		return errors.New("the client is gone (it closed the control connection mid-test)")
@@ -426,8 +428,8 @@ func (t *serverTest) ended(m stateMsg, pending <-chan stateMsg, abort *testAbort
 
 // testEnd counts what the client's streams still had on their way, and
 // closes them.
-func (t *serverTest) testEnd() (State, error) {
-	t.received(TestEnd)
+func (t *serverTest) testEnd() (wire.State, error) {
+	t.received(wire.TestEnd)
 	t.results = true
 	// From here the results reach the client even if the server is
 	// shutting down.
@@ -435,20 +437,20 @@ func (t *serverTest) testEnd() (State, error) {
 	t.sess.finish(t.sess.drain(20*time.Millisecond, time.Second))
 	t.sess.closeAll()
 	stopNIC(t.res, t.nic)
-	return ExchangeResults, nil
+	return wire.ExchangeResults, nil
 }
 
 // exchangeResults reads the client's results and sends the server's
 // (with its report, if the client asked for it), then gives the slot
 // back.
-func (t *serverTest) exchangeResults() (State, error) {
+func (t *serverTest) exchangeResults() (wire.State, error) {
 	s, sess, res, ctrl := t.s, t.sess, t.res, t.ctrl
 	ctrl.SetDeadline(time.Now().Add(30 * time.Second))
-	t.set(ExchangeResults)
-	if err := WriteState(ctrl, ExchangeResults); err != nil {
+	t.set(wire.ExchangeResults)
+	if err := wire.WriteState(ctrl, wire.ExchangeResults); err != nil {
 		return 0, fmt.Errorf("send EXCHANGE_RESULTS: %w", err)
 	}
-	b, err := ReadFrame(ctrl, MaxPeerResultsJSON)
+	b, err := wire.ReadFrame(ctrl, MaxPeerResultsJSON)
 	if err != nil {
 		return 0, fmt.Errorf("read the client's results: %w", err)
 	}
@@ -468,11 +470,11 @@ func (t *serverTest) exchangeResults() (State, error) {
 	}
 	if t.p.GetServerOutput != 0 {
 		if s.cfg.JSONOutput {
-			if j, err := JSONBytes(res); err == nil {
+			if j, err := render.JSONBytes(res); err == nil {
 				mine.ServerOutputJSON = j
 			}
 		} else {
-			mine.ServerOutputText = TextString(res)
+			mine.ServerOutputText = render.TextString(res)
 		}
 	}
 	if s.cfg.Trace != nil {
@@ -480,23 +482,23 @@ func (t *serverTest) exchangeResults() (State, error) {
 			t.tracef("send_results: %s", j)
 		}
 	}
-	if err := WriteJSON(ctrl, mine); err != nil {
+	if err := wire.WriteJSON(ctrl, mine); err != nil {
 		return 0, fmt.Errorf("send results: %w", err)
 	}
 	t.adm.release() // the data streams are closed and the results sent
-	return DisplayResults, nil
+	return wire.DisplayResults, nil
 }
 
 // displayResults tells the client to print its results, and takes its
 // IPERF_DONE (iperf3 clients answer it; a missing answer is no failure).
-func (t *serverTest) displayResults() (State, error) {
-	t.set(DisplayResults)
-	if err := WriteState(t.ctrl, DisplayResults); err != nil {
+func (t *serverTest) displayResults() (wire.State, error) {
+	t.set(wire.DisplayResults)
+	if err := wire.WriteState(t.ctrl, wire.DisplayResults); err != nil {
 		return 0, fmt.Errorf("send DISPLAY_RESULTS: %w", err)
 	}
 	t.ctrl.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if st, err := ReadState(t.ctrl); err == nil {
+	if st, err := wire.ReadState(t.ctrl); err == nil {
 		t.received(st)
 	}
-	return IperfDone, nil
+	return wire.IperfDone, nil
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/control/render"
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 )
 
 // What a server does as a service (iperf3's -D, --idle-timeout,
@@ -30,7 +32,7 @@ var (
 
 // checkDuration refuses a test longer than MaxDuration, or without a time
 // limit, as iperf3's --server-max-duration does.
-func (s *Server) checkDuration(p *Params) error {
+func (s *Server) checkDuration(p *wire.Params) error {
 	max := s.cfg.MaxDuration
 	switch {
 	case max <= 0:
@@ -95,7 +97,7 @@ type ConsoleOptions struct {
 	Debug bool // -d: the Trace lines
 	// Text renders the tests: Verbose is -V (iperf3's verbose details,
 	// and blast's lines after the summary), Format is -f.
-	Text Text
+	Text render.Text
 	// OneOff (-1) and MaxClients go into the banner.
 	OneOff     bool
 	MaxClients int
@@ -116,7 +118,7 @@ type Console struct {
 
 	mu    sync.Mutex
 	addr  net.Addr
-	tests map[*Result]*consoleTest
+	tests map[*result.Result]*consoleTest
 	seen  int // tests numbered so far
 }
 
@@ -129,21 +131,21 @@ type consoleTest struct {
 
 // NewConsole prints to w.
 func NewConsole(w io.Writer, o ConsoleOptions) *Console {
-	return &Console{w: w, opts: o, tests: map[*Result]*consoleTest{}}
+	return &Console{w: w, opts: o, tests: map[*result.Result]*consoleTest{}}
 }
 
 // Attach makes cfg's hooks print on the console, after any cfg had.
 func (c *Console) Attach(cfg *ServerConfig) {
-	chain := func(prev, next func(*Result)) func(*Result) {
+	chain := func(prev, next func(*result.Result)) func(*result.Result) {
 		if prev == nil {
 			return next
 		}
-		return func(r *Result) { prev(r); next(r) }
+		return func(r *result.Result) { prev(r); next(r) }
 	}
 	if !c.opts.JSON {
 		cfg.OnStart = chain(cfg.OnStart, c.start)
 		prevIv := cfg.OnInterval
-		cfg.OnInterval = func(r *Result, iv *Interval) {
+		cfg.OnInterval = func(r *result.Result, iv *result.Interval) {
 			if prevIv != nil {
 				prevIv(r, iv)
 			}
@@ -159,7 +161,7 @@ func (c *Console) Attach(cfg *ServerConfig) {
 	}
 	if c.opts.Debug {
 		prevTr := cfg.Trace
-		cfg.Trace = func(r *Result, line string) {
+		cfg.Trace = func(r *result.Result, line string) {
 			if prevTr != nil {
 				prevTr(r, line)
 			}
@@ -180,7 +182,7 @@ func (c *Console) Listening(addr net.Addr) {
 	}
 	var b bytes.Buffer
 	if c.opts.Text.Verbose {
-		fmt.Fprintf(&b, "%s\n%s\n", Version, systemInfo())
+		fmt.Fprintf(&b, "%s\n%s\n", result.Version, systemInfo())
 	}
 	what := fmt.Sprintf("up to %d tests at once", c.opts.MaxClients)
 	if c.opts.OneOff {
@@ -205,7 +207,7 @@ func (c *Console) Println(line string) {
 
 // test is r's console state; a test seen for the first time is numbered.
 // A test printed while another runs is tagged from then on.
-func (c *Console) test(r *Result) *consoleTest {
+func (c *Console) test(r *result.Result) *consoleTest {
 	t := c.tests[r]
 	if t == nil {
 		c.seen++
@@ -237,7 +239,7 @@ func (c *Console) emit(t *consoleTest, b []byte) {
 	c.w.Write(b)
 }
 
-func (c *Console) start(r *Result) {
+func (c *Console) start(r *result.Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.test(r)
@@ -247,7 +249,7 @@ func (c *Console) start(r *Result) {
 	c.emit(t, b.Bytes())
 }
 
-func (c *Console) interval(r *Result, iv *Interval) {
+func (c *Console) interval(r *result.Result, iv *result.Interval) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.test(r)
@@ -257,7 +259,7 @@ func (c *Console) interval(r *Result, iv *Interval) {
 	c.emit(t, b.Bytes())
 }
 
-func (c *Console) trace(r *Result, line string) {
+func (c *Console) trace(r *result.Result, line string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var t *consoleTest
@@ -269,7 +271,7 @@ func (c *Console) trace(r *Result, line string) {
 
 // result prints a test's end: its summary (or -J document) and how it
 // failed, then the banner if no other test runs.
-func (c *Console) result(r *Result) {
+func (c *Console) result(r *result.Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.test(r)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/units"
 )
@@ -87,7 +88,7 @@ type testAbort struct {
 type rateMeter struct {
 	limit RateLimit
 	slots int
-	trace func(*Result, string)
+	trace func(*result.Result, string)
 
 	mu    sync.Mutex
 	tests []*meteredTest // in the order they were admitted
@@ -95,7 +96,7 @@ type rateMeter struct {
 
 // meteredTest is one test under the limit.
 type meteredTest struct {
-	res    *Result
+	res    *result.Result
 	asked  float64      // bits/s the parameters ask for
 	bytes  func() int64 // both directions so far; nil until it runs
 	last   int64
@@ -105,7 +106,7 @@ type meteredTest struct {
 	abort  chan testAbort // one message, when the meter ends the test
 }
 
-func newRateMeter(l RateLimit, trace func(*Result, string)) *rateMeter {
+func newRateMeter(l RateLimit, trace func(*result.Result, string)) *rateMeter {
 	if l.Window == 0 {
 		l.Window = DefaultRateWindow
 	}
@@ -114,7 +115,7 @@ func newRateMeter(l RateLimit, trace func(*Result, string)) *rateMeter {
 
 // asked is the rate a test's parameters ask for in total, as iperf3
 // counts it: -b (or --fq-rate, whichever is more) for each stream.
-func asked(p *Params) float64 {
+func asked(p *wire.Params) float64 {
 	n := float64(p.Parallel)
 	if p.Bidirectional {
 		n *= 2
@@ -124,7 +125,7 @@ func asked(p *Params) float64 {
 
 // admit registers a test, or refuses it when its asked-for rate is over
 // the limit alone or with the tests admitted before it.
-func (m *rateMeter) admit(res *Result, p *Params) (*meteredTest, error) {
+func (m *rateMeter) admit(res *result.Result, p *wire.Params) (*meteredTest, error) {
 	want := asked(p)
 	m.mu.Lock()
 	defer m.mu.Unlock()

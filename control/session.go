@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/hostload"
@@ -37,7 +38,7 @@ type stream struct {
 	// facts the backend reported, copied when Send/Recv returned, and
 	// what its thread spent.
 	facts  engine.FactSample
-	thread *ThreadTimes
+	thread *wire.ThreadTimes
 	// udp counts the datagrams of a UDP stream (nil on TCP).
 	udp *udpFraming
 	// source feeds a sending stream and sink takes what a receiving one
@@ -57,11 +58,11 @@ type stream struct {
 	pmtu, mss, acked               int64
 	// limitBase and limitLast are TCP_INFO's busy, rwnd-limited and
 	// sndbuf-limited times at the start and at the last sample.
-	limitBase, limitLast TCPLimits
-	udpBase, lastUDP     UDPStats
+	limitBase, limitLast wire.TCPLimits
+	udpBase, lastUDP     wire.UDPStats
 	// endSnap and endUDP are the counts at the end sample (session.ended).
 	endSnap engine.Sample
-	endUDP  UDPStats
+	endUDP  wire.UDPStats
 	// byAck: this TCP sender of a time-limited test counts the bytes the
 	// receiver acknowledged (TCP_INFO's bytes_acked, from ackBase on),
 	// not those written: a write only fills the socket buffer, which
@@ -107,9 +108,9 @@ func (s *session) sampleHost(first bool) *hostload.Load {
 // sent (a datagram stamped when the flow was stopped may not have left),
 // or what the receiver's framing counted, exactly once the flow is over
 // (final), else as last published.
-func (st *stream) udpStats(final bool) UDPStats {
+func (st *stream) udpStats(final bool) wire.UDPStats {
 	if st.sender {
-		return UDPStats{Packets: st.stats.Snapshot().Datagrams}
+		return wire.UDPStats{Packets: st.stats.Snapshot().Datagrams}
 	}
 	if final {
 		return st.udp.final()
@@ -123,7 +124,7 @@ func unmap(ap netip.AddrPort) netip.AddrPort {
 
 // session runs the data streams of one test on one side and samples them.
 type session struct {
-	res       *Result
+	res       *result.Result
 	streams   []*stream
 	backend   engine.Backend // sends
 	rxBackend engine.Backend // receives
@@ -163,7 +164,7 @@ type session struct {
 	sendFor    time.Duration
 	interval   time.Duration
 	omit       time.Duration
-	onInterval func(*Result, *Interval)
+	onInterval func(*result.Result, *result.Interval)
 	// endAt is when a time-limited test will end (zero: not known): no
 	// interval is closed just before it, the closing sample covers it.
 	endAt time.Time
@@ -204,7 +205,7 @@ const udpRcvBuf = 4 << 20
 
 // dataSockOpts are the socket options of a test's data streams, from its
 // parameters; udpReceiver asks for udpRcvBuf when -w is not given.
-func dataSockOpts(p *Params, udpReceiver bool) engine.SockOpts {
+func dataSockOpts(p *wire.Params, udpReceiver bool) engine.SockOpts {
 	tos := engine.NoTOS
 	if p.TOS > 0 {
 		tos = int(p.TOS)
@@ -554,7 +555,7 @@ func (s *session) endOmitLocked(now time.Time) {
 // closing sample of the test, which iperf3 drops when it is very short and
 // moved nothing; sampleLocked reports whether it kept the interval.
 func (s *session) sampleLocked(now time.Time, final bool) bool {
-	iv := &Interval{Omitted: s.omitting}
+	iv := &result.Interval{Omitted: s.omitting}
 	startSec := s.lastTick.Sub(s.start).Seconds()
 	endSec := now.Sub(s.start).Seconds()
 	if s.omitting {
@@ -565,7 +566,7 @@ func (s *session) sampleLocked(now time.Time, final bool) bool {
 	for _, st := range s.streams {
 		cur := st.stats.Snapshot()
 		d := cur.Sub(st.last)
-		si := StreamInterval{ID: st.id, Socket: st.fd, Sender: st.sender, Start: startSec, End: endSec,
+		si := result.StreamInterval{ID: st.id, Socket: st.fd, Sender: st.sender, Start: startSec, End: endSec,
 			Bytes: d.Bytes, Omitted: s.omitting, IO: d, Retransmits: -1}
 		ti, tiOK := readTCPInfo(st.sock)
 		if st.byAck {
@@ -842,7 +843,7 @@ func (s *session) finish(now time.Time) {
 // the test's measured time, clamped whether it ended at the senders'
 // stop, lastByte when the last byte came (for what drained after the
 // end).
-func (s *session) finishStreamLocked(st *stream, secs float64, clamped bool, lastByte time.Time) *StreamResult {
+func (s *session) finishStreamLocked(st *stream, secs float64, clamped bool, lastByte time.Time) *result.StreamResult {
 	cur := st.stats.Snapshot()
 	end := cur
 	if s.ended {
@@ -859,12 +860,12 @@ func (s *session) finishStreamLocked(st *stream, secs float64, clamped bool, las
 	if re := s.recvEnd.load(); !st.sender && !clamped && !s.ended && !re.IsZero() && re.After(s.start) {
 		ssecs = re.Sub(s.start).Seconds()
 	}
-	sr := &StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender, Local: st.local, Remote: st.remote,
+	sr := &result.StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender, Local: st.local, Remote: st.remote,
 		Bytes: d.Bytes, Seconds: ssecs, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1, IO: cur, Facts: st.facts, Thread: st.thread}
 	if s.ended && !st.sender && cur.Bytes > end.Bytes {
 		// What arrived after the test's end: a queue on the path
 		// draining. Reported apart, in none of the figures.
-		sr.Drained = &Drained{Bytes: cur.Bytes - end.Bytes, Seconds: max(lastByte.Sub(s.endTime).Seconds(), 0)}
+		sr.Drained = &wire.Drained{Bytes: cur.Bytes - end.Bytes, Seconds: max(lastByte.Sub(s.endTime).Seconds(), 0)}
 	}
 	if st.udp != nil {
 		u := st.udpStats(true)
@@ -933,7 +934,7 @@ func (s *session) watchErrors() (<-chan error, func()) {
 func (s *session) announce() {
 	s.res.Streams = nil
 	for _, st := range s.streams {
-		s.res.Streams = append(s.res.Streams, &StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender,
+		s.res.Streams = append(s.res.Streams, &result.StreamResult{ID: st.id, Socket: st.fd, Sender: st.sender,
 			Local: st.local, Remote: st.remote, PeerBytes: -1, PeerSeconds: -1, Retransmits: -1})
 	}
 }
@@ -1010,13 +1011,13 @@ func (s *session) total(sender bool) int64 {
 }
 
 // results packages this side's totals for the peer.
-func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
-	r := &Results{
+func (s *session) results(cpu result.CPUUtil, congestion, backend string) *wire.Results {
+	r := &wire.Results{
 		CPUUtilTotal: cpu.Total, CPUUtilUser: cpu.User, CPUUtilSystem: cpu.System,
 		CongestionUsed: congestion,
-		Streams:        []StreamResults{},
-		Blast: &BlastResults{Version: Version, Backend: backend, NIC: s.res.NIC,
-			CPU: &CPUSeconds{User: cpu.UserSeconds, System: cpu.SystemSeconds}, Pauses: cpu.Pauses, Host: s.res.Load,
+		Streams:        []wire.StreamResults{},
+		Blast: &wire.BlastResults{Version: result.Version, Backend: backend, NIC: s.res.NIC,
+			CPU: &wire.CPUSeconds{User: cpu.UserSeconds, System: cpu.SystemSeconds}, Pauses: cpu.Pauses, Host: s.res.Load,
 			Path: s.res.Path, Sysctls: s.res.Sysctls, SndBuf: s.res.SndBufActual, RcvBuf: s.res.RcvBufActual},
 	}
 	for _, iv := range s.res.Intervals {
@@ -1042,26 +1043,26 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 		}
 	}
 	for _, sr := range s.res.Streams {
-		retr := Int(-1)
+		retr := wire.Int(-1)
 		if sr.Sender && sr.Retransmits >= 0 {
-			retr = Int(sr.Retransmits)
+			retr = wire.Int(sr.Retransmits)
 		}
-		wire := StreamResults{ID: Int(sr.ID), Bytes: Int(sr.Bytes), Retransmits: retr,
+		ws := wire.StreamResults{ID: wire.Int(sr.ID), Bytes: wire.Int(sr.Bytes), Retransmits: retr,
 			StartTime: 0, EndTime: sr.Seconds}
-		bs := BlastStream{ID: Int(sr.ID), IO: sr.IO, Verify: sr.Verify, Drained: sr.Drained, Thread: sr.Thread}
+		bs := wire.BlastStream{ID: wire.Int(sr.ID), IO: sr.IO, Verify: sr.Verify, Drained: sr.Drained, Thread: sr.Thread}
 		if sr.Sender && sr.MeanRTT > 0 {
 			bs.TCP = sr.TCPSummary()
 		}
 		if sr.UDP != nil {
 			u := *sr.UDP
-			wire.Jitter, wire.Errors, wire.Packets = u.Jitter, Int(u.Lost), Int(u.Packets)
+			ws.Jitter, ws.Errors, ws.Packets = u.Jitter, wire.Int(u.Lost), wire.Int(u.Packets)
 			if st := s.byID(sr.ID); st != nil {
-				oe, op := Int(st.udpBase.Lost), Int(st.udpBase.Packets)
-				wire.OmittedErrors, wire.OmittedPackets = &oe, &op
+				oe, op := wire.Int(st.udpBase.Lost), wire.Int(st.udpBase.Packets)
+				ws.OmittedErrors, ws.OmittedPackets = &oe, &op
 			}
 			bs.UDP = &u
 		}
-		r.Streams = append(r.Streams, wire)
+		r.Streams = append(r.Streams, ws)
 		if len(sr.Facts.Counts) > 0 || len(sr.Facts.Notes) > 0 {
 			f := sr.Facts
 			bs.Facts = &f
@@ -1072,9 +1073,9 @@ func (s *session) results(cpu CPUUtil, congestion, backend string) *Results {
 }
 
 // merge takes in the peer's results.
-func (s *session) merge(pr *Results) error {
+func (s *session) merge(pr *wire.Results) error {
 	r := s.res
-	r.RemoteCPU = CPUUtil{Total: pr.CPUUtilTotal, User: pr.CPUUtilUser, System: pr.CPUUtilSystem}
+	r.RemoteCPU = result.CPUUtil{Total: pr.CPUUtilTotal, User: pr.CPUUtilUser, System: pr.CPUUtilSystem}
 	if pr.Blast != nil && pr.Blast.CPU != nil {
 		r.RemoteCPU.UserSeconds, r.RemoteCPU.SystemSeconds = pr.Blast.CPU.User, pr.Blast.CPU.System
 	}
@@ -1097,7 +1098,7 @@ func (s *session) merge(pr *Results) error {
 			r.Notes = append(r.Notes, "peer: "+pr.Blast.Note)
 		}
 	}
-	byID := map[int]*StreamResult{}
+	byID := map[int]*result.StreamResult{}
 	for _, sr := range r.Streams {
 		byID[sr.ID] = sr
 	}
@@ -1112,7 +1113,7 @@ func (s *session) merge(pr *Results) error {
 			sr.Retransmits = int64(ps.Retransmits)
 		}
 		if s.udp {
-			sr.PeerUDP = &UDPStats{Packets: int64(ps.Packets), Lost: int64(ps.Errors), Jitter: ps.Jitter}
+			sr.PeerUDP = &wire.UDPStats{Packets: int64(ps.Packets), Lost: int64(ps.Errors), Jitter: ps.Jitter}
 		}
 		if pr.Blast != nil && i < len(pr.Blast.Streams) && int(pr.Blast.Streams[i].ID) == sr.ID {
 			io := pr.Blast.Streams[i].IO

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/internal/clock"
 )
 
@@ -43,7 +45,7 @@ func stallingServerSaw(t *testing.T, stage int, read bool) (int, <-chan struct{}
 			return
 		}
 		defer ctrl.Close()
-		var ck [CookieSize]byte
+		var ck [wire.CookieSize]byte
 		io.ReadFull(ctrl, ck[:])
 		step := func(n int) bool { return stage >= n }
 		if stage < 3 {
@@ -53,11 +55,11 @@ func stallingServerSaw(t *testing.T, stage int, read bool) (int, <-chan struct{}
 		if !step(1) {
 			return
 		}
-		WriteState(ctrl, ParamExchange)
-		if _, err := ReadFrame(ctrl, MaxParamsJSON); err != nil || !step(2) {
+		wire.WriteState(ctrl, wire.ParamExchange)
+		if _, err := wire.ReadFrame(ctrl, wire.MaxParamsJSON); err != nil || !step(2) {
 			return
 		}
-		WriteState(ctrl, CreateStreams)
+		wire.WriteState(ctrl, wire.CreateStreams)
 		data, err := ln.Accept()
 		if err != nil {
 			return
@@ -69,8 +71,8 @@ func stallingServerSaw(t *testing.T, stage int, read bool) (int, <-chan struct{}
 		if !step(3) {
 			return
 		}
-		WriteState(ctrl, TestStart)
-		WriteState(ctrl, TestRunning)
+		wire.WriteState(ctrl, wire.TestStart)
+		wire.WriteState(ctrl, wire.TestRunning)
 		if read {
 			close(saw)
 		} else {
@@ -80,14 +82,14 @@ func stallingServerSaw(t *testing.T, stage int, read bool) (int, <-chan struct{}
 			}
 			close(saw)
 		}
-		if st, err := ReadState(ctrl); err != nil || st != TestEnd || !step(4) {
+		if st, err := wire.ReadState(ctrl); err != nil || st != wire.TestEnd || !step(4) {
 			return
 		}
-		WriteState(ctrl, ExchangeResults)
-		if _, err := ReadFrame(ctrl, MaxResultsJSON); err != nil || !step(5) {
+		wire.WriteState(ctrl, wire.ExchangeResults)
+		if _, err := wire.ReadFrame(ctrl, wire.MaxResultsJSON); err != nil || !step(5) {
 			return
 		}
-		WriteJSON(ctrl, Results{SenderHasRetransmits: -1, Streams: []StreamResults{{ID: 1, Bytes: 64 << 10, Retransmits: -1, EndTime: 0.1}}})
+		wire.WriteJSON(ctrl, wire.Results{SenderHasRetransmits: -1, Streams: []wire.StreamResults{{ID: 1, Bytes: 64 << 10, Retransmits: -1, EndTime: 0.1}}})
 	}()
 	return ln.Addr().(*net.TCPAddr).Port, saw
 }
@@ -149,7 +151,7 @@ func TestClientStalledSendEnds(t *testing.T) {
 	port, saw := stallingServerSaw(t, 3, false)
 	fake := clock.NewFake()
 	type out struct {
-		r   *Result
+		r   *result.Result
 		err error
 	}
 	done := make(chan out, 1)
@@ -159,7 +161,7 @@ func TestClientStalledSendEnds(t *testing.T) {
 	var once sync.Once
 	go func() {
 		r, err := Run(context.Background(), Config{Host: "127.0.0.1", Port: port, Bytes: 100 << 30, StallTimeout: 500 * time.Millisecond, NoNIC: true, Clock: fake,
-			Interval: 100 * time.Millisecond, OnInterval: func(_ *Result, iv *Interval) {
+			Interval: 100 * time.Millisecond, OnInterval: func(_ *result.Result, iv *result.Interval) {
 				for _, st := range iv.Streams {
 					if st.Bytes > 0 {
 						once.Do(func() { close(sent) })

@@ -21,7 +21,7 @@ type rawClient struct {
 	t      *testing.T
 	port   int
 	ctrl   net.Conn
-	cookie [CookieSize]byte
+	cookie [wire.CookieSize]byte
 }
 
 func dialRaw(t *testing.T, port int) *rawClient {
@@ -32,17 +32,17 @@ func dialRaw(t *testing.T, port int) *rawClient {
 	}
 	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	rc := &rawClient{t: t, port: port, ctrl: c, cookie: NewCookie()}
+	rc := &rawClient{t: t, port: port, ctrl: c, cookie: wire.NewCookie()}
 	if _, err := c.Write(rc.cookie[:]); err != nil {
 		t.Fatal(err)
 	}
 	return rc
 }
 
-func (rc *rawClient) expect(want ...State) {
+func (rc *rawClient) expect(want ...wire.State) {
 	rc.t.Helper()
 	for _, w := range want {
-		s, err := ReadState(rc.ctrl)
+		s, err := wire.ReadState(rc.ctrl)
 		if err != nil || s != w {
 			rc.t.Fatalf("state %v, %v; want %v", s, err, w)
 		}
@@ -63,16 +63,16 @@ func (rc *rawClient) stream() net.Conn {
 func TestServerStateMachine(t *testing.T) {
 	_, port, log := blastServer(t, ServerConfig{Interval: 0})
 	rc := dialRaw(t, port)
-	rc.expect(ParamExchange)
-	if err := WriteJSON(rc.ctrl, map[string]any{"tcp": true, "omit": 0, "time": 0, "num": 3 << 20, "blockcount": 0, "parallel": 3, "len": 65536, "client_version": "3.12"}); err != nil {
+	rc.expect(wire.ParamExchange)
+	if err := wire.WriteJSON(rc.ctrl, map[string]any{"tcp": true, "omit": 0, "time": 0, "num": 3 << 20, "blockcount": 0, "parallel": 3, "len": 65536, "client_version": "3.12"}); err != nil {
 		t.Fatal(err)
 	}
-	rc.expect(CreateStreams)
+	rc.expect(wire.CreateStreams)
 	var streams []net.Conn
 	for range 3 {
 		streams = append(streams, rc.stream())
 	}
-	rc.expect(TestStart, TestRunning)
+	rc.expect(wire.TestStart, wire.TestRunning)
 	buf := make([]byte, 1<<20)
 	for i, c := range streams {
 		if _, err := c.Write(buf[:(i+1)*1000]); err != nil {
@@ -81,14 +81,14 @@ func TestServerStateMachine(t *testing.T) {
 	}
 	// On loopback the bytes are in the server's sockets once written;
 	// after TEST_END the server drains what its streams have queued.
-	WriteState(rc.ctrl, TestEnd)
-	rc.expect(ExchangeResults)
-	mine := Results{CPUUtilTotal: 1, SenderHasRetransmits: 0, Streams: []StreamResults{
+	wire.WriteState(rc.ctrl, wire.TestEnd)
+	rc.expect(wire.ExchangeResults)
+	mine := wire.Results{CPUUtilTotal: 1, SenderHasRetransmits: 0, Streams: []wire.StreamResults{
 		{ID: 1, Bytes: 1000, Retransmits: 0, EndTime: 1}, {ID: 3, Bytes: 2000, EndTime: 1}, {ID: 4, Bytes: 3000, EndTime: 1}}}
-	if err := WriteJSON(rc.ctrl, mine); err != nil {
+	if err := wire.WriteJSON(rc.ctrl, mine); err != nil {
 		t.Fatal(err)
 	}
-	b, err := ReadFrame(rc.ctrl, MaxResultsJSON)
+	b, err := wire.ReadFrame(rc.ctrl, wire.MaxResultsJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +96,8 @@ func TestServerStateMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc.expect(DisplayResults)
-	WriteState(rc.ctrl, IperfDone)
+	rc.expect(wire.DisplayResults)
+	wire.WriteState(rc.ctrl, wire.IperfDone)
 	// The stream-id quirk on the wire, in connect order, and the bytes
 	// each stream carried.
 	var ids []int
@@ -130,7 +130,7 @@ func TestServerRefusesBadParams(t *testing.T) {
 		body   []byte
 		ierrno int32
 	}{
-		{"over 8 KiB", []byte(`{"tcp":true,"parallel":1,"title":"` + strings.Repeat("x", MaxParamsJSON) + `"}`), 114},
+		{"over 8 KiB", []byte(`{"tcp":true,"parallel":1,"title":"` + strings.Repeat("x", wire.MaxParamsJSON) + `"}`), 114},
 		{"not JSON", []byte(`{tcp`), 114},
 		{"129 streams", []byte(`{"tcp":true,"parallel":129,"time":1}`), 6},
 		{"sctp", []byte(`{"sctp":true,"parallel":1,"time":1}`), 13},
@@ -139,19 +139,19 @@ func TestServerRefusesBadParams(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rc := dialRaw(t, port)
-			rc.expect(ParamExchange)
+			rc.expect(wire.ParamExchange)
 			rc.ctrl.Write(frame(tc.body))
-			s, err := ReadState(rc.ctrl)
-			if err != nil || s != ServerError {
+			s, err := wire.ReadState(rc.ctrl)
+			if err != nil || s != wire.ServerError {
 				t.Fatalf("state %v, %v; want SERVER_ERROR", s, err)
 			}
 			err = wire.ReadServerError(rc.ctrl)
-			var se ServerErrorCode
+			var se wire.ServerErrorCode
 			if !errors.As(err, &se) || se.Ierrno != tc.ierrno {
 				t.Errorf("server error %v, want i_errno %d", err, tc.ierrno)
 			}
 			// Closed: EOF, or a reset when the refused frame was left unread.
-			if _, err := ReadState(rc.ctrl); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+			if _, err := wire.ReadState(rc.ctrl); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
 				t.Errorf("after SERVER_ERROR: %v, want the connection closed", err)
 			}
 			if r := log.wait(t, i+1)[i]; r.Err == nil {
@@ -179,7 +179,7 @@ func fakeServer(t *testing.T, script func(c net.Conn)) int {
 			return
 		}
 		defer c.Close()
-		var ck [CookieSize]byte
+		var ck [wire.CookieSize]byte
 		io.ReadFull(c, ck[:])
 		script(c)
 	}()
@@ -192,25 +192,25 @@ func TestClientStateFailures(t *testing.T) {
 		script func(c net.Conn)
 		check  func(error) bool
 	}{
-		{"access denied", func(c net.Conn) { WriteState(c, AccessDenied) }, func(err error) bool { return errors.Is(err, ErrBusy) }},
+		{"access denied", func(c net.Conn) { wire.WriteState(c, wire.AccessDenied) }, func(err error) bool { return errors.Is(err, wire.ErrBusy) }},
 		{"server error", func(c net.Conn) {
-			WriteState(c, ParamExchange)
-			ReadFrame(c, MaxParamsJSON)
+			wire.WriteState(c, wire.ParamExchange)
+			wire.ReadFrame(c, wire.MaxParamsJSON)
 			wire.WriteServerError(c, 6, 0)
 		}, func(err error) bool {
-			var se ServerErrorCode
+			var se wire.ServerErrorCode
 			return errors.As(err, &se) && se.Ierrno == 6 && strings.Contains(err.Error(), "too many parallel streams")
 		}},
-		{"closed during setup", func(c net.Conn) { WriteState(c, ParamExchange) }, func(err error) bool {
+		{"closed during setup", func(c net.Conn) { wire.WriteState(c, wire.ParamExchange) }, func(err error) bool {
 			return strings.Contains(err.Error(), "closed the control connection")
 		}},
-		{"unknown state", func(c net.Conn) { WriteState(c, State(99)) }, func(err error) bool {
+		{"unknown state", func(c net.Conn) { wire.WriteState(c, wire.State(99)) }, func(err error) bool {
 			return strings.Contains(err.Error(), "unexpected state(99)")
 		}},
 		{"server terminates", func(c net.Conn) {
-			WriteState(c, ParamExchange)
-			ReadFrame(c, MaxParamsJSON)
-			WriteState(c, ServerTerminate)
+			wire.WriteState(c, wire.ParamExchange)
+			wire.ReadFrame(c, wire.MaxParamsJSON)
+			wire.WriteState(c, wire.ServerTerminate)
 		}, func(err error) bool { return strings.Contains(err.Error(), "server has terminated") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/render"
 	"github.com/blastnet/blast/internal/hostload"
 )
 
@@ -65,13 +66,13 @@ func TestSysAgainstBlastServer(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	Text{}.WriteText(&b, r)
+	render.Text{}.WriteText(&b, r)
 	line := regexp.MustCompile(`(?m)^\[SYS\] +[0-9.]+-[0-9.]+ +sec  cpu +[0-9.]+% us +[0-9.]+% sy +[0-9.]+% id +[0-9.]+% st +[0-9.]+[kM]? intr/s +[0-9.]+[kM]? cs/s  lo [0-9.]+[kM]?/[0-9.]+[kM]? pkt/s in/out(  local|  remote)?$`)
 	if got := len(line.FindAllString(b.String(), -1)); got != 2+1+len(srv.Intervals)+1 {
 		t.Errorf("%d [SYS] lines, want one per interval, local, and the server's per interval and whole:\n%s", got, b.String())
 	}
 	var j bytes.Buffer
-	if err := EncodeJSON(&j, r); err != nil {
+	if err := render.EncodeJSON(&j, r); err != nil {
 		t.Fatal(err)
 	}
 	var compact bytes.Buffer
@@ -96,7 +97,7 @@ func TestSysAgainstIperf3(t *testing.T) {
 		t.Errorf("load: local %v, remote %v %v", r.Load, r.RemoteLoad, r.RemoteLoadIntervals)
 	}
 	var b bytes.Buffer
-	Text{}.WriteText(&b, r)
+	render.Text{}.WriteText(&b, r)
 	if strings.Contains(b.String(), "  remote\n") || !strings.Contains(b.String(), "  local\n") {
 		t.Errorf("text:\n%s", b.String())
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/latency"
 )
@@ -65,7 +66,7 @@ type udpFraming struct {
 
 	// Receiver. highest is iperf3's packet_count: the highest sequence
 	// number seen.
-	cur         UDPStats
+	cur         wire.UDPStats
 	prevTransit float64
 	started     bool
 	unpublished int
@@ -75,7 +76,7 @@ type udpFraming struct {
 	seen [64]uint64
 
 	pubMu sync.Mutex
-	pub   UDPStats
+	pub   wire.UDPStats
 }
 
 const (
@@ -208,7 +209,7 @@ func (u *udpFraming) markForward(high, seq int64) {
 
 // stats are the receiver's counts as last published (at most
 // publishEvery datagrams or publishAfter old), for the interval reporter.
-func (u *udpFraming) stats() UDPStats {
+func (u *udpFraming) stats() wire.UDPStats {
 	u.pubMu.Lock()
 	defer u.pubMu.Unlock()
 	return u.pub
@@ -216,7 +217,7 @@ func (u *udpFraming) stats() UDPStats {
 
 // final are the receiver's exact counts. Call it only once the flow is
 // over (its Run has returned).
-func (u *udpFraming) final() UDPStats { return u.cur }
+func (u *udpFraming) final() wire.UDPStats { return u.cur }
 
 // udpHandshake is the client's side of a UDP stream's connect: send the
 // hello until the server answers (every second, in case a datagram was

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/render"
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/testkit"
 	"github.com/blastnet/blast/netlab"
@@ -128,13 +130,13 @@ func TestLabUDPCountThroughLossBlastClientIperf3Server(t *testing.T) {
 }
 
 // lossyBlastRun runs a blast client -u -R -n from A to the server on B.
-func lossyBlastRun(t *testing.T, lab *netlab.Lab, port int, what string) *Result {
+func lossyBlastRun(t *testing.T, lab *netlab.Lab, port int, what string) *result.Result {
 	t.Helper()
 	cfg := Config{Host: lab.B.Addr4.String(), Port: port, UDP: true, Rate: 100e6, RateSet: true, BlockLen: 1400,
 		Bytes: lossyCount, Reverse: true, Interval: time.Second, NoNIC: true}
 	ctx, cancel := context.WithTimeout(context.Background(), countEnd)
 	defer cancel()
-	var r *Result
+	var r *result.Result
 	if err := lab.A.Do(func() (err error) {
 		r, err = Run(ctx, cfg)
 		return err
@@ -146,7 +148,7 @@ func lossyBlastRun(t *testing.T, lab *netlab.Lab, port int, what string) *Result
 
 // checkLossyRun checks that a blast client's -R -n run ended on the count
 // received, and returns how many datagrams it lost.
-func checkLossyRun(t *testing.T, what string, r *Result) int64 {
+func checkLossyRun(t *testing.T, what string, r *result.Result) int64 {
 	t.Helper()
 	s := sumsOf(r)
 	if s.downRecv < lossyCount {
@@ -166,7 +168,7 @@ func checkLossyRun(t *testing.T, what string, r *Result) int64 {
 	}
 	// The summary says what the server sent after the count, apart.
 	var text strings.Builder
-	Text{}.WriteSummary(&text, r)
+	render.Text{}.WriteSummary(&text, r)
 	line := fmt.Sprintf("sent after the receiver had the count, until TEST_END: %d datagrams", after)
 	if got := strings.Contains(text.String(), line); got != (after > 0) {
 		t.Errorf("%s: the server sent %d datagrams after the count; the summary says:\n%s", what, after, text.String())

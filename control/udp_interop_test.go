@@ -6,6 +6,10 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/blastnet/blast/control/render"
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 )
 
 // UDP (and paced TCP) against Debian's iperf3 on loopback, both ways. The
@@ -103,14 +107,14 @@ func targetBitrate(t *testing.T, doc []byte) int64 {
 // datagram counts of each stream, as this side counted them and as the
 // peer reported its own, agree with each other and with the bytes; a
 // count is sent exactly.
-func checkBlastUDP(t *testing.T, who string, r *Result, tc udpCase) {
+func checkBlastUDP(t *testing.T, who string, r *result.Result, tc udpCase) {
 	t.Helper()
 	if len(r.Streams) != tc.streams {
 		t.Fatalf("%s: %d streams, want %d", who, len(r.Streams), tc.streams)
 	}
 	// The JSON document says the rate asked for (per stream).
 	var b []byte
-	b, err := JSONBytes(r)
+	b, err := render.JSONBytes(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,10 +233,10 @@ func TestUDPIperf3ClientAgainstBlastServer(t *testing.T) {
 				t.Fatalf("server: %v", res.Err)
 			}
 			checkBlastUDP(t, "blast server", res, tc)
-			if tc.blk > 0 && (!res.Params.UDP || res.Params.Len != Int(tc.blk)) {
+			if tc.blk > 0 && (!res.Params.UDP || res.Params.Len != wire.Int(tc.blk)) {
 				t.Errorf("server ran %d-byte datagrams (udp %v), want %d", res.Params.Len, res.Params.UDP, tc.blk)
 			}
-			if res.Params.Bandwidth != Int(tc.cfg.Rate) || res.Params.Burst != Int(tc.cfg.Burst) {
+			if res.Params.Bandwidth != wire.Int(tc.cfg.Rate) || res.Params.Burst != wire.Int(tc.cfg.Burst) {
 				t.Errorf("the server got -b %d/%d, want %d/%d", res.Params.Bandwidth, res.Params.Burst, int64(tc.cfg.Rate), tc.cfg.Burst)
 			}
 			if tc.up && !tc.down && tc.blk > 0 {

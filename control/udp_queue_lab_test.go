@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/netlab"
 	"github.com/blastnet/blast/netlab/labtest"
@@ -45,7 +46,7 @@ func TestLabUDPSenderWaitsForItsQueue(t *testing.T) {
 			cfg.UDP, cfg.Rate, cfg.RateSet, cfg.BlockLen, cfg.Duration = true, 100e6, true, 1400, 2*time.Second
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			var r *Result
+			var r *result.Result
 			if err := lab.A.Do(func() (err error) {
 				r, err = Run(ctx, cfg)
 				return err

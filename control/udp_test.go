@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/blastnet/blast/control/wire"
 )
 
 // datagram builds an iperf3 datagram header: sent time and sequence
@@ -129,7 +131,7 @@ func TestUDPFramingSequence(t *testing.T) {
 	// Short datagrams (the hello, a tail) are not counted.
 	u := newUDPFraming(false)
 	u.Receive(udpHello[:], time.Second)
-	if got := u.final(); got != (UDPStats{}) {
+	if got := u.final(); got != (wire.UDPStats{}) {
 		t.Errorf("a 4-byte datagram counted: %+v", got)
 	}
 }

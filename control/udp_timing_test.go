@@ -7,6 +7,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/internal/timingcheck"
 )
 
@@ -185,7 +186,7 @@ func iperf3LossPct(t *testing.T, tc udpCase, d *iperfJSON) float64 {
 // ways, in percent of the datagrams sent: the gaps in the sequence
 // numbers, and what the receiver never saw past the last one it did
 // (beyond iperf3's tail, where iperf3 received).
-func blastLossPct(tc udpCase, r *Result) float64 {
+func blastLossPct(tc udpCase, r *result.Result) float64 {
 	var sent, lost int64
 	for _, st := range r.Streams {
 		snd, rcv := st.UDP, st.PeerUDP

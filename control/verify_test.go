@@ -10,6 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/blastnet/blast/control/render"
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/internal/verify"
 )
 
@@ -72,7 +75,7 @@ func TestVerifyClientServer(t *testing.T) {
 				}
 			}
 			var text bytes.Buffer
-			Text{}.WriteSummary(&text, r)
+			render.Text{}.WriteSummary(&text, r)
 			if want := "blocks ok, 0 corrupt, 0 missing, 0 duplicate, 0 reordered"; strings.Count(text.String(), want) != len(tc.want) || !strings.Contains(text.String(), "Verify: [") {
 				t.Errorf("summary lacks the verify lines:\n%s", text.String())
 			}
@@ -85,7 +88,7 @@ func TestVerifyJSON(t *testing.T) {
 	_, port, _ := blastServer(t, ServerConfig{NoNIC: true})
 	r := runClient(t, Config{Port: port, Bytes: 1 << 20, BlockLen: 1 << 16, Verify: true, NoNIC: true})
 	var b bytes.Buffer
-	if err := EncodeJSON(&b, r); err != nil {
+	if err := render.EncodeJSON(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -110,9 +113,9 @@ func TestVerifyJSON(t *testing.T) {
 // A failed check is the test's error: one line naming the stream, where
 // it was checked and what was wrong.
 func TestVerifyResultErr(t *testing.T) {
-	res := func(sender bool, c *verify.Counts) *Result {
-		r := &Result{Role: "client", Params: Params{Blast: &BlastParams{Verify: true}}, RemoteVersion: Version,
-			Streams: []*StreamResult{{ID: 1, Sender: sender, PeerBytes: 1, PeerSeconds: 1}}}
+	res := func(sender bool, c *verify.Counts) *result.Result {
+		r := &result.Result{Role: "client", Params: wire.Params{Blast: &wire.BlastParams{Verify: true}}, RemoteVersion: result.Version,
+			Streams: []*result.StreamResult{{ID: 1, Sender: sender, PeerBytes: 1, PeerSeconds: 1}}}
 		if sender {
 			r.Streams[0].PeerVerify = c
 		} else {
@@ -122,7 +125,7 @@ func TestVerifyResultErr(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		r    *Result
+		r    *result.Result
 		want string
 	}{
 		{"clean", res(true, &verify.Counts{Blocks: 80, Stream: true}), ""},
@@ -131,9 +134,9 @@ func TestVerifyResultErr(t *testing.T) {
 		{"missing here", res(false, &verify.Counts{Blocks: 98, Missing: 2}), "stream 1, checked here: verify: 98 blocks received: 2 missing"},
 		{"udp reordering is no failure", res(false, &verify.Counts{Blocks: 98, Reordered: 3, Duplicate: 1}), ""},
 		{"not checked", res(true, nil), "stream 1: not verified at the server (see its notes)"},
-		{"not blast", func() *Result { r := res(true, nil); r.RemoteVersion = ""; return r }(),
+		{"not blast", func() *result.Result { r := res(true, nil); r.RemoteVersion = ""; return r }(),
 			"--verify needs blast at both ends: the server is not blast (iperf3?)"},
-		{"not asked", func() *Result { r := res(true, nil); r.Params.Blast.Verify = false; return r }(), ""},
+		{"not asked", func() *result.Result { r := res(true, nil); r.Params.Blast.Verify = false; return r }(), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.r.VerifyErr()

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/latency"
 	"github.com/blastnet/blast/nicinfo"
@@ -147,12 +148,12 @@ type run struct {
 	rep   *Report
 	base  string // the blast client command line every test extends
 	lists [][]finding.Finding
-	dirs  [2]*control.Result // the TCP upload and download
+	dirs  [2]*result.Result // the TCP upload and download
 	// mtuTest is the index in rep.Tests of the path-MTU test (-1: none),
 	// hopMTU the MTU of a smaller hop between the hosts D29 named.
 	mtuTest, hopMTU int
 	ucfg            control.Config // the UDP upload's, for the probes
-	udpUp           *control.Result
+	udpUp           *result.Result
 }
 
 func (r *run) step(n int, name, cmd string) {
@@ -368,7 +369,7 @@ const (
 // overFactor times that while it passes, up to maxOverRate). Each
 // probe is a test of the report; the return is the first one's findings
 // and D26's.
-func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, base string, up bool, tcp, udpUp *control.Result) [][]finding.Finding {
+func (rep *Report) probe(ctx context.Context, cfg Config, ucfg control.Config, base string, up bool, tcp, udpUp *result.Result) [][]finding.Finding {
 	td := tcp.Direction(up)
 	if td == nil {
 		return nil
@@ -481,7 +482,7 @@ func (pr *prober) run(what string, rate float64, judged bool) *pathdiag.Directio
 // lossDirection is one TCP direction as D7 compares it: the goodput and
 // the share of segments lost (retransmitted less what the receiver
 // already had).
-func lossDirection(res *control.Result, up bool) nicinfo.Direction {
+func lossDirection(res *result.Result, up bool) nicinfo.Direction {
 	d := res.Direction(up)
 	if d == nil {
 		return nicinfo.Direction{RetransPct: -1, QueueMs: -1}
@@ -547,7 +548,7 @@ func (rep *Report) summary() string {
 	return s
 }
 
-func (rep *Report) noteNICs(res *control.Result) {
+func (rep *Report) noteNICs(res *result.Result) {
 	if rep.Local == nil && res.NIC != nil {
 		rep.Local = res.NIC.Interface
 	}
@@ -557,7 +558,7 @@ func (rep *Report) noteNICs(res *control.Result) {
 }
 
 // testOf condenses one client result.
-func testOf(name, cmd string, res *control.Result, err error) Test {
+func testOf(name, cmd string, res *result.Result, err error) Test {
 	t := Test{Name: name, Command: cmd, Bps: goodput(res, !res.Reverse()), Retransmits: -1}
 	for _, sr := range res.Streams {
 		if sr.Retransmits >= 0 {
@@ -580,7 +581,7 @@ func testOf(name, cmd string, res *control.Result, err error) Test {
 	return t
 }
 
-func nicFindings(res *control.Result) []finding.Finding {
+func nicFindings(res *result.Result) []finding.Finding {
 	var out []finding.Finding
 	for _, n := range []*nicinfo.Result{res.NIC, res.RemoteNIC} {
 		if n != nil {
@@ -591,7 +592,7 @@ func nicFindings(res *control.Result) []finding.Finding {
 }
 
 // goodput is what the receivers got over the direction, in bit/s.
-func goodput(res *control.Result, up bool) float64 {
+func goodput(res *result.Result, up bool) float64 {
 	return res.NICDirection(up).Bps
 }
 

@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/result"
 )
 
 // The most streams the throughput legend names one by one, and the cwnd
@@ -29,7 +29,7 @@ const (
 // found lost per interval, if it received. Omitted intervals are left
 // out. The throughput is this side's: bytes sent on a sending stream,
 // received on a receiving one.
-func ClientRun(path string, r *control.Result) error {
+func ClientRun(path string, r *result.Result) error {
 	if _, err := format(path); err != nil {
 		return err
 	}
@@ -229,7 +229,7 @@ type runData struct {
 	totalLost, totalDgram int64
 }
 
-func collect(r *control.Result) *runData {
+func collect(r *result.Result) *runData {
 	d := &runData{sum: map[bool]plotter.XYs{}, count: map[bool]int{}, bytes: map[bool]int64{}, bidir: r.Bidir(), start: math.Inf(1)}
 	byID := map[int]*stream{}
 	for _, iv := range r.Intervals {
@@ -313,7 +313,7 @@ func collect(r *control.Result) *runData {
 
 // clientTitle says what ran where: "blast client -> 198.18.0.2: TCP, 4
 // streams, upload (readwrite)".
-func clientTitle(r *control.Result) string {
+func clientTitle(r *result.Result) string {
 	where := r.Host
 	if where == "" && r.Peer.IsValid() {
 		where = r.Peer.Addr().String()
@@ -348,7 +348,7 @@ func clientTitle(r *control.Result) string {
 	return t
 }
 
-func clientCaption(r *control.Result, d *runData) []string {
+func clientCaption(r *result.Result, d *runData) []string {
 	secs := d.end - d.start
 	var parts []string
 	for _, up := range []bool{true, false} {

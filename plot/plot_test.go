@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/compare"
-	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/doctor"
+	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/finding"
 	"github.com/blastnet/blast/latency"
 )
@@ -28,17 +30,17 @@ var keep = flag.String("keep", "", "also write the test pictures into this `dir`
 
 // tcpRun is a 10 s, 4-stream TCP upload in 1 s intervals: the windows ramp
 // up in slow start, and a few losses cut them back.
-func tcpRun() *control.Result {
+func tcpRun() *result.Result {
 	rng := rand.New(rand.NewPCG(1, 2))
-	r := &control.Result{Role: "client", Host: "198.18.0.2", Peer: netip.MustParseAddrPort("198.18.0.2:5201"),
-		Params: control.Params{TCP: true, Parallel: 4, Time: 10}, Backend: "readwrite", RemoteBackend: "readwrite",
+	r := &result.Result{Role: "client", Host: "198.18.0.2", Peer: netip.MustParseAddrPort("198.18.0.2:5201"),
+		Params: wire.Params{TCP: true, Parallel: 4, Time: 10}, Backend: "readwrite", RemoteBackend: "readwrite",
 		HasRetransmits: true, Congestion: "cubic"}
 	ids := []int{1, 3, 4, 5}
 	cwnd := []float64{600e3, 450e3, 520e3, 380e3}
 	growth := []float64{1.8, 1.6, 1.7, 1.5}
 	losses := map[[2]int]int64{{3, 1}: 12, {5, 2}: 4, {6, 0}: 31, {8, 3}: 7}
 	for i := range 10 {
-		iv := &control.Interval{}
+		iv := &result.Interval{}
 		for s, id := range ids {
 			if k := losses[[2]int{i, s}]; k > 0 {
 				cwnd[s] *= 0.7
@@ -46,45 +48,45 @@ func tcpRun() *control.Result {
 				cwnd[s] = min(cwnd[s]*growth[s], 3.2e6+float64(s)*200e3)
 			}
 			bps := 2.35e9 * (0.85 + 0.3*rng.Float64()) * min(1, cwnd[s]/1.5e6)
-			iv.Streams = append(iv.Streams, control.StreamInterval{ID: id, Socket: 5 + s, Sender: true,
+			iv.Streams = append(iv.Streams, result.StreamInterval{ID: id, Socket: 5 + s, Sender: true,
 				Start: float64(i), End: float64(i + 1), Bytes: int64(bps / 8),
-				TCP:         &control.TCPInfo{SndCwnd: int64(cwnd[s]), RTT: 180 + int64(rng.IntN(60)), SndMSS: 1448},
+				TCP:         &engine.TCPInfo{SndCwnd: int64(cwnd[s]), RTT: 180 + int64(rng.IntN(60)), SndMSS: 1448},
 				Retransmits: losses[[2]int{i, s}]})
 		}
 		r.Intervals = append(r.Intervals, iv)
 	}
 	for _, id := range ids {
-		r.Streams = append(r.Streams, &control.StreamResult{ID: id, Sender: true, Seconds: 10})
+		r.Streams = append(r.Streams, &result.StreamResult{ID: id, Sender: true, Seconds: 10})
 	}
 	return r
 }
 
 // udpRun is a 5 s, 1-stream UDP download at 800 Mbit/s in 0.5 s
 // intervals: this side receives and counts a few lost datagrams.
-func udpRun() *control.Result {
+func udpRun() *result.Result {
 	rng := rand.New(rand.NewPCG(3, 4))
-	r := &control.Result{Role: "client", Host: "server.example", Peer: netip.MustParseAddrPort("[2001:db8::2]:5201"),
-		Params: control.Params{UDP: true, Parallel: 1, Reverse: true, Time: 5, Len: 1448}, Backend: "mmsg", RemoteBackend: "mmsg"}
+	r := &result.Result{Role: "client", Host: "server.example", Peer: netip.MustParseAddrPort("[2001:db8::2]:5201"),
+		Params: wire.Params{UDP: true, Parallel: 1, Reverse: true, Time: 5, Len: 1448}, Backend: "mmsg", RemoteBackend: "mmsg"}
 	for i := range 10 {
 		pk := int64(0.5 * 800e6 / 8 / 1448 * (0.98 + 0.04*rng.Float64()))
 		lost := int64(0)
 		if i == 3 || i == 7 {
 			lost = int64(rng.IntN(400))
 		}
-		r.Intervals = append(r.Intervals, &control.Interval{Streams: []control.StreamInterval{{
+		r.Intervals = append(r.Intervals, &result.Interval{Streams: []result.StreamInterval{{
 			ID: 1, Socket: 5, Start: float64(i) / 2, End: float64(i+1) / 2, Bytes: (pk - lost) * 1448, Retransmits: -1,
-			UDP: &control.UDPStats{Packets: pk, Lost: lost, Jitter: 0.00002}}}})
+			UDP: &wire.UDPStats{Packets: pk, Lost: lost, Jitter: 0.00002}}}})
 	}
 	return r
 }
 
 // bidirRun is a 6 s bidirectional run, 2 streams each way, seen from the
 // server, with a 2 s omit period left out of the picture.
-func bidirRun() *control.Result {
-	r := &control.Result{Role: "server", Peer: netip.MustParseAddrPort("198.18.0.1:40000"),
-		Params: control.Params{TCP: true, Parallel: 2, Bidirectional: true, Time: 6, Omit: 2}, Backend: "splice", RemoteBackend: "readwrite"}
+func bidirRun() *result.Result {
+	r := &result.Result{Role: "server", Peer: netip.MustParseAddrPort("198.18.0.1:40000"),
+		Params: wire.Params{TCP: true, Parallel: 2, Bidirectional: true, Time: 6, Omit: 2}, Backend: "splice", RemoteBackend: "readwrite"}
 	for i := range 8 {
-		iv := &control.Interval{Omitted: i < 2}
+		iv := &result.Interval{Omitted: i < 2}
 		t := float64(i - 2)
 		if i < 2 {
 			t = float64(i)
@@ -92,10 +94,10 @@ func bidirRun() *control.Result {
 		for s := range 4 {
 			// The server sends on streams 3 and 4: the download.
 			send := s >= 2
-			si := control.StreamInterval{ID: control.StreamID(s), Sender: send, Start: t, End: t + 1, Omitted: i < 2,
+			si := result.StreamInterval{ID: wire.StreamID(s), Sender: send, Start: t, End: t + 1, Omitted: i < 2,
 				Bytes: int64((3e9 + float64(s)*4e8 + float64(i%3)*2e8) / 8), Retransmits: -1}
 			if send {
-				si.TCP = &control.TCPInfo{SndCwnd: int64(200e3 * float64(i+1))}
+				si.TCP = &engine.TCPInfo{SndCwnd: int64(200e3 * float64(i+1))}
 				si.Retransmits = int64(i % 2)
 			}
 			iv.Streams = append(iv.Streams, si)
@@ -107,13 +109,13 @@ func bidirRun() *control.Result {
 
 // manyRun is a 16-stream download in 0.1 s intervals: the client only
 // receives, so it knows no congestion window.
-func manyRun() *control.Result {
+func manyRun() *result.Result {
 	rng := rand.New(rand.NewPCG(7, 8))
-	r := &control.Result{Role: "client", Host: "10.0.0.2", Params: control.Params{TCP: true, Parallel: 16, Reverse: true, Time: 3}}
+	r := &result.Result{Role: "client", Host: "10.0.0.2", Params: wire.Params{TCP: true, Parallel: 16, Reverse: true, Time: 3}}
 	for i := range 30 {
-		iv := &control.Interval{}
+		iv := &result.Interval{}
 		for s := range 16 {
-			iv.Streams = append(iv.Streams, control.StreamInterval{ID: control.StreamID(s), Start: float64(i) / 10,
+			iv.Streams = append(iv.Streams, result.StreamInterval{ID: wire.StreamID(s), Start: float64(i) / 10,
 				End: float64(i+1) / 10, Bytes: int64(0.1 * 40e6 / 8 * (0.5 + rng.Float64())), Retransmits: -1})
 		}
 		r.Intervals = append(r.Intervals, iv)

@@ -9,7 +9,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/stats"
 	"github.com/blastnet/blast/units"
 )
@@ -18,7 +18,7 @@ import (
 // summary was printed.
 type Repeated struct {
 	// Runs are the runs' results in the order they ran, one per value.
-	Runs []*control.Result
+	Runs []*result.Result
 	// Values are the figure the summary is of, one per run, in bit/s.
 	Values []float64
 	// Summary summarizes Values.
@@ -163,7 +163,7 @@ func (f *figure) captionRuns(line string, notes []string, ci bool, level float64
 // streams (both directions), summed per interval, at each interval's
 // middle, in bit/s; and the end of its last interval. Omitted intervals
 // are left out.
-func runSum(r *control.Result) (xy plotter.XYs, last float64) {
+func runSum(r *result.Result) (xy plotter.XYs, last float64) {
 	if r == nil {
 		return nil, 0
 	}
@@ -193,7 +193,7 @@ func runSum(r *control.Result) (xy plotter.XYs, last float64) {
 
 // sideWhose says whose bytes a result's intervals count: this side's,
 // the sender's or the receiver's or both.
-func sideWhose(r *control.Result) string {
+func sideWhose(r *result.Result) string {
 	switch {
 	case r.Bidir():
 		return "this side's sent and received"

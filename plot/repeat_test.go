@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/stats"
 	"github.com/blastnet/blast/units"
 )
@@ -17,7 +17,7 @@ import (
 // repeatedRuns is three runs of tcpRun, each a little faster than the
 // one before, summarized by their receivers' figure.
 func repeatedRuns() Repeated {
-	var runs []*control.Result
+	var runs []*result.Result
 	var values []float64
 	for k := range 3 {
 		r := tcpRun()

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 )
 
@@ -56,8 +56,8 @@ func parseAffinity(s string) (affinity, error) {
 		after := s[comma+1:]
 		m, k := cStrtol(after, 10)
 		srv := int(int32(m))
-		if srv < 0 || srv > control.MaxServerAffinity {
-			return bad(fmt.Sprintf("the server's CPU M must be 0 to %d", control.MaxServerAffinity))
+		if srv < 0 || srv > wire.MaxServerAffinity {
+			return bad(fmt.Sprintf("the server's CPU M must be 0 to %d", wire.MaxServerAffinity))
 		}
 		a.server = &srv
 		canon += fmt.Sprint(",", srv)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/blastnet/blast/agent"
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/render"
 	"github.com/blastnet/blast/internal/safetext"
 )
 
@@ -170,7 +171,7 @@ func runAgent(e *env, args []string) int {
 		}
 	}
 	console := control.NewConsole(out, control.ConsoleOptions{JSON: f.json, Debug: f.debug,
-		Text: control.Text{Verbose: f.verbose, Format: format}, MaxClients: srv.MaxClients})
+		Text: render.Text{Verbose: f.verbose, Format: format}, MaxClients: srv.MaxClients})
 	console.Attach(&srv)
 	a, err := agent.Listen(agent.Config{Server: srv, ControlPort: f.controlPort, Token: token, Name: name, Zone: zone,
 		MaxTests: f.maxTests, MaxTestSeconds: f.maxTestSeconds, Log: out, TLS: tlsCfg})

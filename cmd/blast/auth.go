@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/wire"
 )
 
 // iperf3's authentication flags: the server's (--rsa-private-key-path,
@@ -45,8 +46,8 @@ func (f *serverAuthFlags) config() (*control.ServerAuth, error) {
 	if f.fs.Changed("time-skew-threshold") && f.skew <= 0 {
 		return nil, fmt.Errorf("--time-skew-threshold %d: skew threshold must be a positive number of seconds", f.skew)
 	}
-	if f.skew > control.MaxTime { // time.Duration would overflow
-		return nil, fmt.Errorf("--time-skew-threshold %d: skew threshold must be 1 to %d seconds", f.skew, control.MaxTime)
+	if f.skew > wire.MaxTime { // time.Duration would overflow
+		return nil, fmt.Errorf("--time-skew-threshold %d: skew threshold must be 1 to %d seconds", f.skew, wire.MaxTime)
 	}
 	switch {
 	case f.key == "" && f.users == "":

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/wire"
 )
 
 // The bounds of the numeric flags of blast client that the conversion to
@@ -14,22 +15,22 @@ import (
 func (f *clientFlags) checkNumbers() error {
 	fs := f.fs
 	switch {
-	case f.parallel < 1 || f.parallel > control.MaxStreams:
-		return fmt.Errorf("-P %d: invalid number of parallel streams (min = 1, max = %d)", f.parallel, control.MaxStreams)
-	case f.secs < 0 || f.secs > control.MaxTime:
-		return fmt.Errorf("-t %d: test duration valid values are 0 to %d seconds", f.secs, control.MaxTime)
-	case f.omit < 0 || f.omit > control.MaxOmit:
-		return fmt.Errorf("-O %d: bogus value for --omit (min = 0, max = %d seconds)", f.omit, control.MaxOmit)
+	case f.parallel < 1 || f.parallel > wire.MaxStreams:
+		return fmt.Errorf("-P %d: invalid number of parallel streams (min = 1, max = %d)", f.parallel, wire.MaxStreams)
+	case f.secs < 0 || f.secs > wire.MaxTime:
+		return fmt.Errorf("-t %d: test duration valid values are 0 to %d seconds", f.secs, wire.MaxTime)
+	case f.omit < 0 || f.omit > wire.MaxOmit:
+		return fmt.Errorf("-O %d: bogus value for --omit (min = 0, max = %d seconds)", f.omit, wire.MaxOmit)
 	case !validInterval(f.interval):
 		return fmt.Errorf("-i %g: invalid report interval (min = 0.1, max = 60 seconds; 0: none)", f.interval)
-	case f.connTimeout < 0 || f.connTimeout > control.MaxTime*1000:
-		return fmt.Errorf("--connect-timeout %d: must be 0 (the system's) to %d ms", f.connTimeout, control.MaxTime*1000)
-	case fs.Changed("rcv-timeout") && (f.rcvTimeout < int(control.MinRcvTimeout.Milliseconds()) || f.rcvTimeout > control.MaxTime*1000):
-		return fmt.Errorf("--rcv-timeout %d: receive timeout value is incorrect or not in range (%d to %d ms)", f.rcvTimeout, control.MinRcvTimeout.Milliseconds(), control.MaxTime*1000)
-	case f.sndTimeout < 0 || f.sndTimeout > control.MaxTime*1000:
-		return fmt.Errorf("--snd-timeout %d: send timeout value is incorrect or not in range (0 to %d ms)", f.sndTimeout, control.MaxTime*1000)
-	case f.mss < 0 || f.mss > control.MaxMSS:
-		return fmt.Errorf("-M %d: must be 0 (the system's) to %d", f.mss, control.MaxMSS)
+	case f.connTimeout < 0 || f.connTimeout > wire.MaxTime*1000:
+		return fmt.Errorf("--connect-timeout %d: must be 0 (the system's) to %d ms", f.connTimeout, wire.MaxTime*1000)
+	case fs.Changed("rcv-timeout") && (f.rcvTimeout < int(control.MinRcvTimeout.Milliseconds()) || f.rcvTimeout > wire.MaxTime*1000):
+		return fmt.Errorf("--rcv-timeout %d: receive timeout value is incorrect or not in range (%d to %d ms)", f.rcvTimeout, control.MinRcvTimeout.Milliseconds(), wire.MaxTime*1000)
+	case f.sndTimeout < 0 || f.sndTimeout > wire.MaxTime*1000:
+		return fmt.Errorf("--snd-timeout %d: send timeout value is incorrect or not in range (0 to %d ms)", f.sndTimeout, wire.MaxTime*1000)
+	case f.mss < 0 || f.mss > wire.MaxMSS:
+		return fmt.Errorf("-M %d: must be 0 (the system's) to %d", f.mss, wire.MaxMSS)
 	}
 	return nil
 }

@@ -18,6 +18,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/render"
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/plot"
 	"github.com/blastnet/blast/stats"
@@ -104,7 +107,7 @@ func newClientFlags() *clientFlags {
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	fs.StringVarP(&f.host, "client", "c", "", "server to connect to, HOST[%DEV] (or give it as the argument)")
-	fs.IntVarP(&f.port, "port", "p", control.DefaultPort, "server port")
+	fs.IntVarP(&f.port, "port", "p", wire.DefaultPort, "server port")
 	fs.StringVarP(&f.format, "format", "f", "", "unit of the Bitrate column: k, m, g, t (bits/s) or K, M, G, T (bytes/s)")
 	fs.Float64VarP(&f.interval, "interval", "i", 1, "seconds between interval reports (0: none)")
 	fs.StringVarP(&f.pidfile, "pidfile", "I", "", "write the process id to this file while the test runs")
@@ -202,7 +205,7 @@ func (f *clientFlags) refusal() string {
 // clientRun is what runClient needs besides the Config: where the output
 // goes and how it looks.
 type clientRun struct {
-	text       control.Text
+	text       render.Text
 	json       bool
 	jsonStream bool
 	jsonFull   bool
@@ -273,7 +276,7 @@ func (f *clientFlags) config(ctx context.Context) (control.Config, *clientRun, e
 		BindDev:        hostDev, File: f.file, RepeatingPayload: f.repeating, ExtraData: f.extraData,
 		SkipRxCopy: f.skipRxCopy, GSRO: f.gsro, MPTCP: f.mptcp, Verify: f.verify,
 	}
-	run := &clientRun{text: control.Text{Verbose: f.verbose}, json: f.json || f.jsonStream, jsonStream: f.jsonStream,
+	run := &clientRun{text: render.Text{Verbose: f.verbose}, json: f.json || f.jsonStream, jsonStream: f.jsonStream,
 		jsonFull: f.jsonStreamFull, title: f.title, timestamps: f.timestamps, logfile: f.logfile,
 		forceflush: f.forceflush, pidfile: f.pidfile}
 	plan, perr := f.rep.plan()
@@ -441,12 +444,12 @@ func (f *clientFlags) clientOptions(ctx context.Context, cfg *control.Config, ru
 	if fs.Changed("rcv-timeout") {
 		cfg.RcvTimeout = time.Duration(f.rcvTimeout) * time.Millisecond
 		if f.rcvTimeout < int(control.MinRcvTimeout.Milliseconds()) {
-			return fmt.Errorf("--rcv-timeout %d: receive timeout value is incorrect or not in range (%d to %d ms)", f.rcvTimeout, control.MinRcvTimeout.Milliseconds(), control.MaxTime*1000)
+			return fmt.Errorf("--rcv-timeout %d: receive timeout value is incorrect or not in range (%d to %d ms)", f.rcvTimeout, control.MinRcvTimeout.Milliseconds(), wire.MaxTime*1000)
 		}
 	}
 	if fs.Changed("snd-timeout") {
 		if f.sndTimeout < 0 {
-			return fmt.Errorf("--snd-timeout %d: send timeout value is incorrect or not in range (0 to %d ms)", f.sndTimeout, control.MaxTime*1000)
+			return fmt.Errorf("--snd-timeout %d: send timeout value is incorrect or not in range (0 to %d ms)", f.sndTimeout, wire.MaxTime*1000)
 		}
 		cfg.SndTimeout = time.Duration(f.sndTimeout) * time.Millisecond
 	}
@@ -534,7 +537,7 @@ func runClientTest(e *env, cfg control.Config, run *clientRun) int {
 	// Several runs: each as usual (in -J, collected into one document),
 	// then the spread of the receivers' throughput.
 	var docs []json.RawMessage
-	var results []*control.Result // one per value of the summary
+	var results []*result.Result // one per value of the summary
 	rr, err := stats.Run(e.ctx, run.plan, func(i int) (float64, error) {
 		if !run.json && !run.csv {
 			fmt.Fprintf(out, "== run %d\n", i+1)
@@ -586,13 +589,13 @@ func runClientTest(e *env, cfg control.Config, run *clientRun) int {
 // runClientOnce runs one test and writes its output: iperf3's text, its
 // -J document (into docs when collecting several), or its --json-stream
 // events.
-func runClientOnce(e *env, cfg control.Config, run *clientRun, out, base io.Writer, docs *[]json.RawMessage) (*control.Result, error) {
-	var stream *control.JSONStream
+func runClientOnce(e *env, cfg control.Config, run *clientRun, out, base io.Writer, docs *[]json.RawMessage) (*result.Result, error) {
+	var stream *render.JSONStream
 	switch {
 	case run.jsonStream:
-		stream = &control.JSONStream{W: base}
-		cfg.OnStart = func(r *control.Result) { stream.Start(r) }
-		cfg.OnInterval = func(r *control.Result, iv *control.Interval) { stream.Interval(r, iv) }
+		stream = &render.JSONStream{W: base}
+		cfg.OnStart = func(r *result.Result) { stream.Start(r) }
+		cfg.OnInterval = func(r *result.Result, iv *result.Interval) { stream.Interval(r, iv) }
 	case run.csv:
 		// The rows come at the end, under one header.
 	case !run.json:
@@ -600,8 +603,8 @@ func runClientOnce(e *env, cfg control.Config, run *clientRun, out, base io.Writ
 		var mu sync.Mutex
 		bar := newProgress(e.stderr, e.stdout, cfg)
 		defer bar.finish()
-		cfg.OnStart = func(r *control.Result) { run.text.WriteStart(out, r) }
-		cfg.OnInterval = func(r *control.Result, iv *control.Interval) {
+		cfg.OnStart = func(r *result.Result) { run.text.WriteStart(out, r) }
+		cfg.OnInterval = func(r *result.Result, iv *result.Interval) {
 			mu.Lock()
 			defer mu.Unlock()
 			run.text.WriteInterval(out, r, iv, first)
@@ -618,18 +621,18 @@ func runClientOnce(e *env, cfg control.Config, run *clientRun, out, base io.Writ
 	case run.jsonStream:
 		stream.End(res)
 		if run.jsonFull {
-			control.EncodeJSON(base, res)
+			render.EncodeJSON(base, res)
 		}
 	case run.json && docs != nil:
-		if b, jerr := control.JSONBytes(res); jerr == nil {
+		if b, jerr := render.JSONBytes(res); jerr == nil {
 			*docs = append(*docs, b)
 		}
 	case run.json:
-		control.EncodeJSON(base, res)
+		render.EncodeJSON(base, res)
 	case run.csv && docs != nil:
 		// Repeated: one row per run at the end.
 	case run.csv:
-		control.WriteCSV(base, res)
+		render.WriteCSV(base, res)
 	case len(res.Streams) > 0:
 		run.text.WriteSummary(out, res)
 	}
@@ -637,7 +640,7 @@ func runClientOnce(e *env, cfg control.Config, run *clientRun, out, base io.Writ
 }
 
 // plotClient draws a single run into --plot's file.
-func plotClient(errOut io.Writer, run *clientRun, res *control.Result) int {
+func plotClient(errOut io.Writer, run *clientRun, res *result.Result) int {
 	if run.plot == "" || res == nil {
 		return exitOK
 	}

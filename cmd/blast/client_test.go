@@ -6,8 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"github.com/blastnet/blast/engine"
-	"github.com/blastnet/blast/internal/testkit"
 	"net"
 	"os"
 	"os/exec"
@@ -20,6 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/engine"
+	"github.com/blastnet/blast/internal/testkit"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/blastnet/blast/control"
@@ -31,12 +33,12 @@ import (
 
 // blastServerPort serves blast on a free loopback port until the test
 // ends; results waits for n tests' server Results.
-func blastServerPort(t *testing.T) (port int, results func(n int) []*control.Result) {
+func blastServerPort(t *testing.T) (port int, results func(n int) []*result.Result) {
 	t.Helper()
 	var mu sync.Mutex
-	var res []*control.Result
+	var res []*result.Result
 	srv, err := control.Listen(control.ServerConfig{Bind: "127.0.0.1", Port: testkit.FreePort(t), NoNIC: true,
-		OnResult: func(r *control.Result) { mu.Lock(); res = append(res, r); mu.Unlock() }})
+		OnResult: func(r *result.Result) { mu.Lock(); res = append(res, r); mu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,11 +46,11 @@ func blastServerPort(t *testing.T) (port int, results func(n int) []*control.Res
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return srv.Addr().(*net.TCPAddr).Port, func(n int) []*control.Result {
-		var got []*control.Result
+	return srv.Addr().(*net.TCPAddr).Port, func(n int) []*result.Result {
+		var got []*result.Result
 		testkit.Eventually(30*time.Second, func() bool {
 			mu.Lock()
-			got = append([]*control.Result(nil), res...)
+			got = append([]*result.Result(nil), res...)
 			mu.Unlock()
 			return len(got) >= n
 		})
@@ -213,7 +215,7 @@ func TestClientVersion(t *testing.T) {
 		t.Fatalf("blast version: exit %d", code)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != 4 || lines[0] != control.Version || !strings.HasPrefix(lines[1], "commit ") ||
+	if len(lines) != 4 || lines[0] != result.Version || !strings.HasPrefix(lines[1], "commit ") ||
 		lines[2] != runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH || lines[3] != control.SystemInfo() {
 		t.Errorf("blast version:\n%s", out)
 	}
@@ -237,7 +239,7 @@ func TestClientVerboseAndFormat(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	for _, want := range []string{
-		control.Version + "\n" + control.SystemInfo() + "\nControl connection MSS ",
+		result.Version + "\n" + control.SystemInfo() + "\nControl connection MSS ",
 		"\nTime: ", "\nConnecting to host 127.0.0.1, port " + strconv.Itoa(port) + "\n      Cookie: ",
 		"\n      TCP MSS: ", " (default)\n",
 		"\nStarting Test: protocol: TCP, 1 streams, 131072 byte blocks, omitting 0 seconds, 1 second test, tos 0\n",
@@ -302,7 +304,7 @@ func TestClientLogfileTimestampsTitle(t *testing.T) {
 	// the client's first interval in the file: the client cannot end its
 	// test (it needs the server's results) before the interval is there.
 	port, open := gatedServer(t, func(gate <-chan struct{}) control.ServerConfig {
-		return control.ServerConfig{Interval: time.Second, OnInterval: func(*control.Result, *control.Interval) { <-gate }}
+		return control.ServerConfig{Interval: time.Second, OnInterval: func(*result.Result, *result.Interval) { <-gate }}
 	})
 	log := filepath.Join(t.TempDir(), "run.log")
 	os.WriteFile(log, []byte("earlier run\n"), 0o644)
@@ -362,7 +364,7 @@ func TestClientPidfile(t *testing.T) {
 	// The server holds the test at its start until the test has read the
 	// pid file: the client is running then.
 	port, open := gatedServer(t, func(gate <-chan struct{}) control.ServerConfig {
-		return control.ServerConfig{OnStart: func(*control.Result) { <-gate }}
+		return control.ServerConfig{OnStart: func(*result.Result) { <-gate }}
 	})
 	pidfile := filepath.Join(t.TempDir(), "blast.pid")
 	done := make(chan int, 1)
@@ -463,7 +465,7 @@ func TestClientConnectRefused(t *testing.T) {
 		t.Fatalf("%v:\n%s", err, out)
 	}
 	start, _ := d["start"].(map[string]any)
-	if start["version"] != control.Version || start["system_info"] != control.SystemInfo() || start["timestamp"] != nil || d["title"] != "t1" {
+	if start["version"] != result.Version || start["system_info"] != control.SystemInfo() || start["timestamp"] != nil || d["title"] != "t1" {
 		t.Errorf("start %v, title %v", start, d["title"])
 	}
 	if e, _ := d["error"].(string); !strings.Contains(e, "connection refused") {

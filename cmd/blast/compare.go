@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/compare"
-	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/plot"
 	"github.com/blastnet/blast/stats"
@@ -77,7 +77,7 @@ func newCompareFlags() *compareFlags {
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	fs.BoolVar(&f.lab, "lab", false, "run both ends in a netns lab on this machine (root)")
-	fs.IntVarP(&f.port, "port", "p", control.DefaultPort, "the server's port (HOST)")
+	fs.IntVarP(&f.port, "port", "p", wire.DefaultPort, "the server's port (HOST)")
 	fs.BoolVarP(&f.reverse, "reverse", "R", false, "the server sends, this host receives (HOST)")
 	fs.BoolVarP(&f.udp, "udp", "u", false, "compare the UDP backends (--lab)")
 	fs.Float64VarP(&f.secs, "time", "t", 3, "seconds per backend (whole seconds with HOST)")
@@ -120,8 +120,8 @@ func runCompare(e *env, args []string) int {
 		return usage("HOST and --lab both given: choose one")
 	case host == "" && !*lab:
 		return usage("say where: HOST (a 'blast server' there) or --lab (a netns lab on this machine)")
-	case !(*secs > 0 && *secs <= control.MaxTime): // NaN too
-		return usage("-t %g: must be more than 0 and at most %d seconds", *secs, control.MaxTime)
+	case !(*secs > 0 && *secs <= wire.MaxTime): // NaN too
+		return usage("-t %g: must be more than 0 and at most %d seconds", *secs, wire.MaxTime)
 	case host == "" && (fs.Changed("port") || *reverse):
 		return usage("-p and -R are for the HOST form")
 	case host != "" && *udp:

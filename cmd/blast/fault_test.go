@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/internal/testkit"
 	"github.com/blastnet/blast/netlab"
 )
@@ -59,15 +60,15 @@ func faultStart(t *testing.T, bin string, args ...string) (cmd *exec.Cmd, out *t
 // the server sees it: TestTimingFaultKilled).
 func faultClientKilled(t *testing.T, bin string, reverse bool) time.Duration {
 	running := make(chan struct{}, 1)
-	results := make(chan *control.Result, 4)
+	results := make(chan *result.Result, 4)
 	srv, err := control.Listen(control.ServerConfig{Bind: "127.0.0.1", Port: 0, MaxClients: 1, NoNIC: true, Interval: 100 * time.Millisecond,
-		OnInterval: func(*control.Result, *control.Interval) {
+		OnInterval: func(*result.Result, *result.Interval) {
 			select {
 			case running <- struct{}{}:
 			default:
 			}
 		},
-		OnResult: func(r *control.Result) { results <- r }})
+		OnResult: func(r *result.Result) { results <- r }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func faultClientKilled(t *testing.T, bin string, reverse bool) time.Duration {
 	killed := time.Now()
 	<-exited
 
-	var r *control.Result
+	var r *result.Result
 	select {
 	case r = <-results:
 	case <-time.After(time.Minute):
@@ -139,18 +140,18 @@ func faultServerKilled(t *testing.T, bin string, reverse bool) time.Duration {
 	}
 
 	intervals := make(chan struct{}, 64)
-	type result struct {
-		r   *control.Result
+	type outcome struct {
+		r   *result.Result
 		err error
 		at  time.Time
 	}
-	done := make(chan result, 1)
+	done := make(chan outcome, 1)
 	go func() {
 		// A test far longer than the waits below: only the kill ends it.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		r, err := control.Run(ctx, control.Config{Host: "127.0.0.1", Port: port, Duration: 10 * time.Minute, Interval: 100 * time.Millisecond,
-			Reverse: reverse, NoNIC: true, OnInterval: func(_ *control.Result, iv *control.Interval) {
+			Reverse: reverse, NoNIC: true, OnInterval: func(_ *result.Result, iv *result.Interval) {
 				// Intervals that moved bytes: on a busy host the
 				// first ones may have none yet.
 				var moved int64
@@ -165,7 +166,7 @@ func faultServerKilled(t *testing.T, bin string, reverse bool) time.Duration {
 				default:
 				}
 			}})
-		done <- result{r, err, time.Now()}
+		done <- outcome{r, err, time.Now()}
 	}()
 	for range 2 {
 		select {
@@ -182,7 +183,7 @@ func faultServerKilled(t *testing.T, bin string, reverse bool) time.Duration {
 	killed := time.Now()
 	<-exited
 
-	var o result
+	var o outcome
 	select {
 	case o = <-done:
 	case <-time.After(time.Minute):

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra/doc"
 	"github.com/spf13/pflag"
 
-	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/result"
 	"github.com/blastnet/blast/internal/safetext"
 )
 
@@ -76,7 +76,7 @@ func runMan(e *env, args []string) int {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail(err)
 	}
-	header := &doc.GenManHeader{Section: "1", Source: control.Version, Manual: "blast manual"}
+	header := &doc.GenManHeader{Section: "1", Source: result.Version, Manual: "blast manual"}
 	if err := doc.GenManTree(commandTree(true), header, dir); err != nil {
 		return fail(err)
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/agent"
-	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/mesh"
@@ -114,7 +115,7 @@ func newMeshFlags() *meshFlags {
 	fs.StringVar(&f.backend, "backend", "", "how the agents send (see 'blast backends')")
 	fs.IntVar(&f.retries, "retries", mesh.DefaultRetries, "times a test is tried again when its server is busy")
 	fs.Float64Var(&f.timeout, "test-timeout", 0, "give up on a test after `SECS` (default: -t + 30)")
-	fs.IntVar(&f.dataPort, "data-port", control.DefaultPort, "the agents' data port where the peers give none")
+	fs.IntVar(&f.dataPort, "data-port", wire.DefaultPort, "the agents' data port where the peers give none")
 	fs.IntVar(&f.minAgents, "min-agents", 2, "with --wait: agents to wait for")
 	fs.Float64Var(&f.wait, "wait", 0, "look for --min-agents agents for up to `SECS` (agents of a DaemonSet start at different times)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan (rounds, tests, estimated time) and measure nothing")
@@ -167,8 +168,8 @@ func runMesh(e *env, args []string) int {
 	switch {
 	case !(f.secs >= 1 && f.secs <= 3600):
 		return usage("-t %g: must be 1 to 3600 seconds", f.secs)
-	case f.streams < 1 || f.streams > control.MaxStreams:
-		return usage("-P %d: must be 1 to %d", f.streams, control.MaxStreams)
+	case f.streams < 1 || f.streams > wire.MaxStreams:
+		return usage("-P %d: must be 1 to %d", f.streams, wire.MaxStreams)
 	case f.length < 0 || f.length > 1<<20:
 		return usage("-l %d: must be 0 (blast's default) to 1048576 bytes", f.length)
 	case f.retries < 0 || f.retries > 20:
@@ -252,7 +253,7 @@ func runMesh(e *env, args []string) int {
 	}
 
 	doc, err := mesh.Run(e.ctx, mesh.Config{Peers: f.peers, Found: found, Mode: mode, Options: opts, Test: set,
-		Token: token, TLS: tlsCfg, Log: e.stderr, Version: control.Version})
+		Token: token, TLS: tlsCfg, Log: e.stderr, Version: result.Version})
 	if doc != nil && (len(doc.Cells) > 0 || len(doc.Nodes) > 0) {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")

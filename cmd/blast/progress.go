@@ -8,6 +8,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/result"
 )
 
 // progress shows a byte-count or file test on a terminal: a bar with the
@@ -47,7 +48,7 @@ func newProgress(w, out io.Writer, cfg control.Config) *progress {
 
 // interval adds the bytes one direction moved in iv (a --bidir test
 // counts both directions, against twice the size).
-func (p *progress) interval(iv *control.Interval) {
+func (p *progress) interval(iv *result.Interval) {
 	if p == nil || iv.Omitted {
 		return
 	}

@@ -18,6 +18,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/render"
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/engine"
 	"github.com/blastnet/blast/internal/safetext"
 	"github.com/blastnet/blast/units"
@@ -90,7 +93,7 @@ func newServerFlags(command string) *serverFlags {
 	if server {
 		fs.BoolP("server", "s", true, "run as a server (implied)")
 	}
-	fs.IntVarP(&f.port, "port", "p", control.DefaultPort, "port to listen on (0: a free one)")
+	fs.IntVarP(&f.port, "port", "p", wire.DefaultPort, "port to listen on (0: a free one)")
 	fs.StringVarP(&f.bind, "bind", "B", "", "address to listen on (default: all)")
 	fs.StringVar(&f.bindDev, "bind-dev", "", "bind the listener and every data socket to interface `DEV` (SO_BINDTODEVICE)")
 	if server {
@@ -98,7 +101,7 @@ func newServerFlags(command string) *serverFlags {
 	}
 	fs.IntVar(&f.maxClients, "max-clients", control.DefaultMaxClients, "tests at the same time; more are told the server is busy")
 	fs.IntVar(&f.maxPerHost, "max-per-host", control.DefaultMaxPerHost, "tests at the same time from one address")
-	fs.IntVar(&f.maxStreams, "max-streams", control.MaxStreams, "streams of one test (-P); more are refused")
+	fs.IntVar(&f.maxStreams, "max-streams", wire.MaxStreams, "streams of one test (-P); more are refused")
 	fs.StringVar(&f.maxBytes, "max-bytes", "", "refuse tests that ask for more than `SIZE` bytes (-n, -k), such as 10G")
 	fs.StringVar(&f.maxTestMem, "max-test-memory", "256M", "refuse a test whose buffers (streams × block size × backend batch) need more than `SIZE`")
 	fs.StringVar(&f.maxMem, "max-memory", "1G", "tests whose buffers would take all tests' together over `SIZE` are told the server is busy")
@@ -186,9 +189,9 @@ func runServer(e *env, args []string) int {
 	}
 
 	console := control.NewConsole(out, control.ConsoleOptions{JSON: *jsonOut, Debug: *debug,
-		Text: control.Text{Verbose: *verbose, Format: format}, OneOff: *oneOff, MaxClients: cfg.MaxClients})
+		Text: render.Text{Verbose: *verbose, Format: format}, OneOff: *oneOff, MaxClients: cfg.MaxClients})
 	var interrupted atomic.Int64
-	cfg.OnResult = func(r *control.Result) {
+	cfg.OnResult = func(r *result.Result) {
 		if errors.Is(r.Err, control.ErrShutdown) {
 			interrupted.Add(1)
 		}
@@ -280,7 +283,7 @@ func (f *serverFlags) config() (cfg control.ServerConfig, format byte, err error
 		return time.Duration(n) * time.Second, nil
 	}
 	if f.idle != "" {
-		if cfg.IdleTimeout, err = secs("--idle-timeout", f.idle, 1, control.MaxTime); err != nil {
+		if cfg.IdleTimeout, err = secs("--idle-timeout", f.idle, 1, wire.MaxTime); err != nil {
 			return cfg, 0, err
 		}
 	}
@@ -291,14 +294,14 @@ func (f *serverFlags) config() (cfg control.ServerConfig, format byte, err error
 		f.maxDur = f.maxDurAlias
 	}
 	if f.maxDur != "" {
-		if cfg.MaxDuration, err = secs("--server-max-duration", f.maxDur, 0, control.MaxTime); err != nil {
+		if cfg.MaxDuration, err = secs("--server-max-duration", f.maxDur, 0, wire.MaxTime); err != nil {
 			return cfg, 0, fmt.Errorf("%v (0: no limit)", err)
 		}
 	}
 	if f.rcv != "" {
 		ms, err := strconv.Atoi(f.rcv)
-		if err != nil || ms < int(control.MinRcvTimeout.Milliseconds()) || ms > control.MaxTime*1000 {
-			return cfg, 0, fmt.Errorf("--rcv-timeout %q: want milliseconds, %d to %d (iperf3's default is 120000)", f.rcv, control.MinRcvTimeout.Milliseconds(), control.MaxTime*1000)
+		if err != nil || ms < int(control.MinRcvTimeout.Milliseconds()) || ms > wire.MaxTime*1000 {
+			return cfg, 0, fmt.Errorf("--rcv-timeout %q: want milliseconds, %d to %d (iperf3's default is 120000)", f.rcv, control.MinRcvTimeout.Milliseconds(), wire.MaxTime*1000)
 		}
 		cfg.RcvTimeout = time.Duration(ms) * time.Millisecond
 	}

@@ -22,6 +22,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/result"
+	"github.com/blastnet/blast/control/wire"
 	"github.com/blastnet/blast/internal/blasttest"
 	"github.com/blastnet/blast/internal/testkit"
 )
@@ -182,7 +184,7 @@ func srvWaitPort(t *testing.T, port int) {
 }
 
 // srvClient runs a blast client test against port.
-func srvClient(t *testing.T, port int, cfg control.Config) (*control.Result, error) {
+func srvClient(t *testing.T, port int, cfg control.Config) (*result.Result, error) {
 	t.Helper()
 	cfg.Host, cfg.Port, cfg.NoNIC = "127.0.0.1", port, true
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -212,7 +214,7 @@ func srvIperf3(t *testing.T, port int, args ...string) (string, error) {
 // as iperf3 -s prints it; the shutdown line counts what it interrupted.
 func TestServerConsole(t *testing.T) {
 	s := startServer(t, 0, "-V", "-d", "-i", "0.5", "-f", "m")
-	if s.port == control.DefaultPort {
+	if s.port == wire.DefaultPort {
 		t.Errorf("-p 0 listens on %d", s.port)
 	}
 	if _, err := srvClient(t, s.port, control.Config{Duration: time.Second, Parallel: 2}); err != nil {
@@ -234,7 +236,7 @@ func TestServerConsole(t *testing.T) {
 	started := make(chan struct{})
 	interrupted := make(chan error, 1)
 	go func() {
-		_, err := srvClient(t, s.port, control.Config{Duration: 20 * time.Second, OnStart: func(*control.Result) { close(started) }})
+		_, err := srvClient(t, s.port, control.Config{Duration: 20 * time.Second, OnStart: func(*result.Result) { close(started) }})
 		interrupted <- err
 	}()
 	<-started
@@ -547,7 +549,7 @@ func TestServerProcess(t *testing.T) {
 		started := make(chan struct{})
 		res := make(chan error, 1)
 		go func() {
-			_, err := srvClient(t, port, control.Config{Duration: 20 * time.Second, OnStart: func(*control.Result) { close(started) }})
+			_, err := srvClient(t, port, control.Config{Duration: 20 * time.Second, OnStart: func(*result.Result) { close(started) }})
 			res <- err
 		}()
 		<-started

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/result"
 )
 
 func init() {
@@ -68,7 +69,7 @@ func runVersion(e *env, args []string) int {
 // version, the commit the binary was built from (with "modified" when the
 // work tree had changes), the Go toolchain and platform, and the system.
 func writeVersion(w io.Writer) {
-	fmt.Fprintf(w, "%s\n", control.Version)
+	fmt.Fprintf(w, "%s\n", result.Version)
 	commit, when, modified := "unknown (not built from a git checkout)", "", false
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {

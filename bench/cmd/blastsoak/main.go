@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/blastnet/blast/control"
+	"github.com/blastnet/blast/control/wire"
 	_ "github.com/blastnet/blast/engine/backends" // every backend
 	"github.com/blastnet/blast/latency"
 )
@@ -216,7 +217,7 @@ func run(blast, outPath string) error {
 		}
 		for range 8 {
 			if c, err := dial("127.0.0.3", s.port); err == nil {
-				ck := control.NewCookie()
+				ck := wire.NewCookie()
 				c.Write(ck[:])
 				conns = append(conns, c)
 			}
@@ -250,7 +251,7 @@ func run(blast, outPath string) error {
 		var conns []net.Conn
 		for range 8 {
 			if c, err := dial("127.0.0.4", s.port); err == nil {
-				ck := control.NewCookie()
+				ck := wire.NewCookie()
 				c.Write(ck[:])
 				conns = append(conns, c)
 			}
@@ -276,10 +277,10 @@ func run(blast, outPath string) error {
 	measure("a 63 MB results JSON", s, func() (string, string) {
 		err := rawTest(s.port, map[string]any{"tcp": true, "num": 1 << 20, "parallel": 1}, func(ctrl, data net.Conn) {
 			data.Write(make([]byte, 1<<20))
-			control.WriteState(ctrl, control.TestEnd)
-			control.ReadState(ctrl)
+			wire.WriteState(ctrl, wire.TestEnd)
+			wire.ReadState(ctrl)
 			big := `{"streams":[{"id":1,"bytes":1048576,"pad":"` + strings.Repeat("x", 63<<20) + `"}]}`
-			control.WriteJSON(ctrl, json.RawMessage(big))
+			wire.WriteJSON(ctrl, json.RawMessage(big))
 		})
 		held, lost := s.realTest(control.Config{})
 		return fmt.Sprintf("%s (%v)", held, err), lost
@@ -295,7 +296,7 @@ func run(blast, outPath string) error {
 		start := time.Now()
 		err := rawTest(s.port, map[string]any{"tcp": true, "num": 100 << 30, "reverse": true, "parallel": 1}, func(ctrl, data net.Conn) {
 			ctrl.SetReadDeadline(time.Now().Add(30 * time.Second))
-			control.ReadState(ctrl) // SERVER_ERROR, once the server gives up
+			wire.ReadState(ctrl) // SERVER_ERROR, once the server gives up
 		})
 		held, lost := s.realTest(control.Config{})
 		return fmt.Sprintf("%s (freed after %v: %v)", held, time.Since(start).Round(100*time.Millisecond), err), lost
@@ -499,18 +500,18 @@ func rawTest(port int, params map[string]any, then func(ctrl, data net.Conn)) er
 	}
 	defer ctrl.Close()
 	ctrl.SetDeadline(time.Now().Add(60 * time.Second))
-	ck := control.NewCookie()
+	ck := wire.NewCookie()
 	ctrl.Write(ck[:])
-	if st, err := control.ReadState(ctrl); err != nil || st != control.ParamExchange {
+	if st, err := wire.ReadState(ctrl); err != nil || st != wire.ParamExchange {
 		return fmt.Errorf("state %v %v", st, err)
 	}
 	params["client_version"] = "3.12"
-	control.WriteJSON(ctrl, params)
-	st, err := control.ReadState(ctrl)
+	wire.WriteJSON(ctrl, params)
+	st, err := wire.ReadState(ctrl)
 	if err != nil {
 		return err
 	}
-	if st != control.CreateStreams {
+	if st != wire.CreateStreams {
 		var b [8]byte
 		io.ReadFull(ctrl, b[:])
 		return fmt.Errorf("refused: state %v, iperf3 error %d", st, int32(b[0])<<24|int32(b[1])<<16|int32(b[2])<<8|int32(b[3]))
@@ -521,14 +522,14 @@ func rawTest(port int, params map[string]any, then func(ctrl, data net.Conn)) er
 	}
 	defer data.Close()
 	data.Write(ck[:])
-	for _, want := range []control.State{control.TestStart, control.TestRunning} {
-		if st, err := control.ReadState(ctrl); err != nil || st != want {
+	for _, want := range []wire.State{wire.TestStart, wire.TestRunning} {
+		if st, err := wire.ReadState(ctrl); err != nil || st != want {
 			return fmt.Errorf("state %v %v, want %v", st, err, want)
 		}
 	}
 	if then != nil {
 		then(ctrl, data)
 	}
-	st, err = control.ReadState(ctrl)
+	st, err = wire.ReadState(ctrl)
 	return fmt.Errorf("then: state %v %v", st, err)
 }
